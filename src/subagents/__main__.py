@@ -1,0 +1,3 @@
+from subagents.cli.app import main
+
+main()

@@ -1,0 +1,97 @@
+"""The exception hierarchy: one root, and every message ends with what to do next.
+
+Errors a model can act on (bad tool arguments, unknown agent, a failing tool) do not use these
+classes to escape the loop: they become tool results. These are raised to the caller when a
+person has to act (bad config, a missing API key, an unreadable store).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentDefinitionError",
+    "AgentNotFoundError",
+    "ConfigError",
+    "ModelConfigurationError",
+    "ModelError",
+    "ModelRetriesExhaustedError",
+    "ScriptExhaustedError",
+    "SubagentsError",
+    "ToolDefinitionError",
+    "ToolError",
+]
+
+
+class SubagentsError(Exception):
+    """Root of every error this library raises on purpose.
+
+    ``message`` says what went wrong; ``hint`` says what the user should do about it. ``str()``
+    joins them so that a plain ``print(error)`` is already actionable.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} - {self.hint}"
+        return self.message
+
+
+class ConfigError(SubagentsError):
+    """A config file is unreadable or holds a bad value; the message names file, line and key."""
+
+
+class AgentDefinitionError(SubagentsError):
+    """An agent definition cannot be parsed or written."""
+
+
+class AgentNotFoundError(SubagentsError):
+    """No active agent has the requested name."""
+
+    def __init__(
+        self, name: str, *, available: list[str], closest: list[str] | None = None
+    ) -> None:
+        self.name = name
+        self.available = available
+        self.closest = closest or []
+        listing = ", ".join(available) if available else "(none)"
+        message = f"No agent named {name!r}."
+        if self.closest:
+            message += f" Did you mean {', '.join(repr(c) for c in self.closest)}?"
+        super().__init__(
+            message,
+            hint=f"use one of: {listing} (run 'subagents agents list' to see them all)",
+        )
+
+
+class ToolDefinitionError(SubagentsError):
+    """A tool was declared wrongly (bad signature, duplicate name)."""
+
+
+class ToolError(SubagentsError):
+    """Raised by a tool to report a failure to the model; the loop turns it into a tool result
+    with ``is_error`` set. The message should tell the model what to do differently."""
+
+
+class ModelConfigurationError(SubagentsError):
+    """A model cannot be built: unknown provider, missing SDK extra, missing API key."""
+
+
+class ModelError(SubagentsError):
+    """A provider answered with an error that retrying will not fix."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, status_code: int | None = None
+    ) -> None:
+        self.status_code = status_code
+        super().__init__(message, hint=hint)
+
+
+class ModelRetriesExhaustedError(ModelError):
+    """A provider kept failing with retryable errors until the retry budget ran out."""
+
+
+class ScriptExhaustedError(SubagentsError):
+    """A ScriptedModel was asked for more responses than it was given."""

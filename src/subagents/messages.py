@@ -1,0 +1,155 @@
+"""The one internal message format every provider maps to and from.
+
+Plain frozen dataclasses: they are created on the hot path of every model turn, so they carry
+no validation cost. Persistence converts them with :func:`message_to_dict` /
+:func:`message_from_dict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "message_from_dict",
+    "message_to_dict",
+]
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCall:
+    """A model's request to run one tool.
+
+    ``arguments`` is the decoded JSON object. When the provider sent arguments that are not a
+    JSON object, ``arguments`` is empty and ``arguments_error`` says why, with the raw text kept
+    in ``raw_arguments``: the loop turns that into a tool error the model can correct.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str | None = None
+    arguments_error: str | None = None
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts; adds up across requests and sessions."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.requests += other.requests
+
+    def __add__(self, other: Usage) -> Usage:
+        total = Usage()
+        total.add(self)
+        total.add(other)
+        return total
+
+
+@dataclass(slots=True, frozen=True)
+class SystemMessage:
+    content: str
+    role: Literal["system"] = "system"
+
+
+@dataclass(slots=True, frozen=True)
+class UserMessage:
+    content: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(slots=True, frozen=True)
+class AssistantMessage:
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolResultMessage:
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """A JSON-ready dict of ``message``, tagged by ``role``."""
+    if isinstance(message, AssistantMessage):
+        return {
+            "role": "assistant",
+            "content": message.content,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "raw_arguments": call.raw_arguments,
+                    "arguments_error": call.arguments_error,
+                }
+                for call in message.tool_calls
+            ],
+        }
+    if isinstance(message, ToolResultMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "tool_name": message.tool_name,
+            "content": message.content,
+            "is_error": message.is_error,
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Inverse of :func:`message_to_dict`; raises ``ValueError`` on an unknown role."""
+    role = data.get("role")
+    if role == "system":
+        return SystemMessage(str(data["content"]))
+    if role == "user":
+        return UserMessage(str(data["content"]))
+    if role == "assistant":
+        calls = tuple(
+            ToolCall(
+                id=str(call["id"]),
+                name=str(call["name"]),
+                arguments=dict(call.get("arguments") or {}),
+                raw_arguments=call.get("raw_arguments"),
+                arguments_error=call.get("arguments_error"),
+            )
+            for call in data.get("tool_calls") or ()
+        )
+        return AssistantMessage(content=str(data.get("content") or ""), tool_calls=calls)
+    if role == "tool":
+        return ToolResultMessage(
+            tool_call_id=str(data["tool_call_id"]),
+            tool_name=str(data.get("tool_name", "")),
+            content=str(data["content"]),
+            is_error=bool(data.get("is_error", False)),
+        )
+    raise ValueError(f"unknown message role {role!r}")

@@ -1,0 +1,92 @@
+"""The Model protocol: what the agent loop asks of every provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from subagents.messages import Message, ToolCall, Usage
+
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ResponseCompleted",
+    "StopReason",
+    "StreamEvent",
+    "TextDelta",
+    "ToolSpec",
+]
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
+
+
+@dataclass(slots=True, frozen=True)
+class ToolSpec:
+    """What a model is told about one tool: its name, description and JSON Schema input."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True, frozen=True)
+class ModelSettings:
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_seconds: float | None = None
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One turn's input: the system prompt, the history so far and the tools on offer."""
+
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = "end_turn"
+    model_name: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class TextDelta:
+    """A piece of streamed text."""
+
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class ResponseCompleted:
+    """The last event of a stream: the whole response, assembled."""
+
+    response: ModelResponse
+
+
+StreamEvent = TextDelta | ResponseCompleted
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A language model the agent loop can talk to.
+
+    ``name`` is the ``provider:model`` string it was resolved from (e.g. ``openai:gpt-4o``).
+    ``stream`` yields :class:`TextDelta` events and ends with exactly one
+    :class:`ResponseCompleted`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    async def request(self, request: ModelRequest) -> ModelResponse: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...

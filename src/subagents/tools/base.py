@@ -1,0 +1,124 @@
+"""Tool, the context a tool runs in, and the registry of known tools."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from subagents.errors import ToolDefinitionError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from subagents.models.base import ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolFunction", "ToolRegistry"]
+
+ToolFunction = Callable[..., Awaitable[Any] | Any]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may know about where it runs.
+
+    ``workspace`` is the root every file tool is confined to. ``session`` is the runtime
+    session that issued the call (``None`` outside a session); the Task tool uses it to
+    delegate.
+    """
+
+    workspace: Path
+    agent_id: str = ""
+    agent_type: str = ""
+    tool_call_id: str = ""
+    session: Any = None
+
+
+@dataclass(slots=True)
+class Tool:
+    """One tool a model can call.
+
+    ``function`` receives the validated arguments as keyword arguments, plus ``ctx`` (a
+    :class:`ToolContext`) when ``takes_context`` is set. It returns a string (anything else is
+    rendered as JSON) or raises :class:`subagents.errors.ToolError` with a message for the model.
+
+    ``input_model`` validates arguments before the call; ``parameters`` is its JSON Schema as
+    shown to the model. ``fallback_tools`` are tried in order when this tool fails or times out.
+    ``needs_approval`` defaults to ``not read_only``.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: ToolFunction
+    input_model: type[BaseModel] | None = None
+    takes_context: bool = False
+    output_schema: dict[str, Any] | None = None
+    timeout_seconds: float = 300.0
+    fallback_tools: tuple[str, ...] = ()
+    read_only: bool = False
+    idempotent: bool = False
+    needs_approval: bool | None = None
+    _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def requires_approval(self) -> bool:
+        if self.needs_approval is None:
+            return not self.read_only
+        return self.needs_approval
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The model-facing description, built once."""
+        if self._spec is None:
+            from subagents.models.base import ToolSpec
+
+            self._spec = ToolSpec(self.name, self.description, self.parameters)
+        return self._spec
+
+
+class ToolRegistry:
+    """Tools by name. Iteration order is registration order."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool, *, replace: bool = False) -> None:
+        if not replace and tool.name in self._tools:
+            raise ToolDefinitionError(
+                f"A tool named {tool.name!r} is already registered.",
+                hint="give the new tool another name, or pass replace=True to override it",
+            )
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        """A registry holding only the named tools that exist here, in the given order."""
+        picked = ToolRegistry()
+        for name in names:
+            tool = self._tools.get(name)
+            if tool is not None:
+                picked._tools[name] = tool
+        return picked

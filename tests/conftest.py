@@ -1,0 +1,18 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CORPUS = SHARED / "corpus" / "claude-code-agents"
+
+
+@pytest.fixture
+def corpus_dir() -> Path:
+    """The real Claude Code agent files beside the clone; skips where they are absent."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"agent corpus not found at {CORPUS} (it lives in ../shared beside the clone)")
+    return CORPUS
