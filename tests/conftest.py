@@ -16,3 +16,13 @@ def corpus_dir() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"agent corpus not found at {CORPUS} (it lives in ../shared beside the clone)")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets an empty home, so nobody's real ~/.claude/agents or config leaks in."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("SUBAGENTS_HOME", str(home))
+    return home

@@ -31,17 +31,48 @@ _EXPORTS: dict[str, str] = {
     "Tool": "subagents.tools.base",
     "ToolContext": "subagents.tools.base",
     "ToolRegistry": "subagents.tools.base",
+    "AgentUnavailableError": "subagents.errors",
+    "AgentDefinition": "subagents.definitions.model",
+    "Config": "subagents.config",
+    "load_config": "subagents.config",
+    "Inventory": "subagents.inventory",
+    "AgentRecord": "subagents.inventory",
+    "build_model": "subagents.models.resolve",
+    "tool": "subagents.tools.decorator",
+    "PermissionPolicy": "subagents.tools.permissions",
+    "Runtime": "subagents.runtime.runtime",
+    "Session": "subagents.runtime.session",
+    "RunResult": "subagents.runtime.result",
+    "SpawnResult": "subagents.runtime.result",
+    "EventBus": "subagents.runtime.events",
+    "Hooks": "subagents.runtime.hooks",
+    "HookResult": "subagents.runtime.hooks",
+    "CommandHook": "subagents.runtime.hooks",
 }
 
 __all__ = [
+    "AgentDefinition",
     "AgentNotFoundError",
+    "AgentRecord",
+    "AgentUnavailableError",
     "AssistantMessage",
+    "CommandHook",
+    "Config",
     "ConfigError",
+    "EventBus",
+    "HookResult",
+    "Hooks",
+    "Inventory",
     "Model",
     "ModelConfigurationError",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "PermissionPolicy",
+    "RunResult",
+    "Runtime",
+    "Session",
+    "SpawnResult",
     "SubagentsError",
     "SystemMessage",
     "Tool",
@@ -53,17 +84,24 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "build_model",
+    "load_config",
+    "tool",
 ]
 
 if TYPE_CHECKING:
+    from subagents.config import Config, load_config
+    from subagents.definitions.model import AgentDefinition
     from subagents.errors import (
         AgentNotFoundError,
+        AgentUnavailableError,
         ConfigError,
         ModelConfigurationError,
         ModelError,
         SubagentsError,
         ToolError,
     )
+    from subagents.inventory import AgentRecord, Inventory
     from subagents.messages import (
         AssistantMessage,
         SystemMessage,
@@ -73,7 +111,15 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from subagents.models.base import Model, ModelRequest, ModelResponse
+    from subagents.models.resolve import build_model
+    from subagents.runtime.events import EventBus
+    from subagents.runtime.hooks import CommandHook, HookResult, Hooks
+    from subagents.runtime.result import RunResult, SpawnResult
+    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.session import Session
     from subagents.tools.base import Tool, ToolContext, ToolRegistry
+    from subagents.tools.decorator import tool
+    from subagents.tools.permissions import PermissionPolicy
 
 
 def __getattr__(name: str) -> Any:

@@ -10,11 +10,15 @@ from __future__ import annotations
 __all__ = [
     "AgentDefinitionError",
     "AgentNotFoundError",
+    "AgentUnavailableError",
     "ConfigError",
     "ModelConfigurationError",
     "ModelError",
     "ModelRetriesExhaustedError",
     "ScriptExhaustedError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreVersionError",
     "SubagentsError",
     "ToolDefinitionError",
     "ToolError",
@@ -66,6 +70,26 @@ class AgentNotFoundError(SubagentsError):
         )
 
 
+class AgentUnavailableError(AgentNotFoundError):
+    """An agent of that name exists but is ``invalid`` or ``disabled``."""
+
+    def __init__(
+        self, name: str, *, status: str, reasons: list[str], location: str, available: list[str]
+    ) -> None:
+        self.name = name
+        self.available = available
+        self.closest = []
+        self.status = status
+        self.reasons = reasons
+        self.location = location
+        why = "; ".join(reasons) if reasons else "no reason recorded"
+        if status == "disabled":
+            hint = "re-enable it in config.toml ([subagents] enabled, disabled, agents)"
+        else:
+            hint = f"fix {location} (run 'subagents agents validate' to see every problem)"
+        SubagentsError.__init__(self, f"Agent {name!r} ({location}) is {status}: {why}.", hint=hint)
+
+
 class ToolDefinitionError(SubagentsError):
     """A tool was declared wrongly (bad signature, duplicate name)."""
 
@@ -95,3 +119,15 @@ class ModelRetriesExhaustedError(ModelError):
 
 class ScriptExhaustedError(SubagentsError):
     """A ScriptedModel was asked for more responses than it was given."""
+
+
+class StoreError(SubagentsError):
+    """The task store cannot do what was asked (unknown task, busy or unwritable file)."""
+
+
+class StoreCorruptError(StoreError):
+    """The store file is not a readable database (truncated, overwritten, not SQLite)."""
+
+
+class StoreVersionError(StoreError):
+    """The store or one of its records was written by a newer subagents."""

@@ -1,15 +1,481 @@
-"""`subagents agents ...`: list, show, validate, schema and create agent definitions."""
+"""`subagents agents ...`: list, show, validate, schema and create agent definitions.
+
+Only typer is imported at module level; the inventory, Rich and JSON come in inside each
+command so that ``subagents --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from subagents.config import Config
+    from subagents.definitions.model import AgentDefinition
+    from subagents.inventory import AgentRecord, Inventory
 
 __all__ = ["agents_app"]
 
-agents_app = typer.Typer(help="Find, inspect and validate agent definitions.", no_args_is_help=True)
+agents_app = typer.Typer(
+    help="Find, inspect and validate agent definitions.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain help keeps `--help` fast (see cli/app.py)
+)
+
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd",
+        help="Project directory to work from (default: the current directory).",
+        exists=True,
+        file_okay=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+AgentsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agents",
+        help="Extra agents as JSON, as in Claude Code: "
+        '\'{"name": {"description": "...", "prompt": "..."}}\' (highest precedence).',
+    ),
+]
+
+EXIT_INVALID = 1
+EXIT_ERROR = 2
+
+
+@contextlib.contextmanager
+def _user_errors() -> Iterator[None]:
+    """Print a SubagentsError as a clear message (no traceback) and exit 2."""
+    from subagents.errors import SubagentsError
+
+    try:
+        yield
+    except SubagentsError as error:
+        typer.echo(f"error: {error.message}", err=True)
+        if error.hint:
+            typer.echo(f"hint: {error.hint}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def _discover(cwd: Path | None, agents_json: str | None = None) -> Inventory:
+    from subagents.inventory import Inventory, explicit_agents_from_json
+
+    explicit = explicit_agents_from_json(agents_json) if agents_json else []
+    return Inventory.discover(cwd, explicit=explicit)
+
+
+def _display_path(path: Path | str | None, base: Path) -> str:
+    if path is None:
+        return ""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        return str(candidate)
+    try:
+        return str(candidate.relative_to(base))
+    except ValueError:
+        return str(candidate)
+
+
+def _base(cwd: Path | None) -> Path:
+    return (cwd if cwd is not None else Path.cwd()).resolve()
+
+
+def _source(definition: AgentDefinition, base: Path) -> str:
+    if definition.scope == "builtin":
+        return "<builtin>"
+    return _display_path(definition.source_path, base) or definition.location
+
+
+def _tools_summary(record: AgentRecord) -> str:
+    if record.definition.tools is None:
+        return f"all ({len(record.effective_tools)})"
+    return ", ".join(record.effective_tools) or "(none)"
+
+
+def _overrides_summary(record: AgentRecord) -> str:
+    scopes: list[str] = []
+    for lower in record.overrides:
+        if lower.scope not in scopes:
+            scopes.append(lower.scope)
+    return ", ".join(scopes)
+
+
+def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
+    d = record.definition
+    return {
+        "name": record.name,
+        "declared_name": d.declared_name,
+        "description": d.description,
+        "scope": record.scope,
+        "status": record.status,
+        "detail": record.detail,
+        "source": _source(d, base),
+        "dialect": d.dialect,
+        "model": d.model,
+        "effective_model": record.effective_model,
+        "tools": d.tools,
+        "disallowed_tools": d.disallowed_tools,
+        "effective_tools": record.effective_tools,
+        "unavailable_tools": d.unavailable_tools,
+        "max_turns": d.max_turns,
+        "permission_mode": d.permission_mode,
+        "mcp_servers": d.mcp_servers,
+        "color": d.color,
+        "background": d.background,
+        "temperature": d.temperature,
+        "extra": d.extra,
+        "validation_errors": d.validation_errors,
+        "warnings": d.warnings,
+        "overrides": [
+            {
+                "scope": lower.scope,
+                "source": _display_path(lower.source_path, base) or lower.location,
+            }
+            for lower in record.overrides
+        ],
+    }
+
+
+def _console() -> Console:
+    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    return console
+
+
+def _print_json(data: object) -> None:
+    import json
+
+    typer.echo(json.dumps(data, indent=2, default=str))
 
 
 @agents_app.command("list")
-def list_agents() -> None:
-    """List every agent definition found for this project."""
-    typer.echo("not yet implemented")
+def list_agents(
+    cwd: CwdOption = None, as_json: JsonOption = False, agents: AgentsOption = None
+) -> None:
+    """List the agents found for this project, with scope, model, tools and status."""
+    with _user_errors():
+        inventory = _discover(cwd, agents)
+    base = _base(cwd)
+    records = list(inventory.records.values())
+    if as_json:
+        _print_json(
+            {
+                "agents": [_record_json(record, base) for record in records],
+                "conflicts": [
+                    {
+                        "name": conflict.name,
+                        "scope": conflict.scope,
+                        "winner": _display_path(conflict.winner.source_path, base),
+                        "losers": [_display_path(d.source_path, base) for d in conflict.losers],
+                    }
+                    for conflict in inventory.conflicts
+                ],
+                "events": [
+                    {
+                        "kind": event.kind,
+                        "name": event.name,
+                        "path": _display_path(event.path, base) or None,
+                        "scope": event.scope,
+                        "detail": event.detail,
+                    }
+                    for event in inventory.discovery_events
+                ],
+                "config_sources": [str(path) for path in inventory.config.sources],
+            }
+        )
+        return
+
+    from rich import box
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"Agents: {len(inventory.active())} active of {len(records)}", highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("Name", "Scope", "Model", "Tools", "Status", "Overrides", "Source"):
+        fixed = column in ("Name", "Scope", "Status")
+        table.add_column(column, no_wrap=fixed, overflow="fold")
+    styles = {"active": "green", "invalid": "red", "disabled": "yellow"}
+    for record in records:
+        table.add_row(
+            record.name,
+            record.scope,
+            record.effective_model or "-",
+            _tools_summary(record),
+            f"[{styles[record.status]}]{record.status}[/]",
+            _overrides_summary(record),
+            _source(record.definition, base),
+        )
+    console.print(table)
+    for conflict in inventory.conflicts:
+        losers = ", ".join(_display_path(d.source_path, base) for d in conflict.losers)
+        console.print(
+            f"[yellow]conflict[/]: {conflict.name!r} ({conflict.scope}) defined more than once;"
+            f" using {_display_path(conflict.winner.source_path, base)}, ignoring {losers}",
+            highlight=False,
+        )
+    for record in records:
+        if record.status == "invalid":
+            console.print(
+                f"[red]invalid[/]: {record.name}: {record.detail}"
+                " (run 'subagents agents validate' for details)",
+                highlight=False,
+            )
+
+
+@agents_app.command("show")
+def show_agent(
+    name: Annotated[str, typer.Argument(help="Agent name, as listed by 'subagents agents list'.")],
+    cwd: CwdOption = None,
+    as_json: JsonOption = False,
+    agents: AgentsOption = None,
+) -> None:
+    """Show one agent: settings, effective tools and model, problems, prompt."""
+    with _user_errors():
+        inventory = _discover(cwd, agents)
+        record = _find_record(inventory, name)
+    base = _base(cwd)
+    if as_json:
+        data = _record_json(record, base)
+        data["system_prompt"] = record.definition.system_prompt
+        _print_json(data)
+        return
+
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    d = record.definition
+    rows: list[tuple[str, str]] = [
+        ("name", record.name + (f" (declared as {d.declared_name!r})" if d.declared_name else "")),
+        ("description", d.description),
+        ("status", record.status + (f": {record.detail}" if record.detail else "")),
+        ("scope", record.scope),
+        ("source", _display_path(d.source_path, base) or record.source),
+        ("dialect", d.dialect),
+        ("model", f"{d.model or '(not set)'} -> {record.effective_model or 'inherit'}"),
+        ("tools", "all (inherited)" if d.tools is None else ", ".join(d.tools) or "(none)"),
+        ("effective tools", ", ".join(record.effective_tools) or "(none)"),
+    ]
+    optional: list[tuple[str, object]] = [
+        ("disallowed tools", ", ".join(d.disallowed_tools)),
+        ("unavailable tools", ", ".join(d.unavailable_tools)),
+        ("max turns", d.max_turns),
+        ("permission mode", d.permission_mode),
+        ("MCP servers", ", ".join(d.mcp_servers)),
+        ("color", d.color),
+        ("background", "yes" if d.background else ""),
+        ("temperature", d.temperature),
+        ("extra keys", ", ".join(sorted(d.extra))),
+    ]
+    rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, Text(value))
+    console.print(grid)
+    for title, items, style in (
+        ("errors", d.validation_errors, "red"),
+        ("warnings", d.warnings, "yellow"),
+    ):
+        if items:
+            console.print(f"\n[bold {style}]{title}[/]")
+            for item in items:
+                console.print(f"  - {item}", highlight=False, markup=False)
+    if record.overrides:
+        console.print("\n[bold]overrides[/]")
+        for lower in record.overrides:
+            where = _source(lower, base)
+            console.print(f"  - {lower.scope}: {where}", highlight=False)
+    console.print()
+    console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
+
+
+def _find_record(inventory: Inventory, name: str) -> AgentRecord:
+    """Any record (active or not) by exact or normalised name; else AgentNotFoundError."""
+    import difflib
+
+    from subagents.definitions.validate import normalise_name
+    from subagents.errors import AgentNotFoundError
+
+    records = inventory.records
+    record = records.get(name) or records.get(normalise_name(name))
+    if record is not None:
+        return record
+    names = sorted(records)
+    closest = difflib.get_close_matches(normalise_name(name), names, n=3)
+    raise AgentNotFoundError(name, available=names, closest=closest)
+
+
+@agents_app.command("validate")
+def validate_agents(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Agent files or folders to check (default: every agent found)."),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail on warnings and conflicts too.")
+    ] = False,
+    cwd: CwdOption = None,
+    agents: AgentsOption = None,
+) -> None:
+    """Check agent files: one line per problem; exit 1 if any is invalid.
+
+    Usable in CI. Without PATHS every agent found for the project is checked, including the
+    ones that are overridden or lose a conflict.
+    """
+    base = _base(cwd)
+    with _user_errors():
+        if paths:
+            from subagents.config import load_config
+
+            definitions = _validate_paths(paths, load_config(cwd), cwd)
+            conflicts: list[str] = []
+        else:
+            inventory = _discover(cwd, agents)
+            definitions = [d for d in inventory.definitions if d.scope != "builtin"]
+            conflicts = [
+                f"{_display_path(loser.source_path, base)}: {conflict.name}: conflict: also "
+                f"defined at {_display_path(conflict.winner.source_path, base)}, which wins"
+                for conflict in inventory.conflicts
+                for loser in conflict.losers
+            ]
+    invalid = 0
+    warned = 0
+    for definition in definitions:
+        where = _display_path(definition.source_path, base) or definition.location
+        for reason in definition.validation_errors:
+            typer.echo(f"{where}: {definition.name}: {reason}")
+        for reason in definition.warnings:
+            typer.echo(f"{where}: {definition.name}: warning: {reason}")
+        invalid += bool(definition.validation_errors)
+        warned += bool(definition.warnings)
+    for line in conflicts:
+        typer.echo(line)
+    failed = invalid > 0 or (strict and (warned > 0 or bool(conflicts)))
+    summary = (
+        f"{len(definitions)} agent file(s) checked: {invalid} invalid, {warned} with warnings"
+        + (f", {len(conflicts)} conflict(s)" if conflicts else "")
+    )
+    typer.echo(summary, err=True)
+    if failed:
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _validate_paths(paths: list[Path], config: Config, cwd: Path | None) -> list[AgentDefinition]:
+    from subagents.definitions.parse import parse_agent_file
+    from subagents.definitions.validate import validate_definition
+    from subagents.errors import SubagentsError
+    from subagents.inventory import scan_agent_folder
+
+    definitions: list[AgentDefinition] = []
+    for given in paths:
+        path = given if given.is_absolute() or cwd is None else cwd / given
+        if path.is_dir():
+            files, _ = scan_agent_folder(path)
+        elif path.exists() or path.is_symlink():
+            files = [path]
+        else:
+            raise SubagentsError(
+                f"{given}: no such file or directory.",
+                hint="pass agent files or folders that exist, or no path to check every agent",
+            )
+        for file in files:
+            parsed = parse_agent_file(file, scope="project")
+            definitions.append(validate_definition(parsed, known_model_aliases=list(config.models)))
+    return definitions
+
+
+@agents_app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of agent-file frontmatter."""
+    from subagents.definitions.render import frontmatter_json_schema
+
+    _print_json(frontmatter_json_schema())
+
+
+@agents_app.command("new")
+def new_agent(
+    name: Annotated[str, typer.Argument(help="Name of the new agent, e.g. code-reviewer.")],
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Folder to write into (default: the scope's .claude/agents)."),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option("--scope", help="project (the repository's .claude/agents) or user (~)."),
+    ] = "project",
+    cwd: CwdOption = None,
+) -> None:
+    """Write a commented template for a new agent (never overwrites)."""
+    from subagents.errors import SubagentsError
+
+    with _user_errors():
+        if scope not in ("project", "user"):
+            raise SubagentsError(
+                f"unknown scope {scope!r}.", hint="use --scope project or --scope user"
+            )
+        target = _new_agent_path(name, directory, "user" if scope == "user" else "project", cwd)
+    typer.echo(f"wrote {target}")
+    typer.echo(f"edit it, then check it with: subagents agents validate {target}")
+
+
+def _new_agent_path(
+    raw_name: str, directory: Path | None, scope: Literal["project", "user"], cwd: Path | None
+) -> Path:
+    from subagents.config import load_config, resolve_home
+    from subagents.definitions.render import new_agent_template
+    from subagents.definitions.validate import NAME_PATTERN, normalise_name
+    from subagents.errors import SubagentsError
+
+    name = normalise_name(raw_name)
+    if not NAME_PATTERN.match(name):
+        raise SubagentsError(
+            f"{raw_name!r} is not a valid agent name.",
+            hint="use lowercase letters, digits and '-', starting with a letter (code-reviewer)",
+        )
+    if directory is None:
+        if scope == "user":
+            root = resolve_home()
+        else:
+            base = _base(cwd)
+            root = load_config(base).project_root or base
+        directory = root / ".claude" / "agents"
+    elif not directory.is_absolute() and cwd is not None:
+        directory = cwd / directory
+    target = directory / f"{name}.md"
+    if target.exists() or target.is_symlink():
+        raise SubagentsError(
+            f"{target} already exists; not overwriting it.",
+            hint="choose another name, or edit that file",
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(target, "x", encoding="utf-8") as handle:
+            handle.write(new_agent_template(name))
+    except FileExistsError as error:
+        raise SubagentsError(
+            f"{target} already exists; not overwriting it.",
+            hint="choose another name, or edit that file",
+        ) from error
+    except OSError as error:
+        raise SubagentsError(
+            f"cannot write {target}: {error.strerror or error}.",
+            hint="pick a writable folder with --dir",
+        ) from error
+    return target

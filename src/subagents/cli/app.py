@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from subagents.cli.agents import agents_app
+from subagents.cli.run import run_command
 
 __all__ = ["app", "main"]
 
@@ -18,8 +19,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: Rich-rendered help imports rich.markdown & co. and costs ~200 ms.
+    rich_markup_mode=None,
 )
 app.add_typer(agents_app, name="agents")
+app.command("run")(run_command)
 
 
 def main() -> None:

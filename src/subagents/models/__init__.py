@@ -1,1 +1,90 @@
-"""models package."""
+"""Models: the Model protocol, providers, test doubles and model strings.
+
+Names are imported lazily, so ``import subagents.models`` never loads a provider SDK.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "Model": "subagents.models.base",
+    "ModelRequest": "subagents.models.base",
+    "ModelResponse": "subagents.models.base",
+    "ModelSettings": "subagents.models.base",
+    "ResponseCompleted": "subagents.models.base",
+    "StopReason": "subagents.models.base",
+    "StreamEvent": "subagents.models.base",
+    "TextDelta": "subagents.models.base",
+    "ToolSpec": "subagents.models.base",
+    "ProviderSettings": "subagents.models.settings",
+    "OpenAIChatModel": "subagents.models.openai",
+    "AnthropicModel": "subagents.models.anthropic",
+    "RetryPolicy": "subagents.models.retry",
+    "DEFAULT_ALIASES": "subagents.models.resolve",
+    "KNOWN_PROVIDERS": "subagents.models.resolve",
+    "build_model": "subagents.models.resolve",
+    "resolve_model_string": "subagents.models.resolve",
+    "FunctionModel": "subagents.models.testing",
+    "ScriptedModel": "subagents.models.testing",
+}
+
+__all__ = [
+    "DEFAULT_ALIASES",
+    "KNOWN_PROVIDERS",
+    "AnthropicModel",
+    "FunctionModel",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "OpenAIChatModel",
+    "ProviderSettings",
+    "ResponseCompleted",
+    "RetryPolicy",
+    "ScriptedModel",
+    "StopReason",
+    "StreamEvent",
+    "TextDelta",
+    "ToolSpec",
+    "build_model",
+    "resolve_model_string",
+]
+
+if TYPE_CHECKING:
+    from subagents.models.anthropic import AnthropicModel
+    from subagents.models.base import (
+        Model,
+        ModelRequest,
+        ModelResponse,
+        ModelSettings,
+        ResponseCompleted,
+        StopReason,
+        StreamEvent,
+        TextDelta,
+        ToolSpec,
+    )
+    from subagents.models.openai import OpenAIChatModel
+    from subagents.models.resolve import (
+        DEFAULT_ALIASES,
+        KNOWN_PROVIDERS,
+        build_model,
+        resolve_model_string,
+    )
+    from subagents.models.retry import RetryPolicy
+    from subagents.models.settings import ProviderSettings
+    from subagents.models.testing import FunctionModel, ScriptedModel
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'subagents.models' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,1 +1,68 @@
-"""tools package."""
+"""Tools: the Tool type and registry, ``@tool``, the built-ins, permissions and execution.
+
+Names are loaded lazily so that importing :mod:`subagents.tools.base` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "ApprovalDecision": "subagents.tools.permissions",
+    "ApprovalRequest": "subagents.tools.permissions",
+    "Approver": "subagents.tools.permissions",
+    "PermissionMode": "subagents.tools.permissions",
+    "PermissionPolicy": "subagents.tools.permissions",
+    "Tool": "subagents.tools.base",
+    "ToolContext": "subagents.tools.base",
+    "ToolOutcome": "subagents.tools.execution",
+    "ToolRegistry": "subagents.tools.base",
+    "Workspace": "subagents.tools.workspace",
+    "builtin_tools": "subagents.tools.builtin",
+    "execute_tool_call": "subagents.tools.execution",
+    "tool": "subagents.tools.decorator",
+}
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "PermissionMode",
+    "PermissionPolicy",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolRegistry",
+    "Workspace",
+    "builtin_tools",
+    "execute_tool_call",
+    "tool",
+]
+
+if TYPE_CHECKING:
+    from subagents.tools.base import Tool, ToolContext, ToolRegistry
+    from subagents.tools.builtin import builtin_tools
+    from subagents.tools.decorator import tool
+    from subagents.tools.execution import ToolOutcome, execute_tool_call
+    from subagents.tools.permissions import (
+        ApprovalDecision,
+        ApprovalRequest,
+        Approver,
+        PermissionMode,
+        PermissionPolicy,
+    )
+    from subagents.tools.workspace import Workspace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'subagents.tools' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

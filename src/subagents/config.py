@@ -1,0 +1,355 @@
+"""Configuration: ``config.toml`` for the user, then for the project, merged key by key.
+
+Where files are looked for
+--------------------------
+*Home.* ``home`` (a parameter of :func:`load_config`), else the ``SUBAGENTS_HOME`` environment
+variable, else :meth:`pathlib.Path.home`. It is the directory standing in for ``~``: the user
+config is ``<home>/.subagents/config.toml`` and the user agent folders are
+``<home>/.subagents/agents``, ``<home>/.claude/agents`` and so on. Pointing ``SUBAGENTS_HOME``
+at an empty directory therefore gives a clean user scope, which is what tests do.
+
+*Project.* Starting at ``cwd`` and walking up, the project directories are every directory up
+to and including the repository root (the first directory holding ``.git``). Without a
+repository the walk goes up to the filesystem root. The home directory itself is never a
+project directory (its folders are the user scope), and the walk stops below it. The project
+config is the nearest ``.subagents/config.toml`` among those directories. ``project_root`` is
+the repository root; without a repository, the directory holding that config; else ``None``.
+
+Precedence: project values override user values key by key (``[providers.openai] base_url``
+in the project leaves the user's ``[providers.openai] api_key_env`` in place).
+
+Format::
+
+    [subagents]
+    enabled = true
+    default_model = "sonnet"
+    discovery = "auto"          # or "manual": only the agents named in `agents`
+    agents = []
+    disabled = []
+    max_depth = 3
+    max_concurrent = 20
+    max_turns = 50
+
+    [models]                    # alias -> "provider:model"
+    sonnet = "anthropic:claude-sonnet-4-5"
+
+    [providers.openai]
+    base_url = "http://localhost:8000/v1"
+
+Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the file, the
+line and the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from subagents.errors import ConfigError
+from subagents.models.settings import ProviderSettings
+
+__all__ = [
+    "CONFIG_DIR_NAME",
+    "CONFIG_FILE_NAME",
+    "HOME_ENV_VAR",
+    "Config",
+    "ConfigFile",
+    "SubagentsSettings",
+    "find_repository_root",
+    "load_config",
+    "project_config_path",
+    "project_directories",
+    "resolve_home",
+    "user_config_path",
+]
+
+HOME_ENV_VAR = "SUBAGENTS_HOME"
+CONFIG_DIR_NAME = ".subagents"
+CONFIG_FILE_NAME = "config.toml"
+_MAX_ALIAS_HOPS = 10
+
+
+class SubagentsSettings(BaseModel):
+    """The ``[subagents]`` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    default_model: str | None = Field(default=None, min_length=1)
+    discovery: Literal["auto", "manual"] = "auto"
+    agents: list[str] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+    max_depth: int = Field(default=3, ge=0, le=100)
+    max_concurrent: int = Field(default=20, ge=1, le=10_000)
+    max_turns: int = Field(default=50, ge=1, le=100_000)
+
+
+class ConfigFile(BaseModel):
+    """One ``config.toml`` as written on disk (and the merge of several)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subagents: SubagentsSettings = Field(default_factory=SubagentsSettings)
+    models: dict[str, str] = Field(default_factory=dict)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
+    retention: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The effective configuration after merging user and project files."""
+
+    subagents: SubagentsSettings = field(default_factory=SubagentsSettings)
+    models: dict[str, str] = field(default_factory=dict)
+    providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    sources: list[Path] = field(default_factory=list)
+    project_root: Path | None = None
+    home: Path | None = None
+
+    def resolve_model(self, model: str | None) -> str | None:
+        """Follow ``[models]`` aliases; ``None`` falls back to ``default_model``.
+
+        ``inherit`` is kept as is (the parent's model is only known at run time), and the built-in
+        aliases (``haiku``, ``sonnet``, ``opus``) apply when ``[models]`` does not redefine them,
+        and other names (full ids) come back unchanged for the model layer to resolve.
+        """
+        name = model if model is not None else self.subagents.default_model
+        if name is None:
+            return None
+        seen: set[str] = set()
+        while name in self.models and name not in seen and len(seen) < _MAX_ALIAS_HOPS:
+            seen.add(name)
+            name = self.models[name]
+        from subagents.models.resolve import DEFAULT_ALIASES
+
+        return DEFAULT_ALIASES.get(name, name)
+
+
+def resolve_home(home: Path | None = None) -> Path:
+    """The directory standing in for ``~`` (see the module docstring)."""
+    if home is not None:
+        return Path(home).expanduser()
+    from_env = os.environ.get(HOME_ENV_VAR)
+    if from_env:
+        return Path(from_env).expanduser()
+    return Path.home()
+
+
+def user_config_path(home: Path | None = None) -> Path:
+    return resolve_home(home) / CONFIG_DIR_NAME / CONFIG_FILE_NAME
+
+
+def find_repository_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.git`` (a directory or a file)."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def project_directories(cwd: Path | None = None, *, home: Path | None = None) -> list[Path]:
+    """Directories searched for project folders, nearest first (see the module docstring)."""
+    start = _absolute(cwd)
+    home_dir = _absolute(resolve_home(home))
+    directories: list[Path] = []
+    for directory in (start, *start.parents):
+        if directory == home_dir:
+            break
+        directories.append(directory)
+        if (directory / ".git").exists():
+            break
+    return directories
+
+
+def project_config_path(cwd: Path | None = None, *, home: Path | None = None) -> Path | None:
+    for directory in project_directories(cwd, home=home):
+        candidate = directory / CONFIG_DIR_NAME / CONFIG_FILE_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
+    """Read the user config then the project config; raise ConfigError on any bad file."""
+    home_dir = resolve_home(home)
+    paths = [user_config_path(home_dir)]
+    project_path = project_config_path(cwd, home=home_dir)
+    if project_path is not None:
+        paths.append(project_path)
+
+    merged: dict[str, Any] = {}
+    sources: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        text = _read_text(path)
+        raw = _parse_toml(path, text)
+        _validate_file(path, text, raw)
+        merged = _merge(merged, raw)
+        sources.append(path)
+
+    # Each file is valid on its own and no setting depends on another, so the merge is too.
+    effective = ConfigFile.model_validate(merged)
+    start = _absolute(cwd)
+    project_root = find_repository_root(start)
+    if project_root is None and project_path is not None:
+        project_root = project_path.parent.parent
+    return Config(
+        subagents=effective.subagents,
+        models=dict(effective.models),
+        providers=dict(effective.providers),
+        sources=sources,
+        project_root=project_root,
+        home=home_dir,
+    )
+
+
+def _absolute(path: Path | None) -> Path:
+    return Path(path if path is not None else Path.cwd()).resolve()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(
+            f"{path}: cannot read the config file ({error.strerror or error}).",
+            hint=f"fix its permissions or remove it (set {HOME_ENV_VAR} to use another home)",
+        ) from error
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: the config file is not valid UTF-8.",
+            hint="save it as UTF-8 text",
+        ) from error
+
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        reason = str(error)
+        match = _TOML_POSITION.search(reason)
+        if match:
+            where = f"{path}:{match.group(1)}:{match.group(2)}"
+            reason = reason[: match.start()].strip()
+        else:
+            where = f"{path}:{text.count(chr(10)) + 1}"
+            reason = reason.replace("(at end of document)", "").strip() + " at end of file"
+        raise ConfigError(
+            f"{where}: TOML syntax error: {reason}.",
+            hint="fix the syntax at that line (see https://toml.io for the format)",
+        ) from error
+
+
+def _validate_file(path: Path, text: str, raw: dict[str, Any]) -> None:
+    try:
+        ConfigFile.model_validate(raw)
+    except ValidationError as error:
+        problems = sorted(
+            (_describe_problem(path, text, detail) for detail in error.errors()),
+            key=lambda problem: problem[0] if problem[0] is not None else 0,
+        )
+        raise ConfigError(
+            "\n".join(description for _, description in problems),
+            hint=f"correct or remove the key(s) named above in {path}",
+        ) from None
+
+
+def _describe_problem(path: Path, text: str, detail: Mapping[str, Any]) -> tuple[int | None, str]:
+    loc = tuple(detail.get("loc", ()))
+    key_path = tuple(str(part) for part in loc if not isinstance(part, int))
+    dotted = ".".join(key_path) or "(top level)"
+    line = _find_key_line(text, key_path)
+    where = f"{path}:{line}" if line is not None else str(path)
+    if detail.get("type") == "extra_forbidden":
+        reason = f"unknown key {dotted!r}"
+        suggestion = _closest_key(key_path)
+        if suggestion:
+            reason += f" (did you mean {suggestion!r}?)"
+        return line, f"{where}: {reason}"
+    value = detail.get("input")
+    shown = repr(value) if not isinstance(value, dict) else "a table"
+    reason = detail.get("msg", "invalid value")
+    return line, f"{where}: key {dotted!r}: {reason} (got {shown})"
+
+
+def _closest_key(key_path: tuple[str, ...]) -> str | None:
+    if not key_path:
+        return None
+    *parents, name = key_path
+    allowed: list[str]
+    if not parents:
+        allowed = list(ConfigFile.model_fields)
+    elif parents == ["subagents"]:
+        allowed = list(SubagentsSettings.model_fields)
+    elif len(parents) == 2 and parents[0] == "providers":
+        allowed = list(ProviderSettings.model_fields)
+    else:
+        return None
+    matches = difflib.get_close_matches(name, allowed, n=1)
+    if not matches:
+        return None
+    return ".".join([*parents, matches[0]])
+
+
+_TABLE_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+_KEY_LINE = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+
+
+def _split_dotted(key: str) -> tuple[str, ...]:
+    parts = re.findall(_KEY_PART, key)
+    return tuple(part.strip("\"'") for part in parts)
+
+
+def _find_key_line(text: str, key_path: tuple[str, ...]) -> int | None:
+    """The 1-based line where ``key_path`` is set (or its table declared), found by scanning.
+
+    A key set inside an inline table is attributed to the line of the outer key.
+    """
+    if not key_path:
+        return None
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TABLE_HEADER.match(line)
+        if header:
+            table = _split_dotted(header.group(1))
+            if _is_prefix(key_path, table):
+                return number
+            continue
+        key_match = _KEY_LINE.match(line)
+        if key_match:
+            full = table + _split_dotted(key_match.group(1))
+            if _is_prefix(full, key_path) or _is_prefix(key_path, full):
+                return number
+    return None
+
+
+def _is_prefix(prefix: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    return len(prefix) <= len(whole) and whole[: len(prefix)] == prefix
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            merged[key] = _merge(current, value)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,363 @@
+"""Turn a mapping read from any dialect (frontmatter, TOML, JSON) into an AgentDefinition.
+
+Every spelling users write (Claude Code's camelCase, snake_case, Gemini's ``max_turns``) maps
+to one field. Values of the wrong type become ``parse_errors`` with the key as written; keys we
+do not know are kept verbatim in ``extra``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, get_args
+
+from subagents.definitions.model import AgentDefinition, Dialect, PermissionMode, Scope
+
+__all__ = ["BODY_KEYS", "FIELD_SPELLINGS", "definition_from_mapping"]
+
+# spelling as written -> field name
+FIELD_SPELLINGS: dict[str, str] = {
+    "name": "name",
+    "description": "description",
+    "tools": "tools",
+    "disallowedTools": "disallowed_tools",
+    "disallowed_tools": "disallowed_tools",
+    "disallowed-tools": "disallowed_tools",
+    "model": "model",
+    "maxTurns": "max_turns",
+    "max_turns": "max_turns",
+    "max-turns": "max_turns",
+    "permissionMode": "permission_mode",
+    "permission_mode": "permission_mode",
+    "mcpServers": "mcp_servers",
+    "mcp_servers": "mcp_servers",
+    "color": "color",
+    "background": "background",
+    "temperature": "temperature",
+}
+# Where the system prompt lives when a dialect has no Markdown body.
+BODY_KEYS: dict[Dialect, tuple[str, ...]] = {
+    "codex-toml": ("developer_instructions",),
+    "json": ("prompt", "system_prompt", "systemPrompt"),
+}
+_PERMISSION_MODES: dict[str, PermissionMode] = {
+    mode.lower(): mode for mode in get_args(PermissionMode)
+}
+# Budget of values copied out of ``extra`` / MCP configs: YAML aliases can make a small file
+# expand into a huge (or cyclic) structure.
+_MAX_COPIED_VALUES = 10_000
+_MAX_COPIED_DEPTH = 40
+
+
+class _Reader:
+    """Collects converted values and the problems found on the way."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.spelling: dict[str, str] = {}
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.budget = _MAX_COPIED_VALUES
+        self.truncated = False
+
+    def error(self, key: str, expected: str, value: object) -> None:
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        self.errors.append(f"{key!r} must be {expected}, not {shown}")
+
+    def copy_value(self, value: object, depth: int = 0) -> Any:
+        """A JSON-compatible copy of ``value`` (dates as ISO text, other objects as text)."""
+        self.budget -= 1
+        if self.budget < 0 or depth > _MAX_COPIED_DEPTH:
+            if not self.truncated:
+                self.truncated = True
+                self.warnings.append(
+                    "a value in this file is too large, too deeply nested or refers to itself "
+                    "(YAML aliases); it was cut short - simplify it"
+                )
+            return "<omitted>"
+        if value is None or isinstance(value, str | bool | int):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else str(value)
+        if isinstance(value, Mapping):
+            return {str(k): self.copy_value(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [self.copy_value(v, depth + 1) for v in value]
+        if isinstance(value, dt.date | dt.time):
+            return value.isoformat()
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        return str(value)
+
+
+def _text(r: _Reader, key: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float | dt.date):
+        return str(value)
+    r.error(key, "text", value)
+    return None
+
+
+def _name(r: _Reader, key: str, value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    r.errors.append(f"{key!r} must be text (e.g. 'name: code-reviewer'), not {value!r:.60}")
+    return None
+
+
+def _split_names(text: str) -> list[str]:
+    parts = text.split(",") if "," in text else text.split()
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _name_list(r: _Reader, key: str, value: object) -> list[str] | None:
+    """A list of tool names from a comma/space string or a list of strings."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        names = _split_names(value)
+    elif isinstance(value, list):
+        names = []
+        for item in value:
+            if not isinstance(item, str):
+                r.error(key, "a list of tool names", value)
+                return None
+            if item.strip():
+                names.append(item.strip())
+    else:
+        r.error(key, "a comma-separated string or a list of tool names", value)
+        return None
+    return list(dict.fromkeys(names))
+
+
+def _tools(r: _Reader, key: str, value: object) -> list[str] | None:
+    if isinstance(value, str) and not value.strip():
+        return None
+    names = _name_list(r, key, value)
+    if names is not None and "*" in names:
+        return None  # "*" means every tool, as when the key is absent
+    return names
+
+
+def _disallowed(r: _Reader, key: str, value: object) -> list[str] | None:
+    return _name_list(r, key, value) or []
+
+
+def _model(r: _Reader, key: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    r.error(key, "text such as 'sonnet', 'inherit' or 'openai:gpt-4o'", value)
+    return None
+
+
+def _max_turns(r: _Reader, key: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    r.error(key, "a positive whole number", value)
+    return None
+
+
+def _temperature(r: _Reader, key: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    r.error(key, "a number between 0 and 2", value)
+    return None
+
+
+def _background(r: _Reader, key: str, value: object) -> bool | None:
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    r.error(key, "true or false", value)
+    return None
+
+
+def _permission_mode(r: _Reader, key: str, value: object) -> PermissionMode | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in _PERMISSION_MODES:
+        return _PERMISSION_MODES[value.strip().lower()]
+    known = ", ".join(get_args(PermissionMode))
+    r.warnings.append(
+        f"{key!r} value {value!r:.60} is not supported here (supported: {known}); "
+        "the default permission mode is used"
+    )
+    return None
+
+
+def _mcp_servers(r: _Reader, key: str, value: object) -> tuple[list[str], dict[str, Any]] | None:
+    """Server names in order, plus the configs of servers defined inline."""
+    names: list[str] = []
+    configs: dict[str, Any] = {}
+
+    def add(name: object, config: object) -> bool:
+        if not isinstance(name, str) or not name.strip():
+            r.error(key, "server names (text)", name)
+            return False
+        if config is not None and not isinstance(config, Mapping):
+            r.error(f"{key}.{name}", "a mapping of server settings (command, url, ...)", config)
+            return False
+        names.append(name)
+        if config is not None:
+            copied = r.copy_value(config)
+            if not isinstance(copied, dict):
+                r.error(f"{key}.{name}", "a mapping of server settings of sensible size", "...")
+                return False
+            configs[name] = copied
+        return True
+
+    if value is None:
+        return [], {}
+    if isinstance(value, str):
+        return _split_names(value), {}
+    if isinstance(value, Mapping):
+        items: list[tuple[object, object]] = list(value.items())
+    elif isinstance(value, list):
+        items = []
+        for item in value:
+            if isinstance(item, Mapping):
+                items.extend(item.items())
+            else:
+                items.append((item, None))
+    else:
+        r.error(key, "a list of server names or a mapping of server configs", value)
+        return None
+    for name, config in items:
+        if not add(name, config):
+            return None
+    return list(dict.fromkeys(names)), configs
+
+
+_Converter = Callable[[_Reader, str, Any], Any]
+_CONVERTERS: dict[str, _Converter] = {
+    "name": _name,
+    "description": _text,
+    "tools": _tools,
+    "disallowed_tools": _disallowed,
+    "model": _model,
+    "max_turns": _max_turns,
+    "permission_mode": _permission_mode,
+    "color": _text,
+    "background": _background,
+    "temperature": _temperature,
+}
+
+
+def definition_from_mapping(
+    data: Mapping[Any, Any],
+    *,
+    dialect: Dialect,
+    scope: Scope,
+    source_path: Path | None,
+    body: str | None = None,
+    default_name: str | None = None,
+    errors: list[str] | None = None,
+    warnings: list[str] | None = None,
+    unreadable: bool = False,
+) -> AgentDefinition:
+    """Build an (unvalidated) definition from a mapping of keys as written.
+
+    ``body`` is the Markdown body; other dialects carry the prompt under one of
+    :data:`BODY_KEYS`. ``default_name`` is used when ``name`` is absent (JSON files default to
+    their stem); without it a missing name is an error. ``unreadable`` says the source could
+    not be understood at all (``errors`` say why).
+    """
+    r = _Reader()
+    r.errors.extend(errors or ())
+    r.warnings.extend(warnings or ())
+    body_keys = BODY_KEYS.get(dialect, ())
+    extra: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key)
+        if key in body_keys:
+            if body is None:
+                body = _text(r, key, value)
+            else:
+                r.warnings.append(f"{key!r} is ignored: the prompt was already given")
+            continue
+        field = FIELD_SPELLINGS.get(key)
+        if field is None:
+            extra[key] = r.copy_value(value)
+            continue
+        if field in r.spelling:
+            r.warnings.append(f"both {r.spelling[field]!r} and {key!r} are set; {key!r} is ignored")
+            continue
+        r.spelling[field] = key
+        if field == "mcp_servers":
+            servers = _mcp_servers(r, key, value)
+            if servers is not None:
+                r.values["mcp_servers"], r.values["mcp_server_configs"] = servers
+            continue
+        converted = _CONVERTERS[field](r, key, value)
+        if converted is not None:
+            r.values[field] = converted
+
+    name = r.values.pop("name", None)
+    if name is None:
+        if "name" not in r.spelling:
+            if default_name is None:
+                r.errors.append(_missing_name_message(dialect))
+            name = default_name
+        name = name if name is not None else _fallback_name(source_path)
+    if body is None and dialect in BODY_KEYS:
+        body = ""
+    # Pydantic validates a model given every field about twice as fast as one relying on
+    # defaults; validation builds new lists and dicts, so the shared defaults are never mutated.
+    fields = dict(_DEFAULTS)
+    fields.update(r.values)
+    fields.update(
+        name=name,
+        description=r.values.get("description") or "",
+        system_prompt=body or "",
+        scope=scope,
+        source_path=source_path,
+        dialect=dialect,
+        extra=extra,
+        parse_errors=r.errors,
+        parse_warnings=r.warnings,
+        unreadable=unreadable,
+    )
+    return AgentDefinition.model_validate(fields)
+
+
+_DEFAULTS: dict[str, Any] = {
+    name: info.default
+    for name, info in AgentDefinition.model_fields.items()
+    if not info.is_required()
+}
+
+
+def _missing_name_message(dialect: Dialect) -> str:
+    if dialect == "codex-toml":
+        return "'name' is missing: add name = \"my-agent\" (lowercase letters, digits and '-')"
+    return "'name' is missing: add 'name: my-agent' to the frontmatter (lowercase, digits, '-')"
+
+
+def _fallback_name(source_path: Path | None) -> str:
+    """A name to identify a definition that has none (it is invalid anyway)."""
+    if source_path is None:
+        return "unnamed"
+    return source_path.stem or "unnamed"

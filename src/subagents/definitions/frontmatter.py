@@ -1,0 +1,224 @@
+"""Split a Markdown agent file into its YAML frontmatter and body, and read the frontmatter.
+
+Three readers, tried in order:
+
+1. a fast reader for the common shape (one ``key: value`` per line, plain or simply quoted
+   values). It only accepts lines whose meaning in YAML is certain and otherwise gives up, so
+   its result always equals what YAML would produce;
+2. PyYAML's safe loader (the C one when available);
+3. when YAML rejects the text (real files often have an unquoted ``: `` inside
+   ``description``), a lenient line-based ``key: value`` reading, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = ["FrontmatterResult", "read_frontmatter", "split_frontmatter"]
+
+# The C loader when PyYAML was built with libyaml: ten times faster. It recurses on the C stack,
+# so text that could nest deeper than _C_LOADER_MAX_NESTING goes to the Python loader, which
+# raises RecursionError instead of crashing the process.
+_CLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_C_LOADER_MAX_NESTING = 2_000
+
+_CLOSING = re.compile(r"^---[ \t]*$", re.MULTILINE)
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+# Characters YAML reads as themselves on one line: printable, minus every line break YAML 1.1
+# knows (NEL, LS, PS). Python's re has no class subtraction, hence the spelled-out variants.
+_HIGH = r"\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff"
+_IN_DOUBLE = r"\x20\x21\x23-\x5b\x5d-\x7e" + _HIGH  # no '"' nor backslash
+_IN_SINGLE = r"\x20-\x26\x28-\x7e" + _HIGH  # no "'"
+_IN_PLAIN = r"\x20-\x22\x24-\x39\x3b-\x7e" + _HIGH  # no '#' nor ':'
+_NOT_SPACE = r"\x21-\x7e" + _HIGH
+_SIMPLE_LINE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_-]*): +"
+    r"(?:"
+    rf'"([{_IN_DOUBLE}]*)"'
+    rf"|'([{_IN_SINGLE}]*)'"
+    rf"|([A-Za-z](?:[{_IN_PLAIN}]|:(?=[{_NOT_SPACE}]))*?)"
+    r") *",
+)
+# Plain words PyYAML turns into booleans or null (its YAML 1.1 resolvers).
+_SPECIAL_WORDS = frozenset(
+    w
+    for base in ("yes", "no", "true", "false", "on", "off", "null")
+    for w in (base, base.capitalize(), base.upper())
+)
+_LENIENT_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?")
+
+
+@dataclass(slots=True)
+class FrontmatterResult:
+    """What reading a frontmatter block produced; ``data`` is ``None`` when nothing usable."""
+
+    data: dict[Any, Any] | None
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str, int, list[str]]:
+    """Return ``(frontmatter, body, first_line, warnings)`` for normalised text (``\\n`` ends).
+
+    ``frontmatter`` is ``None`` when the file does not start with a ``---`` line.
+    ``first_line`` is the 1-based line number of the frontmatter's first line, for messages.
+    """
+    start = 0
+    blank = _LEADING_BLANK_LINES.match(text)
+    if blank:
+        start = blank.end()
+    line_end = text.find("\n", start)
+    first = text[start:] if line_end < 0 else text[start:line_end]
+    if first.rstrip() != "---":
+        return None, text, 0, []
+    first_line = text.count("\n", 0, start) + 2
+    if line_end < 0:
+        return "", "", first_line, ["the frontmatter has no closing '---' line; add one"]
+    fm_start = line_end + 1
+    closing = _CLOSING.search(text, fm_start)
+    if closing is not None:
+        return text[fm_start : closing.start()], _body(text[closing.end() :]), first_line, []
+    # No closing line: assume the frontmatter ends at the first blank line.
+    blank = _BLANK_LINE.search(text, fm_start - 1)
+    if blank is None:
+        frontmatter, body = text[fm_start:], ""
+    else:
+        frontmatter, body = text[fm_start : blank.start()], text[blank.start() :]
+    warning = (
+        "the frontmatter has no closing '---' line; it was assumed to end at the first blank "
+        "line - add a '---' line after the last key"
+    )
+    return frontmatter, _body(body), first_line, [warning]
+
+
+def _body(raw: str) -> str:
+    blank = _LEADING_BLANK_LINES.match(raw)
+    if blank:
+        raw = raw[blank.end() :]
+    return raw.rstrip()
+
+
+def _fast_read(frontmatter: str) -> dict[str, Any] | None:
+    """Read the common one-``key: value``-per-line shape, or return ``None`` to defer to YAML."""
+    data: dict[str, Any] = {}
+    for line in frontmatter.split("\n"):
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
+            if line.strip(" "):  # only lines of spaces are blank to both readers
+                return None
+            continue
+        key, double, single, plain = match.groups()
+        if key in _SPECIAL_WORDS:
+            return None
+        if plain is not None:
+            if plain in _SPECIAL_WORDS:
+                return None
+            data[key] = plain
+        else:
+            data[key] = double if double is not None else single
+    return data
+
+
+def _load_yaml(text: str) -> Any:
+    # Each level of nesting needs one of these indicators, so their count bounds the depth.
+    bound = sum(text.count(c) for c in "[{-:?")
+    loader = _CLoader if bound < _C_LOADER_MAX_NESTING else yaml.SafeLoader
+    return yaml.load(text, Loader=loader)  # a safe loader either way
+
+
+def _yaml_problem(exc: yaml.YAMLError, first_line: int) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"line {first_line + mark.line}: {problem}"
+    return str(problem)
+
+
+def read_frontmatter(frontmatter: str, first_line: int = 2) -> FrontmatterResult:
+    """Read a frontmatter block into a mapping; never raises."""
+    fast = _fast_read(frontmatter)
+    if fast is not None:
+        return FrontmatterResult(fast)
+    try:
+        loaded = _load_yaml(frontmatter)
+    except yaml.YAMLError as exc:
+        return _lenient(frontmatter, _yaml_problem(exc, first_line))
+    except RecursionError:
+        return _unreadable("it is nested too deeply", "flatten the nested values")
+    if loaded is None:
+        return FrontmatterResult({})
+    if not isinstance(loaded, dict):
+        kind = type(loaded).__name__
+        return FrontmatterResult(
+            None,
+            errors=[
+                f"the frontmatter is a YAML {kind}, not a mapping: write one 'key: value' per "
+                "line (name, description, tools, model, ...)"
+            ],
+        )
+    return FrontmatterResult(loaded)
+
+
+def _lenient(frontmatter: str, problem: str) -> FrontmatterResult:
+    """Read ``key: value`` lines (continuations indented) after YAML rejected the block."""
+    chunks: list[tuple[str, list[str]]] = []
+    for line in frontmatter.split("\n"):
+        if not line.strip() or line.startswith("#"):
+            if chunks:
+                chunks[-1][1].append(line)
+            continue
+        if line[0] in " \t":
+            if not chunks:
+                return _unreadable(problem)
+            chunks[-1][1].append(line)
+            continue
+        match = _LENIENT_KEY.fullmatch(line.rstrip())
+        if match is None:
+            return _unreadable(problem)
+        chunks.append((match.group(1), [line]))
+    if not chunks:
+        return _unreadable(problem)
+    data: dict[str, Any] = {}
+    unquoted: list[str] = []
+    for key, lines in chunks:
+        value, ok = _chunk_value(key, lines)
+        if not ok:
+            unquoted.append(key)
+        data.setdefault(key, value)
+    keys = ", ".join(repr(k) for k in unquoted) or "the offending key"
+    warning = (
+        f"the frontmatter is not valid YAML ({problem}); it was read line by line instead - "
+        f"quote the value of {keys} to make it valid YAML"
+    )
+    return FrontmatterResult(data, warnings=[warning])
+
+
+def _chunk_value(key: str, lines: list[str]) -> tuple[Any, bool]:
+    """The value of one ``key: ...`` chunk: YAML's reading if it has one, else the raw text."""
+    simple = _fast_read(lines[0]) if len(lines) == 1 else None
+    if simple is not None and key in simple:
+        return simple[key], True
+    try:
+        loaded = _load_yaml("\n".join(lines))
+    except (yaml.YAMLError, RecursionError):
+        loaded = None
+    else:
+        if isinstance(loaded, dict) and len(loaded) == 1 and key in loaded:
+            return loaded[key], True
+    first = lines[0].split(":", 1)[1].strip()
+    rest = [line.strip() for line in lines[1:] if line.strip() and not line.startswith("#")]
+    return " ".join([first, *rest]).strip(), False
+
+
+def _unreadable(
+    problem: str, hint: str = "put values that contain ': ' in quotes"
+) -> FrontmatterResult:
+    return FrontmatterResult(
+        None, errors=[f"the frontmatter is not valid YAML ({problem}): fix it, e.g. {hint}"]
+    )

@@ -1,0 +1,94 @@
+"""AgentDefinition: one specialist, as read from a file or built in Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "SCOPE_RANK",
+    "AgentDefinition",
+    "AgentStatus",
+    "Dialect",
+    "PermissionMode",
+    "Scope",
+]
+
+Scope = Literal["builtin", "user", "project", "explicit"]
+AgentStatus = Literal["active", "invalid", "disabled"]
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+Dialect = Literal["markdown", "codex-toml", "json", "python"]
+
+# Higher rank wins when two scopes define the same name.
+SCOPE_RANK: dict[Scope, int] = {"builtin": 0, "user": 1, "project": 2, "explicit": 3}
+
+
+class AgentDefinition(BaseModel):
+    """A subagent definition: who it is, what it may use, and what went wrong reading it.
+
+    Build one directly (``AgentDefinition(name=..., description=..., system_prompt=...)``) or
+    get one from :func:`subagents.definitions.parse_agent_file`. Parsers never raise: problems
+    end up in ``validation_errors`` (the agent is then ``invalid``) or ``warnings``.
+
+    ``tools`` is ``None`` to inherit every tool of the parent. ``mcp_servers`` names every MCP
+    server the agent uses, in order; servers defined inline in the file also have their config
+    in ``mcp_server_configs``. ``model`` is kept as written (an alias, ``inherit``,
+    ``provider:model`` or a full model id); the models layer resolves it.
+
+    ``parse_errors`` / ``parse_warnings`` hold what the reader found (bad YAML, a value of the
+    wrong type); :func:`~subagents.definitions.validate_definition` starts from them each time it
+    recomputes ``validation_errors`` / ``warnings``, so validating twice is harmless.
+    ``unreadable`` marks a file that could not be read or understood at all (binary, bad
+    YAML/TOML/JSON, ...): its parse error is then the only error reported.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    schema_version: int = 1
+    name: str
+    declared_name: str | None = None
+    description: str
+    system_prompt: str
+    tools: list[str] | None = None
+    disallowed_tools: list[str] = []
+    model: str | None = None
+    max_turns: int | None = None
+    permission_mode: PermissionMode | None = None
+    mcp_servers: list[str] = []
+    mcp_server_configs: dict[str, dict[str, Any]] = {}
+    color: str | None = None
+    background: bool = False
+    temperature: float | None = None
+    scope: Scope = "explicit"
+    source_path: Path | None = None
+    dialect: Dialect = "python"
+    priority: int = 0
+    extra: dict[str, Any] = {}
+    validation_errors: list[str] = []
+    warnings: list[str] = []
+    disabled: bool = False
+    parse_errors: list[str] = []
+    parse_warnings: list[str] = []
+    unavailable_tool_names: list[str] = []
+    unreadable: bool = False
+
+    @property
+    def status(self) -> AgentStatus:
+        """``disabled`` beats ``invalid`` (any validation error) beats ``active``."""
+        if self.disabled:
+            return "disabled"
+        if self.validation_errors:
+            return "invalid"
+        return "active"
+
+    @property
+    def unavailable_tools(self) -> list[str]:
+        """Names in ``tools`` that cannot be used here (each one has a warning)."""
+        return list(self.unavailable_tool_names)
+
+    @property
+    def location(self) -> str:
+        """Where the definition came from, for messages: a path, or ``<scope>``."""
+        return str(self.source_path) if self.source_path is not None else f"<{self.scope}>"

@@ -1,0 +1,101 @@
+"""Write a definition back as a Markdown agent file, and the template for new agents."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from subagents.definitions.fields import BODY_KEYS, FIELD_SPELLINGS
+from subagents.definitions.model import AgentDefinition
+from subagents.definitions.schema import frontmatter_json_schema
+from subagents.definitions.validate import normalise_name
+
+__all__ = ["frontmatter_json_schema", "new_agent_template", "render_markdown"]
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_RESERVED_KEYS = frozenset(FIELD_SPELLINGS).union(*BODY_KEYS.values())
+_NEEDS_LIST = re.compile(r"[,\s]")
+
+
+def _names(names: list[str]) -> str | list[str]:
+    """Claude Code's comma string, unless a name would not survive it."""
+    if not names or any(_NEEDS_LIST.search(n) or n == "*" for n in names):
+        return list(names)
+    return ", ".join(names)
+
+
+def _frontmatter(d: AgentDefinition) -> dict[str, Any]:
+    fm: dict[str, Any] = {"name": d.name, "description": d.description}
+    if d.tools is not None:
+        fm["tools"] = _names(d.tools)
+    if d.disallowed_tools:
+        fm["disallowedTools"] = _names(d.disallowed_tools)
+    if d.model is not None:
+        fm["model"] = d.model
+    if d.max_turns is not None:
+        fm["maxTurns"] = d.max_turns
+    if d.permission_mode is not None:
+        fm["permissionMode"] = d.permission_mode
+    if d.mcp_servers or d.mcp_server_configs:
+        servers: list[Any] = []
+        for server in dict.fromkeys([*d.mcp_servers, *d.mcp_server_configs]):
+            config = d.mcp_server_configs.get(server)
+            servers.append(server if config is None else {server: config})
+        fm["mcpServers"] = servers
+    if d.color is not None:
+        fm["color"] = d.color
+    if d.background:
+        fm["background"] = True
+    if d.temperature is not None:
+        fm["temperature"] = d.temperature
+    for key, value in d.extra.items():
+        if key not in _RESERVED_KEYS:
+            fm[key] = value
+    return fm
+
+
+def render_markdown(d: AgentDefinition) -> str:
+    """The definition as a Markdown agent file (Claude Code spellings).
+
+    Parsing the result gives back the same user-facing fields (``declared_name`` aside: the
+    normalised name is written).
+    """
+    frontmatter = yaml.dump(
+        _frontmatter(d),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1 << 16,
+    )
+    return f"---\n{frontmatter}---\n\n{d.system_prompt.strip()}\n"
+
+
+def new_agent_template(name: str) -> str:
+    """A commented agent file to start from; it parses as an active agent as it stands."""
+    name = normalise_name(name) or "my-agent"
+    written = yaml.dump(name, Dumper=_Dumper).removesuffix("...\n").strip()
+    return f"""---
+# An agent for subagents (the same format as Claude Code's .claude/agents/*.md).
+# name and description are required; every other key is optional.
+name: {written}
+description: "Use this agent when ... Say what it does and when to delegate to it."
+# tools: Read, Grep, Glob      # omit to inherit every tool; a comma list or a YAML list
+# disallowedTools: Bash        # tools taken away, even when inherited
+# model: inherit               # haiku | sonnet | opus | inherit | provider:model | full id
+# maxTurns: 20                 # most model turns before it must answer
+# permissionMode: default      # default | acceptEdits | plan | bypassPermissions
+# mcpServers: [github]         # MCP servers it uses (configured in .mcp.json)
+# color: blue
+---
+
+You are {name}, a specialist who ... (describe the role in one sentence).
+
+When you are given a task:
+1. ... (the steps you take)
+2. ...
+
+Return ... (what your final message must contain: findings, file paths, next steps).
+"""

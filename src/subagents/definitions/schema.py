@@ -1,0 +1,104 @@
+"""The JSON Schema of agent frontmatter, for editors and ``subagents agents schema``."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from subagents.definitions.model import PermissionMode
+from subagents.definitions.validate import NAME_PATTERN
+
+__all__ = ["frontmatter_json_schema"]
+
+_TOOL_LIST: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string", "description": "Comma- or space-separated tool names."},
+        {"type": "array", "items": {"type": "string"}},
+    ]
+}
+_SERVER_CONFIG: dict[str, Any] = {
+    "type": "object",
+    "description": "An MCP server defined inline: command/args/env, or url (and headers).",
+}
+
+
+def frontmatter_json_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the frontmatter keys, in Claude Code's spellings.
+
+    snake_case spellings (``max_turns``, ``disallowed_tools``, ...) are accepted as well, and
+    unknown keys are kept with a warning, hence ``additionalProperties: true``.
+    """
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "subagents agent definition (frontmatter)",
+        "description": (
+            "YAML frontmatter of a Markdown agent file (.claude/agents, .subagents/agents, ...). "
+            "The Markdown body below the frontmatter is the agent's system prompt."
+        ),
+        "type": "object",
+        "required": ["name", "description"],
+        "additionalProperties": True,
+        "properties": {
+            "name": {
+                "type": "string",
+                "pattern": NAME_PATTERN.pattern,
+                "description": "Unique agent name; other spellings are normalised with a warning.",
+                "examples": ["code-reviewer"],
+            },
+            "description": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What the agent does and when to delegate to it.",
+            },
+            "tools": {
+                **_TOOL_LIST,
+                "description": (
+                    "Tools the agent may use; omit (or '*') to inherit every tool. Built-in: "
+                    "Read, Write, Edit, Glob, Grep, LS, Bash, Task; MCP: mcp__SERVER, "
+                    "mcp__SERVER__TOOL, mcp__SERVER__*."
+                ),
+            },
+            "disallowedTools": {
+                **_TOOL_LIST,
+                "description": "Tools removed from the agent's set, even when inherited.",
+            },
+            "model": {
+                "type": "string",
+                "description": (
+                    "An alias (haiku, sonnet, opus), 'inherit', 'provider:model' or a full model "
+                    "id. Omit to inherit the parent's model."
+                ),
+                "examples": ["inherit", "sonnet", "openai:gpt-4o-mini", "claude-sonnet-4-5"],
+            },
+            "maxTurns": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Most model turns the agent may take.",
+            },
+            "permissionMode": {
+                "enum": list(get_args(PermissionMode)),
+                "description": "How tool calls that need approval are handled.",
+            },
+            "mcpServers": {
+                "description": "MCP servers the agent uses: names of configured servers, or "
+                "inline definitions.",
+                "oneOf": [
+                    {
+                        "type": "array",
+                        "items": {
+                            "oneOf": [
+                                {"type": "string"},
+                                {"type": "object", "additionalProperties": _SERVER_CONFIG},
+                            ]
+                        },
+                    },
+                    {"type": "object", "additionalProperties": _SERVER_CONFIG},
+                ],
+            },
+            "color": {"type": "string", "description": "Colour of the agent in the UI."},
+            "background": {
+                "type": "boolean",
+                "description": "Run in the background by default.",
+            },
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+        },
+    }

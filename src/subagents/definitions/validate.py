@@ -1,0 +1,262 @@
+"""Checks on an AgentDefinition: name, required text, tools, model, numeric limits.
+
+Validation never raises. It returns a copy whose ``validation_errors`` (the agent cannot run)
+and ``warnings`` (it runs, but something is ignored) are recomputed from scratch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from subagents.definitions.model import AgentDefinition
+from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME, classify_tool_name
+
+__all__ = [
+    "KNOWN_MODEL_PROVIDERS",
+    "MODEL_ALIASES",
+    "NAME_PATTERN",
+    "check_model",
+    "effective_tool_names",
+    "normalise_name",
+    "validate_definition",
+    "validate_in_place",
+]
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+MODEL_ALIASES: frozenset[str] = frozenset({"haiku", "sonnet", "opus", "inherit"})
+KNOWN_MODEL_PROVIDERS: frozenset[str] = frozenset({"openai", "anthropic", "ollama", "test"})
+
+_SEPARATORS = re.compile(r"[_.\s]+")
+_PROVIDER_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):(\S.*)$")
+_FULL_MODEL_ID = re.compile(r"^(claude-|gpt-|o1|o3|o4)\S*$")
+_KNOWN_TOOLS_HINT = ", ".join((*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME))
+_TOOL_BY_LOWER = {name.lower(): name for name in (*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME)}
+
+
+def normalise_name(raw: str) -> str:
+    """The canonical spelling of an agent name: ``"Code_Reviewer"`` -> ``"code-reviewer"``.
+
+    Lowercase; runs of ``_``, ``.`` and whitespace become one ``-``.
+    """
+    return _SEPARATORS.sub("-", raw.strip()).lower()
+
+
+def check_model(
+    model: str | None, *, known_aliases: Collection[str] | None = None
+) -> tuple[str | None, str | None]:
+    """Judge a ``model`` value; returns ``(error, warning)``, either may be ``None``."""
+    if model is None or model in MODEL_ALIASES:
+        return None, None
+    if known_aliases is not None and model in known_aliases:
+        return None, None
+    if _FULL_MODEL_ID.match(model):
+        return None, None
+    match = _PROVIDER_MODEL.match(model)
+    if match:
+        provider = match.group(1)
+        if provider in KNOWN_MODEL_PROVIDERS:
+            return None, None
+        known = ", ".join(sorted(KNOWN_MODEL_PROVIDERS))
+        return None, (
+            f"model {model!r} names provider {provider!r}, which is not built in "
+            f"(built in: {known}); it must be configured under [providers.{provider}] "
+            "in config.toml"
+        )
+    return (
+        f"model {model!r} is not recognised: use an alias (haiku, sonnet, opus), 'inherit', "
+        "'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full model id "
+        "(e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
+        None,
+    )
+
+
+def _mcp_server_of(tool: str) -> str:
+    rest = tool[len("mcp__") :]
+    return rest.split("__", 1)[0]
+
+
+def _tool_warning(tool: str, kind: str) -> str:
+    if kind == "claude_code_only":
+        return f"tool {tool!r} is not available here; it is left out"
+    if kind == "mcp":
+        server = _mcp_server_of(tool)
+        return (
+            f"tool {tool!r} needs MCP server {server!r}, which is not configured "
+            "(.mcp.json or mcp_servers.yaml); it is left out"
+        )
+    suggestion = _TOOL_BY_LOWER.get(tool.lower())
+    if suggestion is not None:
+        return f"tool {tool!r} is not a known tool (did you mean {suggestion!r}?); it is left out"
+    return (
+        f"tool {tool!r} is not a known tool; it is left out "
+        f"(known: {_KNOWN_TOOLS_HINT}, mcp__SERVER, mcp__SERVER__TOOL)"
+    )
+
+
+def _check_tools(
+    d: AgentDefinition,
+    usable_servers: Collection[str] | None,
+    known_tools: Collection[str],
+    errors: list[str],
+    warnings: list[str],
+) -> list[str]:
+    """Warn about unusable tools; return their names."""
+    unavailable: list[str] = []
+    for tool in d.tools or ():
+        if tool in known_tools:
+            continue
+        kind = classify_tool_name(tool)
+        if kind in ("builtin", "task"):
+            continue
+        if kind == "mcp" and (usable_servers is None or _mcp_server_of(tool) in usable_servers):
+            continue
+        unavailable.append(tool)
+        warnings.append(_tool_warning(tool, kind))
+    if d.tools and len(unavailable) == len(d.tools):
+        errors.append(
+            "none of the tools listed in 'tools' is available here: name at least one of "
+            f"{_KNOWN_TOOLS_HINT} or a configured MCP server's tools, or remove 'tools' to "
+            "inherit every tool"
+        )
+    for tool in d.disallowed_tools:
+        if tool not in known_tools and classify_tool_name(tool) == "unknown":
+            warnings.append(
+                f"disallowedTools names {tool!r}, which is not a known tool; it has no effect"
+            )
+    return unavailable
+
+
+def _check_name(
+    d: AgentDefinition, errors: list[str], warnings: list[str]
+) -> tuple[str, str | None]:
+    name, declared = d.name, d.declared_name
+    normalised = normalise_name(name)
+    if normalised != name:
+        declared = declared if declared is not None else name
+        name = normalised
+    if declared is not None and declared != name:
+        warnings.append(
+            f"name {declared!r} was normalised to {name!r}; write 'name: {name}' to silence this"
+        )
+    if not NAME_PATTERN.match(name):
+        errors.append(
+            f"name {name!r} is not valid: use lowercase letters, digits and '-', starting with "
+            "a letter (e.g. 'code-reviewer')"
+        )
+    return name, declared
+
+
+def _prompt_hint(d: AgentDefinition) -> str:
+    if d.dialect == "codex-toml":
+        return "set 'developer_instructions' to the agent's instructions"
+    if d.dialect == "json":
+        return "set 'prompt' to the agent's instructions"
+    if d.dialect == "markdown":
+        return "write the agent's instructions below the closing '---' of the frontmatter"
+    return "pass system_prompt= with the agent's instructions"
+
+
+def validate_definition(
+    d: AgentDefinition,
+    *,
+    known_mcp_servers: Collection[str] | None = None,
+    known_model_aliases: Collection[str] | None = None,
+    known_tools: Collection[str] = (),
+) -> AgentDefinition:
+    """Return a copy of ``d`` with ``validation_errors`` and ``warnings`` recomputed.
+
+    ``known_mcp_servers`` (when given) are the MCP servers configured here; tools of other
+    servers are then warned about and left out. ``known_model_aliases`` adds aliases defined in
+    config (``[models]``) to the built-in ones. ``known_tools`` are tools registered beyond the
+    built-ins (your own ``@tool`` functions), which agent files may name.
+    """
+    return d.model_copy(update=_findings(d, known_mcp_servers, known_model_aliases, known_tools))
+
+
+def _findings(
+    d: AgentDefinition,
+    known_mcp_servers: Collection[str] | None,
+    known_model_aliases: Collection[str] | None,
+    known_tools: Collection[str] = (),
+) -> dict[str, Any]:
+    errors = list(d.parse_errors)
+    warnings = list(d.parse_warnings)
+    name, declared = _check_name(d, errors, warnings)
+    # A file the reader could not understand at all has no content; its parse error says why,
+    # and "description is missing" on top of it would only be noise.
+    understood = not d.unreadable
+    if understood and not d.description.strip():
+        errors.append(
+            "description is missing or empty: add a description saying what the agent does "
+            "and when to delegate to it"
+        )
+    if understood and not d.system_prompt.strip():
+        errors.append(f"the system prompt is empty: {_prompt_hint(d)}")
+    usable_servers: set[str] | None = None
+    if known_mcp_servers is not None:
+        usable_servers = {*known_mcp_servers, *d.mcp_server_configs}
+        for server in d.mcp_servers:
+            if server not in usable_servers:
+                warnings.append(
+                    f"MCP server {server!r} is not configured (.mcp.json or mcp_servers.yaml); "
+                    "it is left out"
+                )
+    unavailable = _check_tools(d, usable_servers, known_tools, errors, warnings)
+    model_error, model_warning = check_model(d.model, known_aliases=known_model_aliases)
+    if model_error:
+        errors.append(model_error)
+    if model_warning:
+        warnings.append(model_warning)
+    if d.max_turns is not None and d.max_turns < 1:
+        errors.append(f"maxTurns must be a positive whole number, not {d.max_turns}")
+    if d.temperature is not None and not (
+        math.isfinite(d.temperature) and 0.0 <= d.temperature <= 2.0
+    ):
+        errors.append(f"temperature must be between 0 and 2, not {d.temperature}")
+    for key in d.extra:
+        warnings.append(f"unknown key {key!r} is kept but has no effect here")
+    return {
+        "name": name,
+        "declared_name": declared,
+        "validation_errors": errors,
+        "warnings": warnings,
+        "unavailable_tool_names": unavailable,
+    }
+
+
+def validate_in_place(d: AgentDefinition) -> AgentDefinition:
+    """:func:`validate_definition` for a definition nobody else holds yet (the parsers' drafts):
+    fills it in instead of copying it."""
+    d.__dict__.update(_findings(d, None, None))
+    return d
+
+
+def _matches(pattern: str, tool: str) -> bool:
+    if pattern == tool or pattern == "*":
+        return True
+    if not pattern.startswith("mcp__"):
+        return False
+    if pattern.endswith("__*"):
+        return tool.startswith(pattern[:-1])
+    if "__" not in pattern[len("mcp__") :]:
+        return tool.startswith(pattern + "__")
+    return False
+
+
+def effective_tool_names(d: AgentDefinition, available: Sequence[str]) -> list[str]:
+    """The tools of ``available`` this agent may use, in the order of ``available``.
+
+    ``disallowed_tools`` are removed first, then ``tools`` filters (``None`` = everything).
+    ``mcp__server`` and ``mcp__server__*`` stand for every tool of that server.
+    """
+    allowed = d.tools
+    result: list[str] = []
+    for tool in available:
+        if any(_matches(pattern, tool) for pattern in d.disallowed_tools):
+            continue
+        if allowed is None or any(_matches(pattern, tool) for pattern in allowed):
+            result.append(tool)
+    return result

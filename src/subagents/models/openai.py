@@ -1,0 +1,377 @@
+"""Any OpenAI-compatible Chat Completions server, through the official ``openai`` SDK.
+
+Covers OpenAI itself and the local servers that speak its protocol (Ollama, vLLM, LM Studio,
+llama.cpp server) via ``base_url``. The SDK is imported on first use; its own retries are
+switched off (``max_retries=0``) so that :mod:`subagents.models.retry` is the only retry layer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from subagents.errors import ModelConfigurationError, ModelError
+from subagents.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+)
+from subagents.models.base import (
+    ModelRequest,
+    ModelResponse,
+    ResponseCompleted,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ToolSpec,
+)
+from subagents.models.retry import (
+    Failure,
+    RetryPolicy,
+    Sleep,
+    call_with_retries,
+    error_message_from_body,
+    network_error_types,
+    status_failure,
+    stream_with_retries,
+)
+from subagents.models.tool_arguments import arguments_text, parse_tool_arguments
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.completion_usage import CompletionUsage
+
+__all__ = [
+    "OLLAMA_DEFAULT_BASE_URL",
+    "OpenAIChatModel",
+    "to_openai_messages",
+    "to_openai_tools",
+]
+
+OLLAMA_DEFAULT_BASE_URL = "http://localhost:11434/v1"
+_NO_KEY_NEEDED = "not-needed"
+
+_FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+
+def to_openai_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Our history in Chat Completions form: system first, tool results as ``role=tool``."""
+    converted: list[dict[str, Any]] = []
+    if system:
+        converted.append({"role": "system", "content": system})
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": arguments_text(call)},
+                    }
+                    for call in message.tool_calls
+                ]
+            elif entry["content"] is None:
+                entry["content"] = ""
+            converted.append(entry)
+        elif isinstance(message, ToolResultMessage):
+            content = message.content
+            if message.is_error and not content.lower().startswith("error"):
+                content = f"Error: {content}"
+            converted.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
+            )
+        elif isinstance(message, SystemMessage):
+            converted.append({"role": "system", "content": message.content})
+        else:
+            converted.append({"role": "user", "content": message.content})
+    return converted
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def _usage(usage: CompletionUsage | None) -> Usage:
+    """Provider token counts as reported (OpenAI's prompt tokens include cached ones)."""
+    if usage is None:
+        return Usage(requests=1)
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+        requests=1,
+    )
+
+
+def _stop_reason(finish_reason: str | None, has_tool_calls: bool) -> StopReason:
+    # Some compatible servers (older Ollama) say "stop" even when they called tools.
+    if has_tool_calls:
+        return "tool_use"
+    return _FINISH_REASONS.get(finish_reason or "", "other")
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    argument_parts: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _ChunkAssembler:
+    """Builds one response from streamed chunks; tool calls arrive in pieces keyed by index."""
+
+    text_parts: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: CompletionUsage | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take one chunk in; return its new text (may be empty)."""
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        text = ""
+        for choice in chunk.choices or ():
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+            delta = choice.delta
+            if delta.content:
+                text += delta.content
+            for position, piece in enumerate(delta.tool_calls or ()):
+                index = piece.index if piece.index is not None else position
+                partial = self.calls.setdefault(index, _PartialCall())
+                if piece.id:
+                    partial.id = piece.id
+                if piece.function is not None:
+                    if piece.function.name:
+                        partial.name += piece.function.name
+                    if piece.function.arguments:
+                        partial.argument_parts.append(piece.function.arguments)
+        if text:
+            self.text_parts.append(text)
+        return text
+
+    def finish(self, model_name: str) -> ModelResponse:
+        if self.finish_reason is None:
+            raise ModelError(
+                f"{model_name} stream ended before the model finished its answer",
+                hint="the server closed the stream early; run the prompt again",
+            )
+        tool_calls = tuple(
+            parse_tool_arguments(
+                partial.id or f"call_{index}", partial.name, "".join(partial.argument_parts)
+            )
+            for index, partial in sorted(self.calls.items())
+        )
+        return ModelResponse(
+            text="".join(self.text_parts),
+            tool_calls=tool_calls,
+            usage=_usage(self.usage),
+            stop_reason=_stop_reason(self.finish_reason, bool(tool_calls)),
+            model_name=model_name,
+        )
+
+
+def _response_from_completion(completion: ChatCompletion, model_name: str) -> ModelResponse:
+    if not completion.choices:
+        raise ModelError(
+            f"{model_name} returned no choices",
+            hint="check that the server really speaks the Chat Completions API at its base_url",
+        )
+    choice = completion.choices[0]
+    message = choice.message
+    tool_calls = tuple(
+        parse_tool_arguments(call.id, call.function.name, call.function.arguments)
+        for call in message.tool_calls or ()
+        if call.type == "function"
+    )
+    return ModelResponse(
+        text=message.content or message.refusal or "",
+        tool_calls=tool_calls,
+        usage=_usage(completion.usage),
+        stop_reason=_stop_reason(choice.finish_reason, bool(tool_calls)),
+        model_name=model_name,
+    )
+
+
+class OpenAIChatModel:
+    """A Chat Completions model; ``name`` is ``"{provider}:{model_name}"``.
+
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` for the official service. A server at a custom
+    ``base_url`` and ``ollama`` work without a key. ``sleep`` replaces ``asyncio.sleep`` in the
+    retry backoff (tests use it to observe waits).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        provider: str = "openai",
+        timeout_seconds: float = 600.0,
+        max_retries: int = 4,
+        api_key_source: str | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        if importlib.util.find_spec("openai") is None:
+            raise ModelConfigurationError(
+                f"The model '{provider}:{model_name}' needs the 'openai' package, "
+                "which is not installed.",
+                hint="run: pip install 'subagents[openai]'",
+            )
+        if provider == "ollama" and base_url is None:
+            base_url = OLLAMA_DEFAULT_BASE_URL
+        self.model_name = model_name
+        self.provider = provider
+        self.base_url = base_url
+        self.timeout_seconds = timeout_seconds
+        self._key_source = api_key_source or (
+            f"OPENAI_API_KEY (or the variable named by [providers.{provider}] api_key_env)"
+        )
+        self._api_key = api_key or self._default_key()
+        self._policy = RetryPolicy(max_retries=max_retries)
+        if sleep is not None:
+            self._policy = replace(self._policy, sleep=sleep)
+        self._client_instance: AsyncOpenAI | None = None
+
+    def _default_key(self) -> str:
+        if self.provider == "openai" and self.base_url is None:
+            key = os.environ.get("OPENAI_API_KEY")
+            if not key:
+                raise ModelConfigurationError(
+                    f"No API key for '{self.name}'.",
+                    hint=f"set {self._key_source} in the environment",
+                )
+            return key
+        return _NO_KEY_NEEDED
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model_name}"
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(name={self.name!r}, base_url={self.base_url!r})"
+
+    def _client(self) -> AsyncOpenAI:
+        if self._client_instance is None:
+            from openai import AsyncOpenAI
+
+            self._client_instance = AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_seconds,
+                max_retries=0,
+            )
+        return self._client_instance
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (a new client is made if the model is used again)."""
+        if self._client_instance is not None:
+            client, self._client_instance = self._client_instance, None
+            await client.close()
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": to_openai_messages(request.system, request.messages),
+        }
+        if request.tools:
+            params["tools"] = to_openai_tools(request.tools)
+        settings = request.settings
+        if settings.temperature is not None:
+            params["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            # OpenAI's newer models only accept max_completion_tokens; compatible servers
+            # mostly only know max_tokens.
+            key = "max_completion_tokens" if self.base_url is None else "max_tokens"
+            params[key] = settings.max_tokens
+        if settings.timeout_seconds is not None:
+            params["timeout"] = settings.timeout_seconds
+        return params
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        params = self._params(request)
+
+        async def attempt() -> ModelResponse:
+            completion: ChatCompletion = await self._client().chat.completions.create(**params)
+            return _response_from_completion(completion, self.name)
+
+        return await call_with_retries(
+            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
+        )
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        params = self._params(request)
+
+        async def attempt() -> AsyncGenerator[StreamEvent, None]:
+            stream = await self._client().chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+            assembler = _ChunkAssembler()
+            async with stream:
+                async for chunk in stream:
+                    text = assembler.add(chunk)
+                    if text:
+                        yield TextDelta(text)
+            yield ResponseCompleted(assembler.finish(self.name))
+
+        return stream_with_retries(
+            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
+        )
+
+    def _redact(self, text: str) -> str:
+        if self._api_key and self._api_key != _NO_KEY_NEEDED:
+            return text.replace(self._api_key, "***")
+        return text
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            message = error_message_from_body(exc.body, exc.message)
+            return status_failure(
+                exc.status_code,
+                self._redact(message),
+                exc.response.headers,
+                auth_hint=f"check the API key in {self._key_source}",
+                model_hint=f"check the model name {self.model_name!r} and the server at "
+                f"{self.base_url or 'https://api.openai.com/v1'}",
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure(f"no answer within {self.timeout_seconds:g}s", retryable=True)
+        if isinstance(exc, (openai.APIConnectionError, *network_error_types())):
+            cause = exc.__cause__ or exc
+            where = self.base_url or "https://api.openai.com/v1"
+            return Failure(f"connection to {where} failed ({cause})", retryable=True)
+        if isinstance(exc, openai.APIError):
+            return Failure(
+                self._redact(error_message_from_body(exc.body, exc.message)),
+                retryable=False,
+                hint="the provider reported an error; check its status and the request",
+            )
+        return None

@@ -1,0 +1,170 @@
+"""From a model string (``provider:model``, an alias or a bare model id) to a Model.
+
+``resolve_model_string`` only rewrites text; ``build_model`` also picks the provider class,
+its settings and its API key. ``inherit`` (use the parent agent's model) is the caller's job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from subagents.errors import ModelConfigurationError
+
+if TYPE_CHECKING:
+    from subagents.models.base import Model
+    from subagents.models.settings import ProviderSettings
+
+__all__ = [
+    "DEFAULT_ALIASES",
+    "KNOWN_PROVIDERS",
+    "build_model",
+    "resolve_model_string",
+]
+
+DEFAULT_ALIASES: dict[str, str] = {
+    "haiku": "anthropic:claude-haiku-4-5",
+    "sonnet": "anthropic:claude-sonnet-4-5",
+    "opus": "anthropic:claude-opus-4-5",
+}
+KNOWN_PROVIDERS = ("openai", "anthropic", "ollama")
+
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_PROVIDER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+_OPENAI_PREFIXES = ("gpt-", "chatgpt-", "o1", "o3", "o4")
+_MAX_ALIAS_DEPTH = 8
+_ACCEPTED_FORMS = (
+    "write PROVIDER:MODEL (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3), "
+    "a full model id (claude-..., gpt-..., o1/o3/o4...), or an alias (haiku, sonnet, opus, "
+    "or one defined under [aliases] in config.toml)"
+)
+
+
+def _lookup_alias(name: str, aliases: Mapping[str, str]) -> str | None:
+    for table in (aliases, DEFAULT_ALIASES):
+        target = table.get(name)
+        if target is None:
+            target = table.get(name.lower())
+        if target is not None:
+            return target
+    return None
+
+
+def resolve_model_string(spec: str, aliases: Mapping[str, str] | None = None) -> str:
+    """``spec`` as ``"provider:model"``; raises ModelConfigurationError when it cannot tell.
+
+    Aliases from config win over the built-in ones and may point at other aliases.
+    """
+    text = spec.strip()
+    seen: list[str] = []
+    while (target := _lookup_alias(text, aliases or {})) is not None:
+        seen.append(text)
+        if len(seen) > _MAX_ALIAS_DEPTH or target.strip() in seen:
+            chain = " -> ".join([*seen, target.strip()])
+            raise ModelConfigurationError(
+                f"Model alias {spec!r} does not resolve: {chain}.",
+                hint="make each alias under [aliases] in config.toml point at PROVIDER:MODEL",
+            )
+        text = target.strip()
+    if ":" in text:
+        provider, _, model = text.partition(":")
+        provider, model = provider.strip(), model.strip()
+        if _PROVIDER_NAME.fullmatch(provider) and model:
+            return f"{provider.lower()}:{model}"
+    elif text.startswith("claude-"):
+        return f"anthropic:{text}"
+    elif text.startswith(_OPENAI_PREFIXES):
+        return f"openai:{text}"
+    raise ModelConfigurationError(f"Cannot tell which model {spec!r} means.", hint=_ACCEPTED_FORMS)
+
+
+def _key_source(provider: str, settings: ProviderSettings | None) -> str:
+    if settings is not None and settings.api_key_env:
+        return f"{settings.api_key_env} (named by [providers.{provider}] api_key_env)"
+    default = _DEFAULT_KEY_ENV.get(provider, f"{provider.upper()}_API_KEY")
+    return f"{default} (or the variable named by [providers.{provider}] api_key_env)"
+
+
+def _api_key(
+    provider: str, settings: ProviderSettings | None, env: Mapping[str, str]
+) -> str | None:
+    """The key from config, then the configured variable, then the provider's usual one."""
+    if settings is not None and settings.api_key is not None:
+        return settings.api_key.get_secret_value() or None
+    if settings is not None and settings.api_key_env:
+        value = env.get(settings.api_key_env)
+        if not value:
+            raise ModelConfigurationError(
+                f"[providers.{provider}] api_key_env names {settings.api_key_env}, "
+                "which is not set.",
+                hint=f"set {settings.api_key_env} in the environment, or change api_key_env "
+                "in config.toml",
+            )
+        return value
+    default_env = _DEFAULT_KEY_ENV.get(provider)
+    return (env.get(default_env) or None) if default_env else None
+
+
+def _missing_key(spec: str, provider: str, settings: ProviderSettings | None) -> Exception:
+    return ModelConfigurationError(
+        f"No API key for the model {spec!r}.",
+        hint=f"set {_key_source(provider, settings)} in the environment",
+    )
+
+
+def build_model(
+    spec: str,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    providers: Mapping[str, ProviderSettings] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Model:
+    """The Model for ``spec``, configured from ``providers`` (``[providers.NAME]`` settings).
+
+    ``env`` defaults to ``os.environ``. Any provider name with a ``base_url`` under
+    ``[providers.NAME]`` is treated as an OpenAI-compatible server.
+    """
+    resolved = resolve_model_string(spec, aliases)
+    provider, _, model_name = resolved.partition(":")
+    settings = (providers or {}).get(provider)
+    environment = os.environ if env is None else env
+    key = _api_key(provider, settings, environment)
+    base_url = settings.base_url if settings is not None else None
+    timeout = settings.timeout_seconds if settings is not None else 600.0
+    retries = settings.max_retries if settings is not None else 4
+    source = _key_source(provider, settings)
+
+    if provider == "anthropic":
+        if key is None:
+            raise _missing_key(resolved, provider, settings)
+        from subagents.models.anthropic import AnthropicModel
+
+        return AnthropicModel(
+            model_name,
+            base_url=base_url,
+            api_key=key,
+            timeout_seconds=timeout,
+            max_retries=retries,
+            api_key_source=source,
+        )
+    if provider in ("openai", "ollama") or base_url is not None:
+        if key is None and provider == "openai" and base_url is None:
+            raise _missing_key(resolved, provider, settings)
+        from subagents.models.openai import OpenAIChatModel
+
+        return OpenAIChatModel(
+            model_name,
+            base_url=base_url,
+            api_key=key,
+            provider=provider,
+            timeout_seconds=timeout,
+            max_retries=retries,
+            api_key_source=source,
+        )
+    raise ModelConfigurationError(
+        f"Unknown provider {provider!r} in the model {spec!r}.",
+        hint=f"use one of {', '.join(KNOWN_PROVIDERS)}, or add [providers.{provider}] with "
+        'base_url = "http://HOST:PORT/v1" to config.toml for another OpenAI-compatible server',
+    )

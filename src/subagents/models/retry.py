@@ -1,0 +1,272 @@
+"""Our one retry layer for provider calls (the SDKs are built with ``max_retries=0``).
+
+Exponential backoff with full jitter on rate limits, server errors, timeouts and dropped
+connections; a server's ``Retry-After`` / ``retry-after-ms`` wins over the computed backoff.
+Errors retrying cannot fix raise :class:`~subagents.errors.ModelError` at once, with the
+provider's own message and status code.
+
+The provider modules translate their SDK's exceptions into a :class:`Failure` with a
+``classify`` function; this module knows nothing about any SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import math
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+from subagents.errors import ModelError, ModelRetriesExhaustedError
+
+__all__ = [
+    "RETRYABLE_STATUS_CODES",
+    "Failure",
+    "RetryPolicy",
+    "call_with_retries",
+    "error_message_from_body",
+    "network_error_types",
+    "parse_retry_after",
+    "status_failure",
+    "stream_with_retries",
+]
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+RETRYABLE_STATUS_CODES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(slots=True, frozen=True)
+class Failure:
+    """What a provider exception means for the retry loop."""
+
+    message: str
+    retryable: bool
+    status_code: int | None = None
+    retry_after: float | None = None
+    hint: str | None = None
+
+
+Classifier = Callable[[BaseException], Failure | None]
+"""Turns an exception into a :class:`Failure`; ``None`` means "not a provider error"."""
+
+
+@dataclass(slots=True, frozen=True)
+class RetryPolicy:
+    """How often and how long to retry.
+
+    ``max_retries`` counts retries after the first attempt. The computed backoff before retry
+    ``n`` (0-based) is uniform in ``[0, min(max_delay, initial_delay * 2**n)]``; a server's
+    ``Retry-After`` is used instead, capped at ``max_retry_after``. ``sleep`` and ``jitter``
+    (a uniform [0, 1) source) are injectable so tests can observe waits without waiting.
+    """
+
+    max_retries: int = 4
+    initial_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+    sleep: Sleep = field(default=asyncio.sleep)
+    jitter: Callable[[], float] = field(default=random.random)
+
+    def delay(self, retry_index: int, failure: Failure) -> float:
+        if failure.retry_after is not None:
+            return min(max(failure.retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.max_delay, self.initial_delay * (2.0 ** min(retry_index, 30)))
+        return self.jitter() * ceiling
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait as asked by ``retry-after-ms`` or ``Retry-After`` (seconds or a date)."""
+    milliseconds = _header(headers, "retry-after-ms")
+    if milliseconds is not None:
+        try:
+            value = float(milliseconds) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(value, 0.0)
+    raw = _header(headers, "retry-after")
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return _seconds_until(raw)
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return value.strip() if value is not None else None
+
+
+def _seconds_until(http_date: str) -> float | None:
+    try:
+        when = parsedate_to_datetime(http_date)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+_network_errors: tuple[type[BaseException], ...] | None = None
+
+
+def network_error_types() -> tuple[type[BaseException], ...]:
+    """Transport-level exceptions of the HTTP library under the SDKs (timeouts, resets).
+
+    Some SDKs re-raise these unwrapped when a stream breaks. Imported on first use only.
+    """
+    global _network_errors
+    if _network_errors is None:
+        found: list[type[BaseException]] = []
+        for module_name in ("httpx2", "httpx"):
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            found.append(module.TransportError)
+        _network_errors = tuple(found)
+    return _network_errors
+
+
+def error_message_from_body(body: object, fallback: str) -> str:
+    """The provider's human message from an error body (``{"error": {"message": ...}}``)."""
+    inner: object = body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+    if isinstance(inner, Mapping):
+        message = inner.get("message")
+        if isinstance(message, str) and message.strip():
+            return message.strip()
+    if isinstance(inner, str) and inner.strip():
+        return inner.strip()[:500]
+    return fallback
+
+
+def status_failure(
+    status_code: int,
+    message: str,
+    headers: Mapping[str, str],
+    *,
+    auth_hint: str,
+    model_hint: str,
+) -> Failure:
+    """Classify an HTTP error status, honouring ``x-should-retry`` when the server sends it."""
+    should_retry = (_header(headers, "x-should-retry") or "").lower()
+    if should_retry in ("true", "false"):
+        retryable = should_retry == "true"
+    else:
+        retryable = status_code in RETRYABLE_STATUS_CODES or (
+            status_code >= 500 and status_code != 501
+        )
+    hint: str | None = None
+    if not retryable:
+        hint = _status_hint(status_code, auth_hint=auth_hint, model_hint=model_hint)
+    return Failure(
+        message=f"HTTP {status_code}: {message}",
+        retryable=retryable,
+        status_code=status_code,
+        retry_after=parse_retry_after(headers) if retryable else None,
+        hint=hint,
+    )
+
+
+def _status_hint(status_code: int, *, auth_hint: str, model_hint: str) -> str:
+    if status_code == 401:
+        return auth_hint
+    if status_code == 403:
+        return "the key is valid but not allowed to use this model; check the account's access"
+    if status_code == 404:
+        return model_hint
+    if status_code in (400, 413, 422):
+        return "the provider rejected the request; check the model's settings and the prompt"
+    return "check the provider's status and the request; retrying will not help"
+
+
+async def _wait_or_give_up(
+    failure: Failure, retry_index: int, policy: RetryPolicy, what: str, cause: BaseException
+) -> None:
+    if not failure.retryable:
+        raise ModelError(
+            f"{what} failed: {failure.message}",
+            hint=failure.hint,
+            status_code=failure.status_code,
+        ) from cause
+    if retry_index >= policy.max_retries:
+        attempts = retry_index + 1
+        raise ModelRetriesExhaustedError(
+            f"{what} kept failing: {failure.message} "
+            f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''})",
+            hint="try again later, or raise [providers.NAME] max_retries / timeout_seconds "
+            "in config.toml",
+            status_code=failure.status_code,
+        ) from cause
+    await policy.sleep(policy.delay(retry_index, failure))
+
+
+async def call_with_retries(
+    operation: Callable[[], Awaitable[T]],
+    *,
+    classify: Classifier,
+    policy: RetryPolicy,
+    what: str,
+) -> T:
+    """Run ``operation`` until it succeeds, retrying failures ``classify`` marks retryable.
+
+    ``what`` names the call in error messages (e.g. ``"openai:gpt-4o request"``).
+    """
+    retry_index = 0
+    while True:
+        try:
+            return await operation()
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            await _wait_or_give_up(failure, retry_index, policy, what, exc)
+            retry_index += 1
+
+
+async def stream_with_retries(
+    open_stream: Callable[[], AsyncGenerator[E, None]],
+    *,
+    classify: Classifier,
+    policy: RetryPolicy,
+    what: str,
+) -> AsyncIterator[E]:
+    """Yield the events of ``open_stream()``, starting over on a retryable failure.
+
+    A stream is only restarted while nothing has been yielded: once a caller has seen part of
+    an answer, replaying it would duplicate output, so a failure then raises ModelError.
+    """
+    retry_index = 0
+    while True:
+        yielded = 0
+        try:
+            async with aclosing(open_stream()) as stream:
+                async for event in stream:
+                    yielded += 1
+                    yield event
+            return
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if yielded:
+                raise ModelError(
+                    f"{what} was interrupted after {yielded} streamed events: {failure.message}",
+                    hint="the partial answer was discarded; run the prompt again",
+                    status_code=failure.status_code,
+                ) from exc
+            await _wait_or_give_up(failure, retry_index, policy, what, exc)
+            retry_index += 1

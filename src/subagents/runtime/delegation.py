@@ -1,0 +1,564 @@
+"""Delegation: the Task tool and the subagent sessions it starts.
+
+One :class:`Delegation` belongs to one top-level run. It resolves a Task call to an agent
+definition, builds the child session (fresh history, allowed tools, resolved model), runs it in
+the foreground or background, and keeps every child for the life of the run so that ``resume``
+can continue it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from subagents.errors import SubagentsError, ToolError
+from subagents.runtime import events as ev
+from subagents.runtime.hooks import HookPayload
+from subagents.runtime.result import RunResult, SpawnResult
+from subagents.runtime.session import Session
+from subagents.tools.base import Tool, ToolContext, ToolRegistry
+from subagents.tools.names import TASK_TOOL_NAME
+
+if TYPE_CHECKING:
+    from subagents.definitions.model import AgentDefinition
+    from subagents.models.base import Model
+    from subagents.runtime.runtime import Runtime
+
+__all__ = [
+    "DELEGATION_TOOL_NAMES",
+    "MAX_STOP_HOOK_RETURNS",
+    "Delegation",
+    "SubagentHandle",
+    "TaskCancelInput",
+    "TaskInput",
+    "TaskOutputInput",
+]
+
+TASK_OUTPUT_TOOL_NAME = "TaskOutput"
+TASK_CANCEL_TOOL_NAME = "TaskCancel"
+DELEGATION_TOOL_NAMES = (TASK_TOOL_NAME, TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME)
+# A SubagentStop hook may send a subagent back to work; this bounds a hook that always does.
+MAX_STOP_HOOK_RETURNS = 5
+
+
+class TaskInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(description="A short (3-5 word) description of the task")
+    prompt: str = Field(description="The complete task for the agent, with all context it needs")
+    subagent_type: str = Field(
+        default="", description="The agent to use (required unless resuming)"
+    )
+    model: str | None = Field(
+        default=None, description="Optional model for this run: an alias or provider:model"
+    )
+    run_in_background: bool = Field(
+        default=False, description="Return at once; you are notified when the agent finishes"
+    )
+    resume: str | None = Field(
+        default=None, description="agent_id of an earlier subagent to continue, with its history"
+    )
+
+
+class TaskOutputInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str = Field(description="The agent_id returned when the agent was started")
+    block: bool = Field(default=True, description="Wait for the agent to finish")
+    timeout: float = Field(default=300.0, ge=0, le=3600, description="Seconds to wait at most")
+
+
+class TaskCancelInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str = Field(description="The agent_id of the background agent to stop")
+
+
+@dataclass(slots=True, eq=False)
+class SubagentHandle:
+    """A subagent started by this run: its session, and where its current run stands."""
+
+    session: Session
+    definition: AgentDefinition
+    parent: Session
+    resolved_model: str
+    description: str
+    background: bool = False
+    task: asyncio.Task[SpawnResult] | None = None
+    result: SpawnResult | None = None
+    delivered: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+@dataclass(slots=True, eq=False)
+class Delegation:
+    """Subagent bookkeeping for one top-level run."""
+
+    runtime: Runtime
+    handles: dict[str, SubagentHandle] = field(default_factory=dict)
+    spawn_results: list[SpawnResult] = field(default_factory=list)
+    _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    _tools: tuple[Tool, ...] | None = None
+    _environment_note: str | None = None
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def tools(self) -> tuple[Tool, ...]:
+        """Task, TaskOutput and TaskCancel, bound to this run."""
+        if self._tools is None:
+            self._tools = (
+                Tool(
+                    name=TASK_TOOL_NAME,
+                    description=self._task_description(),
+                    parameters=_schema(TaskInput),
+                    function=self._task_tool,
+                    input_model=TaskInput,
+                    takes_context=True,
+                    timeout_seconds=24 * 3600,
+                    # Delegating changes nothing by itself, and a subagent runs under the
+                    # same permission mode, so plan (read-only) mode may still delegate.
+                    read_only=True,
+                ),
+                Tool(
+                    name=TASK_OUTPUT_TOOL_NAME,
+                    description=(
+                        "Get the status and result of a subagent started with "
+                        "run_in_background; by default waits until it finishes."
+                    ),
+                    parameters=_schema(TaskOutputInput),
+                    function=self._task_output_tool,
+                    input_model=TaskOutputInput,
+                    takes_context=True,
+                    timeout_seconds=3700,
+                    read_only=True,
+                ),
+                Tool(
+                    name=TASK_CANCEL_TOOL_NAME,
+                    description="Stop a subagent that is running in the background.",
+                    parameters=_schema(TaskCancelInput),
+                    function=self._task_cancel_tool,
+                    input_model=TaskCancelInput,
+                    takes_context=True,
+                    read_only=True,
+                ),
+            )
+        return self._tools
+
+    def _task_description(self) -> str:
+        lines = [
+            "Launch a subagent to handle a task on its own. The subagent starts with a fresh "
+            "context: put everything it needs in `prompt`. It returns its final answer, "
+            "followed by its agent_id; pass that id as `resume` to continue it later. Launch "
+            "several at once by making several Task calls in one turn.",
+            "",
+            "Available agents (subagent_type: what it is for):",
+        ]
+        for record in self.runtime.inventory.active():
+            definition = record.definition
+            lines.append(f"- {definition.name}: {definition.description.strip()}")
+        return "\n".join(lines)
+
+    # -- Task ----------------------------------------------------------------------------------
+
+    async def _task_tool(
+        self,
+        *,
+        ctx: ToolContext,
+        description: str,
+        prompt: str,
+        subagent_type: str = "",
+        model: str | None = None,
+        run_in_background: bool = False,
+        resume: str | None = None,
+    ) -> str:
+        parent = _session_of(ctx)
+        if resume:
+            handle = self._handle_for_resume(resume, parent)
+            handle.description = description
+        else:
+            handle = self._start_handle(parent, subagent_type, description, model, ctx.tool_call_id)
+        if run_in_background:
+            handle.background = True
+            handle.delivered = False
+            handle.task = asyncio.ensure_future(self._run_child(handle, prompt))
+            return (
+                f"Started subagent '{handle.definition.name}' in the background with agent_id "
+                f"{handle.session.agent_id}. You will be told when it finishes; call TaskOutput "
+                "to wait for its result or TaskCancel to stop it."
+            )
+        handle.background = False
+        handle.task = asyncio.ensure_future(self._run_child(handle, prompt))
+        try:
+            spawn = await asyncio.shield(handle.task)
+        except asyncio.CancelledError:
+            handle.task.cancel()
+            raise
+        handle.delivered = True
+        return _render_for_parent(handle, spawn)
+
+    def _start_handle(
+        self,
+        parent: Session,
+        subagent_type: str,
+        description: str,
+        model_override: str | None,
+        tool_call_id: str,
+    ) -> SubagentHandle:
+        runtime = self.runtime
+        if not subagent_type.strip():
+            raise ToolError(
+                "subagent_type is required when not resuming; choose one of: "
+                + ", ".join(r.definition.name for r in runtime.inventory.active())
+            )
+        try:
+            record = runtime.inventory.get(subagent_type)
+        except SubagentsError as error:
+            raise ToolError(str(error)) from None
+        definition = record.definition
+        max_depth = runtime.config.subagents.max_depth
+        depth = parent.depth + 1
+        if depth > max_depth:
+            raise ToolError(
+                f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
+                "is reached; do this part of the work yourself"
+            )
+        tools = self._child_tools(parent, definition, depth)
+        model, resolved_model = self._child_model(parent, definition, model_override)
+        session = Session(
+            model=model,
+            system_prompt=definition.system_prompt.strip() + self._environment(),
+            tools=tools,
+            workspace=parent.workspace,
+            agent_type=definition.name,
+            agent_id=str(uuid.uuid4()),
+            parent=parent,
+            depth=depth,
+            max_turns=definition.max_turns or runtime.config.subagents.max_turns,
+            settings=runtime.model_settings(definition),
+            permissions=runtime.permissions_for(definition, parent),
+            events=parent.events,
+            stream=parent.stream,
+            hooks=parent.hooks,
+            delegation=self,
+        )
+        handle = SubagentHandle(session, definition, parent, resolved_model, description)
+        self.handles[session.agent_id] = handle
+        return handle
+
+    def _child_tools(
+        self, parent: Session, definition: AgentDefinition, depth: int
+    ) -> ToolRegistry:
+        from subagents.definitions.validate import effective_tool_names
+
+        available = parent.tools.names()
+        names = effective_tool_names(definition, available)
+        if depth >= self.runtime.config.subagents.max_depth or TASK_TOOL_NAME not in names:
+            names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
+        elif TASK_TOOL_NAME in names:
+            names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in available]
+        if not names:
+            raise ToolError(
+                f"agent '{definition.name}' has no usable tools here (its tools: "
+                f"{definition.tools}, disallowed: {definition.disallowed_tools}, available to "
+                f"you: {', '.join(available) or 'none'}); pick another agent or fix its `tools` "
+                "list"
+            )
+        return parent.tools.subset(names)
+
+    def _child_model(
+        self, parent: Session, definition: AgentDefinition, override: str | None
+    ) -> tuple[Model, str]:
+        runtime = self.runtime
+        try:
+            if override:
+                return runtime.model_for(override, agent_name=definition.name)
+            declared = definition.model
+            if declared == "inherit":
+                return runtime.model_for_agent(definition.name, parent.model)
+            if declared:
+                return runtime.model_for(declared, agent_name=definition.name)
+            default = runtime.config.subagents.default_model
+            if default:
+                return runtime.model_for(default, agent_name=definition.name)
+            return runtime.model_for_agent(definition.name, parent.model)
+        except SubagentsError as error:
+            raise ToolError(f"cannot start '{definition.name}': {error}") from None
+
+    def _environment(self) -> str:
+        if self._environment_note is None:
+            self._environment_note = (
+                "\n\n<env>\n"
+                f"Working directory: {self.runtime.workspace}\n"
+                f"Platform: {sys.platform}\n"
+                f"Today's date: {date.today().isoformat()}\n"
+                "</env>"
+            )
+        return self._environment_note
+
+    def _handle_for_resume(self, agent_id: str, parent: Session) -> SubagentHandle:
+        handle = self.handles.get(agent_id.strip())
+        if handle is None:
+            known = ", ".join(self.handles) or "none yet"
+            raise ToolError(
+                f"no subagent with agent_id {agent_id!r} in this run (known: {known}); "
+                "start a new one by omitting `resume`"
+            )
+        if handle.running:
+            raise ToolError(
+                f"subagent {agent_id} is still running; wait for it with TaskOutput before "
+                "resuming it"
+            )
+        if handle.parent is not parent:
+            raise ToolError(f"subagent {agent_id} was started by another agent; only it can resume")
+        return handle
+
+    async def _run_child(self, handle: SubagentHandle, prompt: str) -> SpawnResult:
+        session = handle.session
+        parent = handle.parent
+        definition = handle.definition
+        events = session.events
+        if events.active:
+            events.emit(
+                ev.SubagentStarted(
+                    session.agent_id,
+                    parent.agent_id,
+                    definition.name,
+                    handle.description,
+                    handle.resolved_model,
+                    handle.background,
+                )
+            )
+        semaphore = self._semaphores.get(parent.agent_id)
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(self.runtime.config.subagents.max_concurrent)
+            self._semaphores[parent.agent_id] = semaphore
+        started = time.perf_counter()
+        result: RunResult | None = None
+        error: str | None = None
+        try:
+            async with semaphore:
+                result = await self._run_with_hooks(session, prompt)
+        except asyncio.CancelledError:
+            error = "cancelled"
+            raise
+        finally:
+            spawn = self._spawn_result(handle, result, error, started)
+            handle.result = spawn
+            self.spawn_results.append(spawn)
+            if events.active:
+                events.emit(
+                    ev.SubagentFinished(session.agent_id, parent.agent_id, spawn, session.usage)
+                )
+            if handle.background and not handle.delivered:
+                parent.notify(_render_notification(handle, spawn))
+        return spawn
+
+    async def _run_with_hooks(self, session: Session, prompt: str) -> RunResult:
+        hooks = session.hooks
+        if hooks is None or not hooks:
+            return await session.run(prompt)
+        parent_id = session.parent.agent_id if session.parent is not None else None
+        start = await hooks.run(
+            HookPayload(
+                "SubagentStart", session.agent_id, session.agent_type, parent_id, prompt=prompt
+            ),
+            subject=session.agent_type,
+        )
+        if start.additional_context:
+            prompt = f"{prompt}\n\nAdditional context:\n{start.additional_context}"
+        result: RunResult | None = None
+        try:
+            result = await session.run(prompt)
+            for returns in range(MAX_STOP_HOOK_RETURNS):
+                verdict = await hooks.run(
+                    HookPayload(
+                        "SubagentStop",
+                        session.agent_id,
+                        session.agent_type,
+                        parent_id,
+                        result=result.output,
+                        stop_hook_active=returns > 0,
+                    ),
+                    subject=session.agent_type,
+                )
+                if not verdict.block or result.status == "cancelled":
+                    break
+                result = await session.run(
+                    verdict.reason or "A stop hook asked you to continue working."
+                )
+            return result
+        except BaseException:
+            if result is None:  # exactly one stop per start, also on error and cancel
+                await asyncio.shield(
+                    hooks.run(
+                        HookPayload(
+                            "SubagentStop",
+                            session.agent_id,
+                            session.agent_type,
+                            parent_id,
+                            result="",
+                        ),
+                        subject=session.agent_type,
+                    )
+                )
+            raise
+
+    def _spawn_result(
+        self,
+        handle: SubagentHandle,
+        result: RunResult | None,
+        error: str | None,
+        started: float,
+    ) -> SpawnResult:
+        session = handle.session
+        if result is not None:
+            output, status, error = result.output, result.status, result.error
+        else:
+            output, status = session._partial_output(), "cancelled"
+        return SpawnResult(
+            success=status == "completed",
+            subagent_type=handle.definition.name,
+            agent_id=session.agent_id,
+            summary=output,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            input_tokens=session.usage.input_tokens,
+            output_tokens=session.usage.output_tokens,
+            tool_use_count=session.tool_call_count,
+            resolved_model=handle.resolved_model,
+            background=handle.background,
+            status=status,
+            error=error,
+        )
+
+    # -- background ------------------------------------------------------------------------
+
+    async def settle_background(self, parent: Session) -> bool:
+        """Wait for a background child of ``parent`` whose result the parent has not seen.
+
+        Returns True when one finished (its notification is then queued), False when there is
+        nothing left to wait for, so that no background work is dropped when a parent answers.
+        """
+        waiting = [
+            h.task
+            for h in self.handles.values()
+            if h.parent is parent and h.background and not h.delivered and h.task is not None
+        ]
+        if not waiting:
+            return False
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        return True
+
+    async def _task_output_tool(
+        self,
+        *,
+        ctx: ToolContext,
+        agent_id: str,
+        block: bool = True,
+        timeout: float = 300.0,  # noqa: ASYNC109 - the model-facing argument's name
+    ) -> str:
+        handle = self._own_handle(agent_id, _session_of(ctx))
+        if handle.running and block:
+            assert handle.task is not None
+            done, _ = await asyncio.wait([handle.task], timeout=timeout)
+            if not done:
+                return f"Subagent {agent_id} is still running after {timeout:g}s."
+        if handle.running:
+            return f"Subagent {agent_id} is still running."
+        assert handle.result is not None
+        handle.delivered = True
+        _drop_notification(handle)
+        return _render_for_parent(handle, handle.result)
+
+    async def _task_cancel_tool(self, *, ctx: ToolContext, agent_id: str) -> str:
+        handle = self._own_handle(agent_id, _session_of(ctx))
+        if not handle.running:
+            return f"Subagent {agent_id} is not running (status: {_status_of(handle)})."
+        assert handle.task is not None
+        handle.task.cancel()
+        await asyncio.wait([handle.task])
+        handle.delivered = True
+        _drop_notification(handle)
+        return f"Subagent {agent_id} cancelled."
+
+    def _own_handle(self, agent_id: str, parent: Session) -> SubagentHandle:
+        handle = self.handles.get(agent_id.strip())
+        if handle is None or handle.parent is not parent:
+            mine = [h.session.agent_id for h in self.handles.values() if h.parent is parent]
+            raise ToolError(
+                f"no subagent with agent_id {agent_id!r} was started by you (yours: "
+                f"{', '.join(mine) or 'none'})"
+            )
+        return handle
+
+    def background_handles(self) -> list[SubagentHandle]:
+        return [h for h in self.handles.values() if h.background]
+
+    async def close(self) -> None:
+        """Cancel whatever still runs; called when the top-level run ends."""
+        running = [
+            h.task for h in self.handles.values() if h.task is not None and not h.task.done()
+        ]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+
+
+def _session_of(ctx: ToolContext) -> Session:
+    session = ctx.session
+    if not isinstance(session, Session):
+        raise ToolError("the Task tools only work inside a subagents session")
+    return session
+
+
+def _status_of(handle: SubagentHandle) -> str:
+    if handle.running:
+        return "running"
+    return handle.result.status if handle.result is not None else "not started"
+
+
+def _trailer(handle: SubagentHandle) -> str:
+    agent_id = handle.session.agent_id
+    return f'agent_id: {agent_id} (pass resume="{agent_id}" to the Task tool to continue it)'
+
+
+def _render_for_parent(handle: SubagentHandle, spawn: SpawnResult) -> str:
+    if spawn.success:
+        return f"{spawn.summary}\n\n{_trailer(handle)}"
+    partial = spawn.summary or "(no output)"
+    raise ToolError(
+        f"Subagent '{spawn.subagent_type}' did not finish ({spawn.status}): {spawn.error}\n\n"
+        f"Partial output:\n{partial}\n\n{_trailer(handle)}"
+    )
+
+
+def _render_notification(handle: SubagentHandle, spawn: SpawnResult) -> str:
+    state = "completed" if spawn.success else f"ended with status {spawn.status}: {spawn.error}"
+    body = spawn.summary or "(no output)"
+    return (
+        f"<task-notification>\nBackground subagent '{spawn.subagent_type}' "
+        f"({handle.description}) {state}.\n\n{body}\n\n{_trailer(handle)}\n</task-notification>"
+    )
+
+
+def _drop_notification(handle: SubagentHandle) -> None:
+    """The parent read the result through TaskOutput/TaskCancel: do not tell it twice."""
+    marker = f"agent_id: {handle.session.agent_id} "
+    inbox = handle.parent._inbox
+    inbox[:] = [item for item in inbox if marker not in item]
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema

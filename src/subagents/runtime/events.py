@@ -1,0 +1,158 @@
+"""Typed events a session emits while it runs; the UI, traces and the store subscribe to them.
+
+Events are only built when somebody listens (:attr:`EventBus.active`), so an unobserved run
+pays nothing for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from subagents.messages import ToolCall, Usage
+
+if TYPE_CHECKING:
+    from subagents.models.base import ModelResponse
+    from subagents.runtime.result import RunResult, SpawnResult
+    from subagents.tools.execution import ToolOutcome
+
+__all__ = [
+    "Event",
+    "EventBus",
+    "EventHandler",
+    "ModelResponded",
+    "SessionFinished",
+    "SessionStarted",
+    "SubagentFinished",
+    "SubagentStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TurnStarted",
+]
+
+
+@dataclass(slots=True, frozen=True)
+class SessionStarted:
+    agent_id: str
+    agent_type: str
+    parent_id: str | None
+    model_name: str
+    depth: int
+    kind: Literal["session_started"] = "session_started"
+
+
+@dataclass(slots=True, frozen=True)
+class TurnStarted:
+    agent_id: str
+    turn: int
+    kind: Literal["turn_started"] = "turn_started"
+
+
+@dataclass(slots=True, frozen=True)
+class TextDelta:
+    agent_id: str
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelResponded:
+    agent_id: str
+    turn: int
+    response: ModelResponse
+    duration_ms: float
+    kind: Literal["model_responded"] = "model_responded"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallStarted:
+    agent_id: str
+    call: ToolCall
+    kind: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallFinished:
+    agent_id: str
+    call: ToolCall
+    outcome: ToolOutcome
+    kind: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(slots=True, frozen=True)
+class SessionFinished:
+    """The last event of every session, whatever its outcome (see ``result.status``)."""
+
+    agent_id: str
+    result: RunResult
+    kind: Literal["session_finished"] = "session_finished"
+
+
+@dataclass(slots=True, frozen=True)
+class SubagentStarted:
+    """A parent session delegated through the Task tool (emitted in the parent's name)."""
+
+    agent_id: str
+    parent_id: str
+    subagent_type: str
+    description: str
+    resolved_model: str
+    background: bool
+    kind: Literal["subagent_started"] = "subagent_started"
+
+
+@dataclass(slots=True, frozen=True)
+class SubagentFinished:
+    agent_id: str
+    parent_id: str
+    result: SpawnResult
+    usage: Usage = field(default_factory=Usage)
+    kind: Literal["subagent_finished"] = "subagent_finished"
+
+
+Event = (
+    SessionStarted
+    | TurnStarted
+    | TextDelta
+    | ModelResponded
+    | ToolCallStarted
+    | ToolCallFinished
+    | SessionFinished
+    | SubagentStarted
+    | SubagentFinished
+)
+EventHandler = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan-out of events to handlers. A handler that raises is removed from nothing and
+    breaks nothing: its exception is kept in :attr:`handler_errors` and the run goes on."""
+
+    __slots__ = ("_handlers", "handler_errors")
+
+    def __init__(self, handlers: list[EventHandler] | None = None) -> None:
+        self._handlers: list[EventHandler] = list(handlers or ())
+        self.handler_errors: list[BaseException] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self._handlers)
+
+    def subscribe(self, handler: EventHandler) -> Callable[[], None]:
+        """Add ``handler``; returns a function that removes it again."""
+        self._handlers.append(handler)
+
+        def unsubscribe() -> None:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event)
+            except Exception as error:  # a broken UI must not kill the run
+                self.handler_errors.append(error)

@@ -1,0 +1,194 @@
+"""Hooks: code that runs at fixed points of a run and may steer it.
+
+- ``SubagentStart``: a subagent is about to run; may add context to its prompt.
+- ``SubagentStop``: a subagent finished; may send it back to work with a reason.
+- ``PreToolUse``: a tool is about to run; may deny the call with a reason.
+- ``PostToolUse``: a tool ran; observes the result.
+
+A hook is a Python callable (sync or async) or a shell command (:class:`CommandHook`) that gets
+the payload as JSON on stdin, following Claude Code's convention: exit code 2 blocks with
+stderr as the reason; a JSON object on stdout may set ``decision: "block"``, ``reason`` and
+``additionalContext``. A hook that crashes is reported in the payload's run, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CommandHook",
+    "HookCallable",
+    "HookEventName",
+    "HookPayload",
+    "HookResult",
+    "Hooks",
+]
+
+HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
+
+
+@dataclass(slots=True)
+class HookPayload:
+    event: HookEventName
+    agent_id: str
+    agent_type: str
+    parent_id: str | None = None
+    tool_name: str | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_response: str | None = None
+    tool_error: bool = False
+    prompt: str | None = None
+    result: str | None = None
+    stop_hook_active: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "hook_event_name": self.event,
+            "agent_id": self.agent_id,
+            "agent_type": self.agent_type,
+        }
+        optional = {
+            "parent_id": self.parent_id,
+            "tool_name": self.tool_name,
+            "tool_input": self.tool_input,
+            "tool_response": self.tool_response,
+            "prompt": self.prompt,
+            "result": self.result,
+        }
+        data.update({key: value for key, value in optional.items() if value is not None})
+        if self.event == "PostToolUse":
+            data["tool_error"] = self.tool_error
+        if self.event == "SubagentStop":
+            data["stop_hook_active"] = self.stop_hook_active
+        return data
+
+
+@dataclass(slots=True)
+class HookResult:
+    """What a hook asks for. ``block`` denies a tool call (PreToolUse) or sends a subagent back
+    to work (SubagentStop); ``reason`` is shown to the model. ``additional_context`` is added
+    to a subagent's prompt (SubagentStart)."""
+
+    block: bool = False
+    reason: str | None = None
+    additional_context: str | None = None
+
+
+HookCallable = Callable[[HookPayload], "Awaitable[HookResult | None] | HookResult | None"]
+
+
+@dataclass(slots=True)
+class CommandHook:
+    """A shell command run with the payload as JSON on stdin."""
+
+    command: str
+    timeout_seconds: float = 60.0
+
+    async def __call__(self, payload: HookPayload) -> HookResult | None:
+        process = await asyncio.create_subprocess_shell(
+            self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        data = json.dumps(payload.to_json()).encode()
+        try:
+            stdout, stderr = await asyncio.wait_for(
+                process.communicate(data), timeout=self.timeout_seconds
+            )
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise RuntimeError(
+                f"hook command {self.command!r} timed out after {self.timeout_seconds:g}s"
+            ) from None
+        if process.returncode == 2:
+            return HookResult(block=True, reason=stderr.decode(errors="replace").strip())
+        if process.returncode != 0:
+            raise RuntimeError(
+                f"hook command {self.command!r} exited with {process.returncode}: "
+                f"{stderr.decode(errors='replace').strip()}"
+            )
+        return _parse_command_output(stdout.decode(errors="replace"))
+
+
+def _parse_command_output(text: str) -> HookResult | None:
+    text = text.strip()
+    if not text.startswith("{"):
+        return HookResult(additional_context=text) if text else None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return HookResult(additional_context=text)
+    if not isinstance(data, dict):
+        return None
+    context = data.get("additionalContext") or data.get("additional_context")
+    return HookResult(
+        block=data.get("decision") == "block" or data.get("continue") is False,
+        reason=data.get("reason") or data.get("stopReason"),
+        additional_context=str(context) if context else None,
+    )
+
+
+@dataclass(slots=True)
+class _Registration:
+    event: HookEventName
+    hook: HookCallable
+    matcher: re.Pattern[str] | None
+
+
+@dataclass(slots=True)
+class Hooks:
+    """The hooks of one runtime. ``matcher`` (a regular expression) selects tool names for
+    the tool events and agent types for the subagent events; ``None`` matches everything."""
+
+    _registrations: list[_Registration] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, event: HookEventName, hook: HookCallable, *, matcher: str | None = None) -> None:
+        compiled = re.compile(matcher) if matcher else None
+        self._registrations.append(_Registration(event, hook, compiled))
+
+    def has(self, event: HookEventName) -> bool:
+        return any(r.event == event for r in self._registrations)
+
+    def __bool__(self) -> bool:
+        return bool(self._registrations)
+
+    async def run(self, payload: HookPayload, *, subject: str) -> HookResult:
+        """Run every hook for ``payload.event`` matching ``subject``; results are merged:
+        any block wins (reasons joined), contexts are joined."""
+        merged = HookResult()
+        reasons: list[str] = []
+        contexts: list[str] = []
+        for registration in self._registrations:
+            if registration.event != payload.event:
+                continue
+            if registration.matcher is not None and not registration.matcher.fullmatch(subject):
+                continue
+            try:
+                outcome = registration.hook(payload)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self.errors.append(f"{payload.event} hook failed: {type(error).__name__}: {error}")
+                continue
+            if outcome is None:
+                continue
+            if outcome.block:
+                merged.block = True
+                if outcome.reason:
+                    reasons.append(outcome.reason)
+            if outcome.additional_context:
+                contexts.append(outcome.additional_context)
+        merged.reason = "\n".join(reasons) or None
+        merged.additional_context = "\n\n".join(contexts) or None
+        return merged

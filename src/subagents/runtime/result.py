@@ -1,0 +1,71 @@
+"""What a finished session and a finished delegation report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from subagents.messages import Message, Usage
+
+__all__ = ["RunResult", "RunStatus", "SpawnResult"]
+
+RunStatus = Literal["completed", "max_turns", "failed", "cancelled"]
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one session run.
+
+    ``output`` is the final answer in full. When the run stopped early (``max_turns``,
+    ``failed``), it holds the partial output so far and ``error`` says why.
+    """
+
+    output: str
+    status: RunStatus
+    agent_id: str
+    agent_type: str
+    model_name: str
+    messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    tool_calls: int = 0
+    duration_ms: float = 0.0
+    error: str | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.status == "completed"
+
+
+@dataclass(slots=True)
+class SpawnResult:
+    """The structured result of one Task delegation, for the API and the event stream."""
+
+    success: bool
+    subagent_type: str
+    agent_id: str
+    summary: str
+    duration_ms: float
+    input_tokens: int
+    output_tokens: int
+    tool_use_count: int
+    resolved_model: str
+    background: bool
+    status: str
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "subagent_type": self.subagent_type,
+            "agent_id": self.agent_id,
+            "summary": self.summary,
+            "duration_ms": self.duration_ms,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tool_use_count": self.tool_use_count,
+            "resolved_model": self.resolved_model,
+            "background": self.background,
+            "status": self.status,
+            "error": self.error,
+        }

@@ -1,0 +1,164 @@
+"""File helpers shared by the built-in tools: text detection, glob patterns, tree walks."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+from subagents.errors import ToolError
+from subagents.tools.workspace import Workspace
+
+__all__ = [
+    "MAX_LINE_CHARS",
+    "VCS_DIRS",
+    "cut_line",
+    "glob_regex",
+    "is_binary",
+    "iter_files",
+    "plural",
+    "require_directory",
+    "require_text_file",
+]
+
+VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", "CVS"})
+MAX_LINE_CHARS = 2000
+_SNIFF_BYTES = 8192
+
+
+def plural(count: int, word: str) -> str:
+    """``1 file``, ``2 files``, ``3 matches``."""
+    if count == 1:
+        return f"{count} {word}"
+    suffix = "es" if word.endswith(("s", "x", "ch", "sh")) else "s"
+    return f"{count} {word}{suffix}"
+
+
+def is_binary(path: Path) -> bool:
+    """True when the file's first bytes hold a NUL, the way git and grep decide."""
+    with path.open("rb") as handle:
+        return b"\0" in handle.read(_SNIFF_BYTES)
+
+
+def cut_line(line: str) -> str:
+    """``line``, cut at :data:`MAX_LINE_CHARS` with a note saying so."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}... [line cut: {len(line)} chars, first {MAX_LINE_CHARS} shown]"
+
+
+def require_text_file(workspace: Workspace, file_path: str) -> Path:
+    """The resolved path of an existing, non-binary regular file, else a ToolError."""
+    path = workspace.resolve(file_path, must_exist=True)
+    shown = workspace.display(path)
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file; use LS to list it or Glob to search.")
+    if not path.is_file():
+        raise ToolError(f"{shown} is not a regular file; only regular text files can be read.")
+    if is_binary(path):
+        size = path.stat().st_size
+        raise ToolError(
+            f"{shown} is a binary file ({plural(size, 'byte')}); only text files can be read or "
+            "edited. Use Bash with a suitable command (e.g. 'file' or 'xxd | head') to inspect it."
+        )
+    return path
+
+
+def require_directory(workspace: Workspace, path: str | None) -> Path:
+    """The resolved path of an existing directory (the root when ``path`` is empty)."""
+    resolved = workspace.resolve(path or ".", must_exist=True)
+    if not resolved.is_dir():
+        raise ToolError(
+            f"{workspace.display(resolved)} is a file, not a directory; use Read to read it."
+        )
+    return resolved
+
+
+def iter_files(workspace: Workspace, base: Path) -> Iterator[Path]:
+    """Every file under ``base`` (or ``base`` itself when it is a file), skipping VCS folders.
+
+    Symlinked folders are not followed and symlinked files pointing outside the workspace are
+    left out, so a walk never reads anything beyond the root.
+    """
+    if base.is_file():
+        yield base
+        return
+    for folder, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(name for name in dirnames if name not in VCS_DIRS)
+        parent = Path(folder)
+        for name in sorted(filenames):
+            path = parent / name
+            if path.is_symlink() and not _inside(workspace, path):
+                continue
+            yield path
+
+
+def _inside(workspace: Workspace, path: Path) -> bool:
+    try:
+        workspace.resolve(path)
+    except ToolError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A regex matching ``/``-separated relative paths against a glob ``pattern``.
+
+    ``*`` and ``?`` stay within one path segment, ``**`` spans segments (``**/`` also matches
+    no folder at all), ``[abc]`` is a class and ``{a,b}`` an alternation, as in the shells and
+    ripgrep globs models are used to.
+    """
+    try:
+        return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    except re.error as exc:
+        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}.") from exc
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    index, length = 0, len(pattern)
+    depth = 0  # open braces
+    while index < length:
+        char = pattern[index]
+        if char == "*":
+            if pattern.startswith("**", index):
+                at_segment_start = index == 0 or pattern[index - 1] == "/"
+                index += 2
+                if at_segment_start and pattern.startswith("/", index):
+                    out.append("(?:.*/)?")
+                    index += 1
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = pattern.find("]", index + 2 if pattern.startswith("[!", index) else index + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = pattern[index + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                index = end
+        elif char == "{":
+            depth += 1
+            out.append("(?:")
+        elif char == "," and depth:
+            out.append("|")
+        elif char == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif char == "\\" and index + 1 < length:
+            index += 1
+            out.append(re.escape(pattern[index]))
+        else:
+            out.append(re.escape(char))
+        index += 1
+    out.extend(")" * depth)
+    return "".join(out)

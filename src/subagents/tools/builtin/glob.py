@@ -1,0 +1,81 @@
+"""Glob: files whose path matches a pattern, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+from pydantic import Field
+
+from subagents.tools.base import ToolContext
+from subagents.tools.builtin._files import glob_regex, iter_files, plural, require_directory
+from subagents.tools.decorator import tool
+from subagents.tools.workspace import workspace_of
+
+__all__ = ["MAX_GLOB_RESULTS", "glob_tool", "split_absolute_pattern"]
+
+MAX_GLOB_RESULTS = 100
+
+_DESCRIPTION = """\
+Find files by name pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. `*` matches within one \
+folder name, `**` across folders. Returns matching file paths relative to the workspace root, \
+most recently modified first, at most 100. `path` is the folder to search (default: the \
+workspace root). Use Grep to search file contents."""
+
+_GLOB_CHARS = frozenset("*?[{")
+
+
+def glob_files(
+    pattern: Annotated[str, Field(description="Glob pattern to match file paths against.")],
+    ctx: ToolContext,
+    path: Annotated[
+        str | None, Field(description="Folder to search in (default: the workspace root).")
+    ] = None,
+) -> str:
+    workspace = workspace_of(ctx)
+    if pattern.startswith("/"):
+        path, pattern = split_absolute_pattern(pattern)
+    base = require_directory(workspace, path)
+    regex = glob_regex(pattern.removeprefix("./"))
+    matches: list[tuple[float, str]] = []
+    for file in iter_files(workspace, base):
+        relative = file.relative_to(base).as_posix()
+        if regex.match(relative):
+            matches.append((_mtime(file), workspace.display(file)))
+    where = workspace.display(base)
+    if not matches:
+        return f"No files match {pattern!r} in {where}."
+    matches.sort(key=lambda item: (-item[0], item[1]))
+    lines = [shown for _, shown in matches[:MAX_GLOB_RESULTS]]
+    if len(matches) > MAX_GLOB_RESULTS:
+        lines.append(
+            f"(showing the first {MAX_GLOB_RESULTS} of {len(matches)} matching files, newest "
+            "first; narrow the pattern or path to see the rest)"
+        )
+    else:
+        lines.append(f"({plural(len(matches), 'file')} in {where})")
+    return "\n".join(lines)
+
+
+def split_absolute_pattern(pattern: str) -> tuple[str, str]:
+    """``/abs/dir/**/*.py`` -> (``/abs/dir``, ``**/*.py``): the literal folder and the rest."""
+    parts = PurePosixPath(pattern).parts
+    literal: list[str] = []
+    for part in parts:
+        if _GLOB_CHARS.intersection(part):
+            break
+        literal.append(part)
+    rest = list(parts[len(literal) :])
+    if not rest:  # no wildcard at all: the pattern names one file
+        literal, rest = literal[:-1], literal[-1:]
+    return str(PurePosixPath(*literal)), "/".join(rest)
+
+
+def _mtime(file: Path) -> float:
+    try:
+        return file.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+glob_tool = tool(name="Glob", description=_DESCRIPTION, read_only=True, idempotent=True)(glob_files)

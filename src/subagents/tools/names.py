@@ -1,0 +1,62 @@
+"""Tool names every part of the library agrees on, kept free of imports so that agent
+validation can check names without loading any tool."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "CLAUDE_CODE_ONLY_TOOL_NAMES",
+    "READ_ONLY_TOOL_NAMES",
+    "TASK_TOOL_NAME",
+    "ToolNameKind",
+    "classify_tool_name",
+]
+
+BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash")
+READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
+TASK_TOOL_NAME = "Task"
+
+# Tools Claude Code has that this library does not provide (yet). Agent files naming them stay
+# valid: the name is reported in a warning and left out of the effective tool set.
+CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
+    {
+        "WebFetch",
+        "WebSearch",
+        "NotebookEdit",
+        "NotebookRead",
+        "TodoWrite",
+        "TodoRead",
+        "MultiEdit",
+        "BashOutput",
+        "KillShell",
+        "KillBash",
+        "SlashCommand",
+        "ExitPlanMode",
+        "Skill",
+        "AskUserQuestion",
+    }
+)
+
+_MCP_NAME = re.compile(r"^mcp__[A-Za-z0-9_.-]+?(__([A-Za-z0-9_.-]+|\*))?$")
+
+ToolNameKind = Literal["builtin", "task", "mcp", "claude_code_only", "unknown"]
+
+
+def classify_tool_name(name: str) -> ToolNameKind:
+    """Say what kind of tool ``name`` refers to.
+
+    ``mcp`` covers ``mcp__server``, ``mcp__server__tool`` and ``mcp__server__*``; whether that
+    server is configured is for the caller to check.
+    """
+    if name in BUILTIN_TOOL_NAMES:
+        return "builtin"
+    if name == TASK_TOOL_NAME:
+        return "task"
+    if _MCP_NAME.match(name):
+        return "mcp"
+    if name in CLAUDE_CODE_ONLY_TOOL_NAMES:
+        return "claude_code_only"
+    return "unknown"

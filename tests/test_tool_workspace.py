@@ -1,0 +1,154 @@
+"""Workspace: every path a model can send resolves inside the root or is refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from subagents.errors import ToolError
+from subagents.tools.base import ToolContext
+from subagents.tools.workspace import Workspace, workspace_of
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Workspace, Path]:
+    """A workspace with folders, files and symlinks pointing inside and outside it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "file.txt").write_text("inside")
+    (root / "link_out").symlink_to(outside)
+    (root / "a" / "link_up").symlink_to("../..")
+    (root / "a" / "link_in").symlink_to("b")
+    (root / "dangling_out").symlink_to(outside / "missing" / "x")
+    (root / "loop").symlink_to("loop")
+    return Workspace(root), outside
+
+
+def test_relative_and_absolute_paths_inside_resolve(layout: tuple[Workspace, Path]) -> None:
+    workspace, _ = layout
+    root = workspace.root
+    assert workspace.resolve("a/file.txt") == root / "a" / "file.txt"
+    assert workspace.resolve(root / "a" / "file.txt") == root / "a" / "file.txt"
+    assert workspace.resolve("a/b/../file.txt", must_exist=True) == root / "a" / "file.txt"
+    assert workspace.resolve("a/link_in") == root / "a" / "b"
+    assert workspace.resolve("") == root
+    assert workspace.resolve(".") == root
+    assert workspace.resolve("new/dir/file.txt") == root / "new" / "dir" / "file.txt"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "..",
+        "../outside/secret.txt",
+        "a/../../outside",
+        "/etc/passwd",
+        "link_out/secret.txt",
+        "link_out/new_file.txt",
+        "a/link_up/outside/secret.txt",
+        "dangling_out",
+        "a/link_up",
+    ],
+)
+def test_escapes_are_refused(layout: tuple[Workspace, Path], path: str) -> None:
+    workspace, _ = layout
+    with pytest.raises(ToolError) as info:
+        workspace.resolve(path)
+    message = str(info.value)
+    assert f"outside the workspace {workspace.root}" in message
+    assert "use a path inside it" in message
+
+
+def test_missing_file_is_reported_when_it_must_exist(layout: tuple[Workspace, Path]) -> None:
+    workspace, _ = layout
+    with pytest.raises(ToolError, match=r"a/nope\.txt does not exist"):
+        workspace.resolve("a/nope.txt", must_exist=True)
+
+
+def test_nul_character_is_refused(layout: tuple[Workspace, Path]) -> None:
+    workspace, _ = layout
+    with pytest.raises(ToolError, match="NUL"):
+        workspace.resolve("a\0b")
+
+
+def test_display_is_relative_to_the_root(layout: tuple[Workspace, Path]) -> None:
+    workspace, outside = layout
+    assert workspace.display(workspace.root / "a" / "file.txt") == "a/file.txt"
+    assert workspace.display(workspace.root) == "."
+    assert workspace.display(outside) == str(outside)
+
+
+def test_root_is_resolved_once_through_symlinks(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "alias").symlink_to(real)
+    workspace = Workspace(tmp_path / "alias")
+    assert workspace.root == real
+    assert workspace.resolve("x") == real / "x"
+
+
+def test_workspace_of_accepts_a_path_or_a_workspace(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path)
+    assert workspace_of(ToolContext(workspace=workspace)) is workspace  # type: ignore[arg-type]
+    from_path = workspace_of(ToolContext(workspace=tmp_path))
+    assert from_path.root == tmp_path.resolve()
+    assert workspace_of(ToolContext(workspace=tmp_path)) is from_path
+
+
+SEGMENTS = st.sampled_from(
+    [
+        "..",
+        ".",
+        "",
+        "a",
+        "b",
+        "file.txt",
+        "link_out",
+        "link_up",
+        "link_in",
+        "dangling_out",
+        "loop",
+        "outside",
+        "secret.txt",
+        "~",
+        "a b",
+        "%2e%2e",
+        "...",
+        "\\..",
+    ]
+)
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    segments=st.lists(SEGMENTS, max_size=8),
+    absolute=st.sampled_from(["relative", "root", "slash", "outside"]),
+    must_exist=st.booleans(),
+)
+def test_any_path_resolves_inside_the_root_or_is_refused(
+    layout: tuple[Workspace, Path], segments: list[str], absolute: str, must_exist: bool
+) -> None:
+    workspace, outside = layout
+    tail = "/".join(segments)
+    prefix = {
+        "relative": "",
+        "root": f"{workspace.root}/",
+        "slash": "/",
+        "outside": f"{outside}/",
+    }[absolute]
+    try:
+        resolved = workspace.resolve(prefix + tail, must_exist=must_exist)
+    except ToolError:
+        return
+    real = Path(os.path.realpath(resolved))
+    assert real == workspace.root or real.is_relative_to(workspace.root)
+    assert resolved == real
