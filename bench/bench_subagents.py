@@ -84,11 +84,26 @@ def fake_model(
     return FunctionModel(respond, name=f"bench:{tool_name}")
 
 
-@tool(read_only=True)
-def echo(x: str) -> str:
+def _echo(x: str) -> str:
     """Echo the input."""
     COUNTS["echo"] += 1
     return "ok:" + x
+
+
+async def _async_echo(x: str) -> str:
+    """Echo the input."""
+    return _echo(x)
+
+
+# The workload's tool is a plain function. By default `@tool` runs a plain function in a worker
+# thread (it might block); BENCH_TOOL=inline declares it run_in_thread=False and BENCH_TOOL=async
+# writes it as `async def`, which is what a user does for a tool that never blocks.
+_TOOL_KIND = os.environ.get("BENCH_TOOL", "thread")
+if _TOOL_KIND == "async":
+    echo = tool(_async_echo, name="echo", read_only=True)
+else:
+    echo = tool(_echo, name="echo", read_only=True, run_in_thread=_TOOL_KIND != "inline")
+VERSIONS["tool"] = _TOOL_KIND
 
 
 def w1_session() -> Session:

@@ -22,6 +22,7 @@ __all__ = [
     "SubagentsError",
     "ToolDefinitionError",
     "ToolError",
+    "TracingError",
 ]
 
 
@@ -131,3 +132,7 @@ class StoreCorruptError(StoreError):
 
 class StoreVersionError(StoreError):
     """The store or one of its records was written by a newer subagents."""
+
+
+class TracingError(SubagentsError):
+    """A trace cannot be exported: the OpenTelemetry extra is missing, or the exporter failed."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import typer
 
 from subagents.cli.agents import agents_app
+from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
+from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
 
 __all__ = ["app", "main"]
 
@@ -24,6 +26,11 @@ app = typer.Typer(
 )
 app.add_typer(agents_app, name="agents")
 app.command("run")(run_command)
+app.command("resume")(resume_command)
+app.add_typer(tasks_app, name="tasks")
+app.command("cleanup")(cleanup_command)
+app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 def main() -> None:

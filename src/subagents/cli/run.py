@@ -41,8 +41,22 @@ def run_command(
         bool,
         typer.Option("--yes", "-y", help="Approve every tool call that would ask (headless)."),
     ] = False,
+    no_store: Annotated[
+        bool,
+        typer.Option(
+            "--no-store", help="Do not record the run as a task (it cannot be resumed then)."
+        ),
+    ] = False,
+    tags: Annotated[
+        list[str] | None, typer.Option("--tag", help="Tag the task (retention by tag).")
+    ] = None,
 ) -> None:
-    """Run an agent on PROMPT, streaming its progress, and print the final answer."""
+    """Run an agent on PROMPT, streaming its progress, and print the final answer.
+
+    The run is recorded as a task in the project's store (.subagents/state.db): a tool that
+    needs approval in a run nobody watches pauses it, and `subagents resume TASK` continues it,
+    after a decision or a crash.
+    """
     from rich.console import Console
     from rich.markup import escape
 
@@ -61,26 +75,37 @@ def run_command(
         raise typer.Exit(2)
     interactive = sys.stdin.isatty() and not yes and not as_json
     events = EventBus([] if as_json else [progress_printer(err)])
-    runtime = Runtime(
-        cwd=cwd,
-        model=model,
-        permission_mode=permission_mode,  # type: ignore[arg-type]
-        approver=_ask_person(err) if interactive else None,
-        headless="allow" if yes else "deny",
-        events=events,
-        stream=not as_json,
-    )
+    database = None
     try:
-        result = runtime.run_sync(prompt, agent=agent)
+        if not no_store:
+            database = _open_store(cwd)
+        headless = "allow" if yes else "pause" if database is not None else "deny"
+        runtime = Runtime(
+            cwd=cwd,
+            model=model,
+            permission_mode=permission_mode,  # type: ignore[arg-type]
+            approver=_ask_person(err) if interactive else None,
+            headless=headless,
+            events=events,
+            stream=not as_json,
+            store=database,
+        )
+        result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
     except SubagentsError as error:
         err.print(f"[red]Error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        err.print("[yellow]Interrupted.[/]")
+        err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
         raise typer.Exit(130) from None
+    finally:
+        if database is not None:
+            database.close()
     if as_json:
         spawns = runtime.last_delegation.spawn_results if runtime.last_delegation else []
+        question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {
+            "task_id": result.task_id,
+            "question": question,
             "status": result.status,
             "output": result.output,
             "error": result.error,
@@ -100,10 +125,31 @@ def run_command(
         out = Console()
         out.print()
         out.print(result.output, markup=False, highlight=False)
-        if not result.success:
+        if result.question is not None:
+            err.print(
+                f"[yellow]Waiting for a person:[/] {escape(result.question.text)}\n"
+                f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
+            )
+        elif not result.success:
             err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
-    if not result.success:
+        if result.task_id is not None:
+            err.print(f"[dim]task {result.task_id}[/]")
+    if result.status not in ("completed", "awaiting_human"):
         raise typer.Exit(1)
+
+
+def _open_store(cwd: Path | None) -> Any:
+    """The project's store, after the daily retention clean-up."""
+    from subagents.store.retention import load_retention_policy, maybe_cleanup_daily
+    from subagents.store.sqlite import open_store
+
+    database = open_store(cwd=cwd)
+    try:
+        maybe_cleanup_daily(database, load_retention_policy(cwd))
+    except BaseException:
+        database.close()
+        raise
+    return database
 
 
 def _ask_person(console: Console) -> Any:

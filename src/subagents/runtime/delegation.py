@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from subagents.errors import SubagentsError, ToolError
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
+from subagents.runtime.pause import RunPaused
+from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
     from subagents.runtime.runtime import Runtime
+    from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
 
 __all__ = [
     "DELEGATION_TOOL_NAMES",
@@ -94,6 +96,7 @@ class SubagentHandle:
     task: asyncio.Task[SpawnResult] | None = None
     result: SpawnResult | None = None
     delivered: bool = False
+    rebound: bool = False
 
     @property
     def running(self) -> bool:
@@ -105,6 +108,7 @@ class Delegation:
     """Subagent bookkeeping for one top-level run."""
 
     runtime: Runtime
+    main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
@@ -182,22 +186,28 @@ class Delegation:
         resume: str | None = None,
     ) -> str:
         parent = _session_of(ctx)
+        rebound: SubagentHandle | None = None
         if resume:
             handle = self._handle_for_resume(resume, parent)
             handle.description = description
         else:
-            handle = self._start_handle(parent, subagent_type, description, model, ctx.tool_call_id)
+            rebound = self._rebind(parent, ctx.tool_call_id, description)
+            handle = rebound or self._start_handle(
+                parent, subagent_type, description, model, ctx.tool_call_id
+            )
+        child_prompt = None if rebound is not None else prompt
         if run_in_background:
             handle.background = True
+            handle.session.background = True
             handle.delivered = False
-            handle.task = asyncio.ensure_future(self._run_child(handle, prompt))
+            handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
             return (
                 f"Started subagent '{handle.definition.name}' in the background with agent_id "
                 f"{handle.session.agent_id}. You will be told when it finishes; call TaskOutput "
                 "to wait for its result or TaskCancel to stop it."
             )
         handle.background = False
-        handle.task = asyncio.ensure_future(self._run_child(handle, prompt))
+        handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
         try:
             spawn = await asyncio.shield(handle.task)
         except asyncio.CancelledError:
@@ -240,19 +250,47 @@ class Delegation:
             tools=tools,
             workspace=parent.workspace,
             agent_type=definition.name,
-            agent_id=str(uuid.uuid4()),
+            agent_id=child_session_id(parent.agent_id, tool_call_id),
             parent=parent,
             depth=depth,
             max_turns=definition.max_turns or runtime.config.subagents.max_turns,
             settings=runtime.model_settings(definition),
-            permissions=runtime.permissions_for(definition, parent),
+            permissions=runtime.permissions_for(definition, self),
             events=parent.events,
             stream=parent.stream,
             hooks=parent.hooks,
             delegation=self,
+            recorder=parent.recorder,
+            parent_tool_call_id=tool_call_id,
+            description=description,
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         self.handles[session.agent_id] = handle
+        return handle
+
+    def _rebind(
+        self, parent: Session, tool_call_id: str, description: str
+    ) -> SubagentHandle | None:
+        """The subagent this very Task call started before the process stopped, if any.
+
+        Its id is derived from the parent and the call, so a resumed parent finds the child
+        instead of starting the work again.
+        """
+        recorder = parent.recorder
+        if recorder is None:
+            return None
+        child_id = child_session_id(parent.agent_id, tool_call_id)
+        existing = self.handles.get(child_id)
+        if existing is not None:
+            return existing
+        record = recorder.find_session(child_id)
+        if record is None:
+            return None
+        session = self.runtime.rebuild_session(record, self, parent)
+        definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
+        handle = SubagentHandle(session, definition, parent, record.model, description)
+        handle.rebound = True
+        self.handles[child_id] = handle
         return handle
 
     def _child_tools(
@@ -322,7 +360,7 @@ class Delegation:
             raise ToolError(f"subagent {agent_id} was started by another agent; only it can resume")
         return handle
 
-    async def _run_child(self, handle: SubagentHandle, prompt: str) -> SpawnResult:
+    async def _run_child(self, handle: SubagentHandle, prompt: str | None) -> SpawnResult:
         session = handle.session
         parent = handle.parent
         definition = handle.definition
@@ -344,23 +382,33 @@ class Delegation:
             self._semaphores[parent.agent_id] = semaphore
         started = time.perf_counter()
         result: RunResult | None = None
-        error: str | None = None
         try:
             async with semaphore:
-                result = await self._run_with_hooks(session, prompt)
+                if prompt is None:  # re-bound after a restart: continue where it stood
+                    result = await session.resume()
+                else:
+                    result = await self._run_with_hooks(session, prompt)
+        except RunPaused:
+            raise  # not finished: the run waits for a person, and resumes this session later
         except asyncio.CancelledError:
-            error = "cancelled"
+            self._record_spawn(handle, None, started)
             raise
-        finally:
-            spawn = self._spawn_result(handle, result, error, started)
-            handle.result = spawn
-            self.spawn_results.append(spawn)
-            if events.active:
-                events.emit(
-                    ev.SubagentFinished(session.agent_id, parent.agent_id, spawn, session.usage)
-                )
-            if handle.background and not handle.delivered:
-                parent.notify(_render_notification(handle, spawn))
+        return self._record_spawn(handle, result, started)
+
+    def _record_spawn(
+        self, handle: SubagentHandle, result: RunResult | None, started: float
+    ) -> SpawnResult:
+        session = handle.session
+        parent = handle.parent
+        spawn = self._spawn_result(handle, result, started)
+        handle.result = spawn
+        self.spawn_results.append(spawn)
+        if session.events.active:
+            session.events.emit(
+                ev.SubagentFinished(session.agent_id, parent.agent_id, spawn, session.usage)
+            )
+        if handle.background and not handle.delivered:
+            parent.notify(_render_notification(handle, spawn))
         return spawn
 
     async def _run_with_hooks(self, session: Session, prompt: str) -> RunResult:
@@ -397,6 +445,8 @@ class Delegation:
                     verdict.reason or "A stop hook asked you to continue working."
                 )
             return result
+        except RunPaused:
+            raise  # waiting for a person is not a stop
         except BaseException:
             if result is None:  # exactly one stop per start, also on error and cancel
                 await asyncio.shield(
@@ -414,17 +464,14 @@ class Delegation:
             raise
 
     def _spawn_result(
-        self,
-        handle: SubagentHandle,
-        result: RunResult | None,
-        error: str | None,
-        started: float,
+        self, handle: SubagentHandle, result: RunResult | None, started: float
     ) -> SpawnResult:
         session = handle.session
+        error: str | None
         if result is not None:
             output, status, error = result.output, result.status, result.error
         else:
-            output, status = session._partial_output(), "cancelled"
+            output, status, error = session._partial_output(), "cancelled", "cancelled"
         return SpawnResult(
             success=status == "completed",
             subagent_type=handle.definition.name,
@@ -499,6 +546,19 @@ class Delegation:
                 f"{', '.join(mine) or 'none'})"
             )
         return handle
+
+    def session_by_id(self, agent_id: str) -> Session | None:
+        if self.main is not None and self.main.agent_id == agent_id:
+            return self.main
+        handle = self.handles.get(agent_id)
+        return handle.session if handle is not None else None
+
+    async def pause_for_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The approver of a headless durable run: ask a person by pausing the run."""
+        session = self.session_by_id(request.agent_id)
+        if session is None:  # pragma: no cover - every session of a run is registered
+            raise ToolError(f"no session {request.agent_id} in this run")
+        raise session.ask(request.tool_call_id, request.tool_name, request.arguments, "approval")
 
     def background_handles(self) -> list[SubagentHandle]:
         return [h for h in self.handles.values() if h.background]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from subagents.messages import Message, Usage
 
+if TYPE_CHECKING:
+    from subagents.runtime.pause import HumanQuestion
+
 __all__ = ["RunResult", "RunStatus", "SpawnResult"]
 
-RunStatus = Literal["completed", "max_turns", "failed", "cancelled"]
+RunStatus = Literal["completed", "max_turns", "failed", "cancelled", "awaiting_human"]
 
 
 @dataclass(slots=True)
@@ -17,7 +20,9 @@ class RunResult:
     """The outcome of one session run.
 
     ``output`` is the final answer in full. When the run stopped early (``max_turns``,
-    ``failed``), it holds the partial output so far and ``error`` says why.
+    ``failed``), it holds the partial output so far and ``error`` says why. A run that waits
+    for a person has status ``awaiting_human`` and says what it asks in ``question``;
+    ``task_id`` names the stored task to resume (runs with a store only).
     """
 
     output: str
@@ -31,6 +36,8 @@ class RunResult:
     tool_calls: int = 0
     duration_ms: float = 0.0
     error: str | None = None
+    task_id: str | None = None
+    question: HumanQuestion | None = None
 
     @property
     def success(self) -> bool:

@@ -7,26 +7,35 @@ models (built once per spec), the tool set, permissions, hooks and the event bus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from subagents.errors import ModelConfigurationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from subagents.errors import ConfigError, ModelConfigurationError, StoreError
+from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus
 from subagents.runtime.hooks import Hooks
+from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
-from subagents.tools.base import Tool, ToolRegistry
+from subagents.tools.base import Tool, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
+    from subagents.runtime.recorder import Recorder
+    from subagents.store.base import Store
+    from subagents.store.records import SessionRecord, TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
 
-__all__ = ["MAIN_AGENT_PROMPT", "Runtime"]
+__all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
+
+ASK_HUMAN_TOOL_NAME = "AskHuman"
 
 MAIN_AGENT_PROMPT = """\
 You are the main agent of a team. Work on the user's request with your tools. When a part of \
@@ -43,6 +52,10 @@ class Runtime:
     ``models`` maps resolved model strings (``"anthropic:claude-haiku-4-5"``) to ready model
     objects, and ``agent_models`` maps agent names to models; both take precedence over
     building a provider model, which is what tests and scripted demos use.
+
+    With a ``store`` every run is a durable task: each step of each session is checkpointed,
+    :meth:`resume` continues it after a crash or a pause, and ``headless="pause"`` makes a tool
+    that needs approval pause the run for a person instead of being denied.
     """
 
     def __init__(
@@ -63,6 +76,7 @@ class Runtime:
         hooks: Hooks | None = None,
         events: EventBus | None = None,
         stream: bool = False,
+        store: Store | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
@@ -80,7 +94,14 @@ class Runtime:
         self.hooks = hooks if hooks is not None else Hooks()
         self.events = events if events is not None else EventBus()
         self.stream = stream
+        self.store = store
         self.last_delegation: Delegation | None = None
+        self._decisions: dict[str, HumanDecision] = {}
+        if headless == "pause" and store is None:
+            raise ConfigError(
+                "headless='pause' needs a store to pause the run in.",
+                hint="pass store=open_store() to Runtime, or use headless='deny' or 'allow'",
+            )
 
     # -- shared state ------------------------------------------------------------------------
 
@@ -165,7 +186,7 @@ class Runtime:
         return ModelSettings()
 
     def permissions_for(
-        self, definition: AgentDefinition | None, parent: Session | None = None
+        self, definition: AgentDefinition | None, delegation: Delegation
     ) -> PermissionPolicy:
         from subagents.tools.permissions import PermissionPolicy
 
@@ -175,7 +196,10 @@ class Runtime:
             mode = definition.permission_mode
             if mode == "bypassPermissions" and self.permission_mode != "bypassPermissions":
                 mode = self.permission_mode
-        return PermissionPolicy(mode, approver=self.approver, headless=self.headless)  # type: ignore[arg-type]
+        approver, headless = self.approver, self.headless
+        if approver is None and headless == "pause":
+            approver, headless = delegation.pause_for_approval, "deny"
+        return PermissionPolicy(mode, approver=approver, headless=headless)  # type: ignore[arg-type]
 
     # -- running -----------------------------------------------------------------------------
 
@@ -192,8 +216,10 @@ class Runtime:
         if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
             for tool in delegation.tools():
                 tools.add(tool, replace=True)
+        if self.store is not None:
+            tools.add(ask_human_tool(), replace=True)
         prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
-        return Session(
+        session = Session(
             model=self.main_model(definition),
             system_prompt=prompt,
             tools=tools,
@@ -202,30 +228,274 @@ class Runtime:
             max_turns=(definition.max_turns if definition is not None else None)
             or self.config.subagents.max_turns,
             settings=self.model_settings(definition),
-            permissions=self.permissions_for(definition),
+            permissions=self.permissions_for(definition, delegation),
             events=self.events,
             stream=self.stream,
             hooks=self.hooks,
             delegation=delegation,
         )
+        delegation.main = session
+        return session
 
-    async def run(self, prompt: str, *, agent: str | None = None) -> RunResult:
-        """Run ``prompt`` with the main agent (or the agent named ``agent``) to completion."""
+    async def run(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        retention_days: int | None = None,
+        task_id: str | None = None,
+    ) -> RunResult:
+        """Run ``prompt`` with the main agent (or the agent named ``agent``) to completion.
+
+        With a store, the run is the stored task ``result.task_id`` (``task_id`` chooses it, a
+        new UUID4 by default); ``description``, ``tags`` and ``retention_days`` go on its record.
+        """
         delegation = Delegation(self)
         self.last_delegation = delegation
         session = self.main_session(delegation, agent)
-        try:
-            return await session.run(prompt)
-        finally:
-            await delegation.close()
+        recorder = None
+        if self.store is not None:
+            recorder = self._new_recorder(
+                self.store, prompt, agent, session, description, tags, retention_days
+            )
+            if task_id is not None:
+                recorder.task.id = task_id
+            session.recorder = recorder
+            recorder.start_task()
+        return await self._drive(session, delegation, recorder, session.run(prompt))
 
-    def run_sync(self, prompt: str, *, agent: str | None = None) -> RunResult:
+    async def resume(self, task_id: str, decision: HumanDecision | None = None) -> RunResult:
+        """Continue the stored task ``task_id`` where it stopped.
+
+        After a crash every unfinished session continues from its last checkpoint (a parent's
+        open Task call is bound to its running child again, not re-planned). A task waiting for
+        a person needs ``decision``, which is delivered to exactly the session that asked.
+        """
+        from subagents.runtime.recorder import Recorder
+
+        store = self._require_store()
+        task = store.get_task(task_id)
+        question = self._pending_question(store, task)
+        if question is not None:
+            if decision is None:
+                raise StoreError(
+                    f"Task {task.id} is waiting for a person: {question.text}",
+                    hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
+                    "'--reject REASON' or '--modify JSON'",
+                )
+            self._decisions = {question.tool_call_id: decision}
+        elif decision is not None:
+            raise StoreError(
+                f"Task {task.id} is not waiting for a decision (status {task.status}).",
+                hint=f"run 'subagents resume {task.id[:8]}' without --approve/--reject/--modify",
+            )
+        if task.status in ("completed", "failed", "cancelled"):
+            raise StoreError(
+                f"Task {task.id} has already ended ({task.status}); there is nothing to resume.",
+                hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
+            )
+        delegation = Delegation(self)
+        self.last_delegation = delegation
+        recorder = Recorder(store, task, self._redactor())
+        main_record = next(
+            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
+        )
+        recorder.resume_task()
+        if main_record is None:  # stopped before the first step was written: start over
+            session = self.main_session(delegation, task.assigned_agent)
+            session.recorder = recorder
+            return await self._drive(session, delegation, recorder, session.run(task.prompt))
+        session = self.rebuild_session(main_record, delegation, None, recorder)
+        delegation.main = session
+        return await self._drive(session, delegation, recorder, session.resume())
+
+    async def _drive(
+        self,
+        session: Session,
+        delegation: Delegation,
+        recorder: Recorder | None,
+        work: Awaitable[RunResult],
+    ) -> RunResult:
+        try:
+            try:
+                result = await work
+            except RunPaused as pause:
+                result = RunResult(
+                    output=session._partial_output(),
+                    status="awaiting_human",
+                    agent_id=session.agent_id,
+                    agent_type=session.agent_type,
+                    model_name=session.model.name,
+                    messages=session.messages,
+                    usage=session.usage,
+                    turns=session.turns,
+                    tool_calls=session.tool_call_count,
+                    error=f"waiting for a person: {pause.question.text}",
+                    question=pause.question,
+                )
+        finally:
+            self._decisions = {}
+            await delegation.close()
+        if recorder is not None:
+            result.task_id = recorder.task_id
+            recorder.finish_task(result)
+        return result
+
+    # -- durability --------------------------------------------------------------------------
+
+    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+        """The person's decision about ``tool_call_id``, handed out once."""
+        if not self._decisions:
+            return None
+        return self._decisions.pop(tool_call_id, None)
+
+    def _require_store(self) -> Store:
+        if self.store is None:
+            raise StoreError(
+                "This runtime has no store, so it has no tasks to resume.",
+                hint="create it with Runtime(store=open_store(...))",
+            )
+        return self.store
+
+    def _pending_question(self, store: Store, task: TaskRecord) -> HumanQuestion | None:
+        if task.status != "awaiting_human":
+            return None
+        checkpoint = store.latest_checkpoint(task.id)
+        if checkpoint is None or checkpoint.question is None:
+            return None
+        return HumanQuestion.from_dict(checkpoint.question)
+
+    def _redactor(self) -> Any:
+        from subagents.tracing.redact import Redactor
+
+        keys = [
+            settings.api_key.get_secret_value()
+            for settings in self.config.providers.values()
+            if settings.api_key is not None
+        ]
+        return Redactor(keys)
+
+    def _new_recorder(
+        self,
+        store: Store,
+        prompt: str,
+        agent: str | None,
+        session: Session,
+        description: str | None,
+        tags: Sequence[str],
+        retention_days: int | None,
+    ) -> Recorder:
+        from subagents.runtime.recorder import Recorder
+        from subagents.store.records import TaskRecord
+
+        first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+        task = TaskRecord(
+            description=description or first_line[:100],
+            prompt=prompt,
+            assigned_agent=agent,
+            model=session.model.name,
+            workspace=str(self.workspace),
+            tags=list(tags),
+            retention_days=retention_days,
+            settings={"permission_mode": self.permission_mode, "headless": self.headless},
+        )
+        return Recorder(store, task, self._redactor())
+
+    def rebuild_session(
+        self,
+        record: SessionRecord,
+        delegation: Delegation,
+        parent: Session | None,
+        recorder: Recorder | None = None,
+    ) -> Session:
+        """A session as the store left it: same id, history, tools, model and limits."""
+        recorder = recorder if recorder is not None else parent.recorder if parent else None
+        assert recorder is not None
+        definition = self._definition_named(record.agent_name) if parent is not None else None
+        tools = self.base_tools()
+        for tool in delegation.tools():
+            tools.add(tool, replace=True)
+        tools.add(ask_human_tool(), replace=True)
+        messages = recorder.load_messages(record.session_id)
+        state = recorder.checkpoint_state(record.session_id)
+        usage = Usage(**{k: v for k, v in record.usage.items() if k in Usage.__slots__})
+        return Session(
+            model=self._model_for_record(record, parent),
+            system_prompt=record.system_prompt,
+            tools=tools.subset(record.tool_names),
+            workspace=self.workspace,
+            agent_type=record.agent_name,
+            agent_id=record.session_id,
+            parent=parent,
+            depth=record.depth,
+            max_turns=record.max_turns,
+            settings=self.model_settings(definition),
+            permissions=self.permissions_for(definition, delegation),
+            events=self.events,
+            stream=self.stream,
+            hooks=self.hooks,
+            delegation=delegation,
+            recorder=recorder,
+            parent_tool_call_id=record.parent_tool_call_id,
+            description=record.task_description,
+            background=record.background,
+            messages=messages,
+            usage=usage,
+            turns=record.turns,
+            run_turns=int(state.get("run_turns", 0)),
+            tool_call_count=record.tool_calls,
+            persisted_messages=len(messages),
+        )
+
+    def _definition_named(self, name: str) -> AgentDefinition | None:
+        record = self.inventory.records.get(name)
+        return record.definition if record is not None else None
+
+    def definition_or_stub(self, name: str, system_prompt: str) -> AgentDefinition:
+        """The current definition of ``name``, or a stand-in if it is gone since the run began."""
+        from subagents.definitions.model import AgentDefinition
+
+        definition = self._definition_named(name)
+        if definition is not None:
+            return definition
+        return AgentDefinition(
+            name=name, description="(restored from the store)", system_prompt=system_prompt
+        )
+
+    def _model_for_record(self, record: SessionRecord, parent: Session | None) -> Model:
+        if record.agent_name in self._agent_models:
+            return self._agent_models[record.agent_name]
+        main = self._main_model
+        if parent is None and isinstance(main, Model) and main.name == record.model:
+            return main
+        if parent is not None and parent.model.name == record.model:
+            return parent.model
+        if record.model in self._models:
+            return self._models[record.model]
+        return self.model_for(record.model)[0]
+
+    def resume_sync(self, task_id: str, decision: HumanDecision | None = None) -> RunResult:
+        """:meth:`resume` for code that is not async."""
+
+        async def resume_and_close() -> RunResult:
+            try:
+                return await self.resume(task_id, decision)
+            finally:
+                await self.aclose()
+
+        return asyncio.run(resume_and_close())
+
+    def run_sync(
+        self, prompt: str, *, agent: str | None = None, tags: Sequence[str] = ()
+    ) -> RunResult:
         """:meth:`run` for code that is not async. Provider connections are closed at the end,
         since they belong to the event loop this call creates."""
 
         async def run_and_close() -> RunResult:
             try:
-                return await self.run(prompt, agent=agent)
+                return await self.run(prompt, agent=agent, tags=tags)
             finally:
                 await self.aclose()
 
@@ -238,3 +508,36 @@ class Runtime:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
+
+
+class AskHumanInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="The question, with the context a person needs to answer")
+
+
+async def _ask_human(*, ctx: ToolContext, question: str) -> str:
+    session = ctx.session
+    if not isinstance(session, Session):
+        raise RuntimeError("AskHuman only works inside a subagents session")
+    raise session.ask(ctx.tool_call_id, ASK_HUMAN_TOOL_NAME, {"question": question}, "ask_human")
+
+
+def ask_human_tool() -> Tool:
+    """AskHuman: pause the run until a person answers (durable runs only)."""
+    return Tool(
+        name=ASK_HUMAN_TOOL_NAME,
+        description="Ask the person running this task a question and wait for the answer. "
+        "The run pauses until they reply; use it only when you cannot go on without them.",
+        parameters=_schema(AskHumanInput),
+        function=_ask_human,
+        input_model=AskHumanInput,
+        takes_context=True,
+        read_only=True,
+    )
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema

@@ -3,7 +3,12 @@
 The loop is: request (system prompt, history, tool schemas) -> response -> run every tool call
 of the turn concurrently -> append the results -> repeat, until the model answers without tool
 calls or the turn limit is reached. Anything a model or a tool can get wrong becomes a tool
-result or a ``failed`` RunResult; the loop itself never raises except for cancellation.
+result or a ``failed`` RunResult; the loop itself raises only for cancellation and for a pause
+(:class:`~subagents.runtime.pause.RunPaused`), which travels up to the run.
+
+With a recorder, each step is committed to the store: the model's answer (``after_model``),
+the turn's tool results (``after_tools``), and a side-effecting tool's ledger entry before and
+after it runs. :meth:`Session.resume` continues from whatever the history holds.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from subagents.messages import (
     AssistantMessage,
@@ -27,6 +33,7 @@ from subagents.messages import (
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
+from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
@@ -34,13 +41,18 @@ from subagents.tools.execution import ToolOutcome, execute_tool_call
 if TYPE_CHECKING:
     from subagents.models.base import Model, ToolSpec
     from subagents.runtime.delegation import Delegation
+    from subagents.runtime.recorder import Recorder
+    from subagents.store.records import ToolLedgerEntry, TraceRecord
+    from subagents.tools.base import Tool
     from subagents.tools.permissions import PermissionPolicy
 
 __all__ = ["DEFAULT_MAX_TURNS", "Session", "SessionStatus"]
 
 DEFAULT_MAX_TURNS = 50
 
-SessionStatus = str  # "initializing" | "active" | "completed" | "error" | "cancelled"
+SessionStatus = Literal[
+    "initializing", "active", "completed", "error", "cancelled", "awaiting_human"
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -66,17 +78,36 @@ class Session:
     stream: bool = False
     hooks: Hooks | None = None
     delegation: Delegation | None = None
+    recorder: Recorder | None = None
+    parent_tool_call_id: str | None = None
+    description: str = ""
+    background: bool = False
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     status: SessionStatus = "initializing"
+    summary: str | None = None
     turns: int = 0
+    run_turns: int = 0
     tool_call_count: int = 0
+    persisted_messages: int = 0
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
+    _traces: list[TraceRecord] = field(default_factory=list)  # committed with the next step
 
     @property
     def model_name(self) -> str:
         return self.model.name
+
+    @property
+    def path(self) -> list[str]:
+        """Session ids from the main session down to this one."""
+        ids: list[str] = []
+        session: Session | None = self
+        while session is not None:
+            ids.append(session.agent_id)
+            session = session.parent
+        return ids[::-1]
 
     def notify(self, text: str) -> None:
         """Queue a message that reaches the model at the start of its next turn."""
@@ -85,9 +116,18 @@ class Session:
     async def run(self, prompt: str) -> RunResult:
         """Add ``prompt`` as a user message and run until a final answer or the turn limit."""
         self.messages.append(UserMessage(prompt))
-        return await self._run_loop()
+        self.run_turns = 0
+        return await self._run_loop(resuming=False)
 
-    async def _run_loop(self) -> RunResult:
+    async def resume(self) -> RunResult:
+        """Continue from the history as it stands: after a crash, or a pause for a person.
+
+        Tool calls of the last turn that have no result yet are settled first (see
+        :meth:`_run_tool_call`); a session whose last message is a final answer is finished.
+        """
+        return await self._run_loop(resuming=True)
+
+    async def _run_loop(self, *, resuming: bool) -> RunResult:
         started = time.perf_counter()
         events = self.events
         if events.active:
@@ -98,12 +138,18 @@ class Session:
                 )
             )
         self.status = "active"
-        turns_this_run = 0
+        recorder = self.recorder
         try:
-            while turns_this_run < self.max_turns:
-                turns_this_run += 1
+            if resuming:
+                finished = await self._settle_last_turn(started)
+                if finished is not None:
+                    return finished
+            while self.run_turns < self.max_turns:
+                self.run_turns += 1
                 self.turns += 1
                 self._deliver_inbox()
+                if recorder is not None and self.persisted_messages < len(self.messages):
+                    recorder.step(self, "before_model")
                 if events.active:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
                 response = await self._request_model()
@@ -116,6 +162,8 @@ class Session:
                     if delegation is not None and await delegation.settle_background(self):
                         continue  # a background subagent finished: show the model its result
                     return self._finish("completed", response.text, started)
+                if recorder is not None:
+                    recorder.step(self, "after_model")
                 await self._run_tool_calls(response.tool_calls)
             return self._finish(
                 "max_turns",
@@ -125,6 +173,11 @@ class Session:
                 "raise max_turns (agent frontmatter `maxTurns` or config "
                 "`[subagents] max_turns`) if the task needs more",
             )
+        except RunPaused as pause:
+            self.status = "awaiting_human"
+            if recorder is not None:
+                recorder.step(self, "awaiting_human", question=pause.question)
+            raise
         except asyncio.CancelledError:
             self._finish("cancelled", self._partial_output(), started, error="cancelled")
             raise
@@ -136,6 +189,20 @@ class Session:
                 error=f"{type(error).__name__}: {error}",
             )
 
+    async def _settle_last_turn(self, started: float) -> RunResult | None:
+        """On resume: answer the last turn's open tool calls, or finish a finished session."""
+        last = self.messages[-1] if self.messages else None
+        if not isinstance(last, AssistantMessage):
+            return None
+        answered = {m.tool_call_id for m in self.messages if isinstance(m, ToolResultMessage)}
+        pending = tuple(call for call in last.tool_calls if call.id not in answered)
+        if pending:
+            await self._run_tool_calls(pending, recovering=True)
+            return None
+        if not last.tool_calls:
+            return self._finish("completed", last.content, started)
+        return None
+
     def _deliver_inbox(self) -> None:
         if self._inbox:
             pending, self._inbox[:] = list(self._inbox), []
@@ -146,15 +213,19 @@ class Session:
             self._tool_specs = [tool.spec for tool in self.tools]
         request = ModelRequest(self.system_prompt, self.messages, self._tool_specs, self.settings)
         events = self.events
-        if not events.active:
+        recorder = self.recorder
+        if not events.active and recorder is None:
             return await self.model.request(request)
         sent = time.perf_counter()
-        if self.stream:
+        if self.stream and events.active:
             response = await self._stream_model(request)
         else:
             response = await self.model.request(request)
         duration_ms = (time.perf_counter() - sent) * 1000
-        events.emit(ev.ModelResponded(self.agent_id, self.turns, response, duration_ms))
+        if events.active:
+            events.emit(ev.ModelResponded(self.agent_id, self.turns, response, duration_ms))
+        if recorder is not None:
+            self._traces.append(recorder.model_trace(self, response, duration_ms))
         return response
 
     async def _stream_model(self, request: ModelRequest) -> ModelResponse:
@@ -168,31 +239,129 @@ class Session:
             raise RuntimeError(f"model {self.model.name} ended its stream without a response")
         return final
 
-    async def _run_tool_calls(self, calls: tuple[ToolCall, ...]) -> None:
+    async def _run_tool_calls(
+        self, calls: tuple[ToolCall, ...], *, recovering: bool = False
+    ) -> None:
         self.tool_call_count += len(calls)
         if len(calls) == 1:
-            outcome = await self._run_tool_call(calls[0])
-            self.messages.append(outcome.message)
-            return
-        outcomes = await asyncio.gather(*(self._run_tool_call(call) for call in calls))
+            outcomes = [await self._run_tool_call(calls[0], recovering=recovering)]
+        else:
+            gathered = await asyncio.gather(
+                *(self._run_tool_call(call, recovering=recovering) for call in calls),
+                return_exceptions=True,
+            )
+            outcomes = []
+            for item in gathered:
+                if isinstance(item, BaseException):
+                    raise item  # a pause (or a bug) wins once every sibling has finished
+                outcomes.append(item)
         self.messages.extend(outcome.message for outcome in outcomes)
+        recorder = self.recorder
+        if recorder is not None:
+            traces, self._traces = self._traces, []
+            traces.extend(
+                recorder.tool_trace(self, c, o) for c, o in zip(calls, outcomes, strict=True)
+            )
+            recorder.step(self, "after_tools", traces=traces)
 
-    async def _run_tool_call(self, call: ToolCall) -> ToolOutcome:
+    async def _run_tool_call(self, call: ToolCall, *, recovering: bool = False) -> ToolOutcome:
         events = self.events
         if events.active:
             events.emit(ev.ToolCallStarted(self.agent_id, call))
-        hooks = self.hooks
-        denial = await self._pre_tool_use(call) if hooks is not None and hooks else None
-        if denial is not None:
-            outcome = denial
-        else:
-            ctx = ToolContext(self.workspace, self.agent_id, self.agent_type, call.id, self)
-            outcome = await execute_tool_call(call, self.tools, ctx, permissions=self.permissions)
-            if hooks is not None and hooks:
-                await self._post_tool_use(call, outcome)
+        outcome = await self._settled_or_run(call, recovering)
         if events.active:
             events.emit(ev.ToolCallFinished(self.agent_id, call, outcome))
         return outcome
+
+    async def _settled_or_run(self, call: ToolCall, recovering: bool) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        decision = self._decision_for(call)
+        if decision is not None:
+            return await self._apply_decision(call, tool, decision)
+        if recovering and tool is not None and self.recorder is not None:
+            entry = self.recorder.ledger_by_call(self.agent_id).get(call.id)
+            if entry is not None and entry.status != "started":
+                return _outcome_from_ledger(call, entry)
+            if entry is not None and not (tool.read_only or tool.idempotent):
+                raise RunPaused(self._question(call, "crash_recovery"))
+        return await self._execute(call, tool)
+
+    async def _execute(
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        *,
+        permissions: PermissionPolicy | bool | None = True,
+    ) -> ToolOutcome:
+        hooks = self.hooks
+        if hooks is not None and hooks:
+            denial = await self._pre_tool_use(call)
+            if denial is not None:
+                return denial
+        recorder = self.recorder
+        tracked = recorder is not None and tool is not None and not tool.read_only
+        if tracked:
+            assert recorder is not None and tool is not None
+            recorder.write_ledger(recorder.ledger_entry(self, call, tool))
+        ctx = ToolContext(self.workspace, self.agent_id, self.agent_type, call.id, self)
+        policy = self.permissions if permissions is True else permissions or None
+        outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)
+        if tracked:
+            assert recorder is not None and tool is not None
+            recorder.write_ledger(recorder.ledger_entry(self, call, tool, outcome))
+        if hooks is not None and hooks:
+            await self._post_tool_use(call, outcome)
+        return outcome
+
+    # -- people ------------------------------------------------------------------------------
+
+    def _decision_for(self, call: ToolCall) -> HumanDecision | None:
+        delegation = self.delegation
+        if delegation is None:
+            return None
+        return delegation.runtime.take_decision(call.id)
+
+    async def _apply_decision(
+        self, call: ToolCall, tool: Tool | None, decision: HumanDecision
+    ) -> ToolOutcome:
+        """Deliver a person's decision about ``call``: run it, or tell the model why not."""
+        if call.name == "AskHuman":
+            return _answer(call, decision)
+        if decision.action == "reject":
+            reason = decision.reason or "no reason given"
+            return _error_outcome(call, f"A person rejected this call: {reason}", "denied")
+        if decision.action == "modify" and decision.arguments is not None:
+            call = ToolCall(call.id, call.name, dict(decision.arguments))
+        # the person approved: no second permission check
+        return await self._execute(call, tool, permissions=False)
+
+    def _question(self, call: ToolCall, kind: str) -> HumanQuestion:
+        texts = {
+            "approval": f"{self.agent_type} wants to run {call.name}; approve, reject or modify.",
+            "crash_recovery": f"{call.name} was started before the process stopped and may or "
+            "may not have taken effect. Approve to run it again, reject to tell the agent it "
+            "did not complete, or modify its arguments.",
+        }
+        text = texts.get(kind) or str(call.arguments.get("question", "The agent has a question."))
+        return HumanQuestion(
+            kind=kind,  # type: ignore[arg-type]
+            task_id=self.recorder.task_id if self.recorder is not None else "",
+            session_id=self.agent_id,
+            session_path=self.path,
+            agent_type=self.agent_type,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=dict(call.arguments),
+            text=text,
+        )
+
+    def ask(
+        self, call_id: str, tool_name: str, arguments: dict[str, object], kind: str
+    ) -> RunPaused:
+        """The pause to raise for a question about one of this session's tool calls."""
+        return RunPaused(self._question(ToolCall(call_id, tool_name, dict(arguments)), kind))
+
+    # -- hooks -------------------------------------------------------------------------------
 
     def _hook_payload(self, event: HookEventName, call: ToolCall) -> HookPayload:
         return HookPayload(
@@ -212,13 +381,7 @@ class Session:
         if not verdict.block:
             return None
         reason = verdict.reason or "no reason given"
-        message = ToolResultMessage(
-            call.id,
-            call.name,
-            f"Tool call denied by a PreToolUse hook: {reason}",
-            is_error=True,
-        )
-        return ToolOutcome(message, call.name, 0.0, "denied")
+        return _error_outcome(call, f"Tool call denied by a PreToolUse hook: {reason}", "denied")
 
     async def _post_tool_use(self, call: ToolCall, outcome: ToolOutcome) -> None:
         assert self.hooks is not None
@@ -229,6 +392,8 @@ class Session:
         payload.tool_error = outcome.message.is_error
         await self.hooks.run(payload, subject=call.name)
 
+    # -- finishing ---------------------------------------------------------------------------
+
     def _partial_output(self) -> str:
         """Every piece of assistant text so far, so that nothing the agent wrote is lost."""
         texts = [m.content for m in self.messages if isinstance(m, AssistantMessage) and m.content]
@@ -237,7 +402,14 @@ class Session:
     def _finish(
         self, status: RunStatus, output: str, started: float, *, error: str | None = None
     ) -> RunResult:
-        self.status = {"completed": "completed", "cancelled": "cancelled"}.get(status, "error")
+        self.status = (
+            "completed"
+            if status == "completed"
+            else "cancelled"
+            if status == "cancelled"
+            else "error"
+        )
+        self.summary = output
         result = RunResult(
             output=output,
             status=status,
@@ -251,6 +423,33 @@ class Session:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=error,
         )
+        recorder = self.recorder
+        if recorder is not None and status != "cancelled":
+            traces, self._traces = self._traces, []
+            traces.append(recorder.session_trace(self, "session_finished", error or status))
+            recorder.step(self, "finished", traces=traces)
         if self.events.active:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result
+
+
+def _error_outcome(call: ToolCall, text: str, status: str) -> ToolOutcome:
+    message = ToolResultMessage(call.id, call.name, text, is_error=True)
+    return ToolOutcome(message, call.name, 0.0, status)  # type: ignore[arg-type]
+
+
+def _outcome_from_ledger(call: ToolCall, entry: ToolLedgerEntry) -> ToolOutcome:
+    """A call that completed before a crash: its recorded result, without running it again."""
+    message = ToolResultMessage(call.id, call.name, entry.result or "", entry.is_error)
+    return ToolOutcome(message, entry.tool_name, 0.0, "error" if entry.is_error else "ok")
+
+
+def _answer(call: ToolCall, decision: HumanDecision) -> ToolOutcome:
+    if decision.action == "reject":
+        reason = decision.reason or "no reason given"
+        return _error_outcome(call, f"The person declined to answer: {reason}", "denied")
+    answer = decision.values.get("answer") or decision.reason
+    if decision.arguments and "answer" in decision.arguments:
+        answer = str(decision.arguments["answer"])
+    text = f"The person answered: {answer}" if answer else "The person approved."
+    return ToolOutcome(ToolResultMessage(call.id, call.name, text), call.name, 0.0, "ok")

@@ -1,0 +1,64 @@
+"""Options and error handling shared by the commands that work on the task store."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "EXIT_ERROR",
+    "CwdOption",
+    "JsonOption",
+    "StoreOption",
+    "TaskArgument",
+    "store_path",
+    "user_errors",
+]
+
+EXIT_ERROR = 2
+
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd",
+        help="Project directory to work from (default: the current directory).",
+        file_okay=False,
+    ),
+]
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="The store file (default: .subagents/state.db of the project, "
+        "else under SUBAGENTS_HOME or ~).",
+        dir_okay=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+TaskArgument = Annotated[
+    str, typer.Argument(help="Task id, or a unique prefix of it (4 characters or more).")
+]
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Print a SubagentsError as a clear message (no traceback) and exit 2."""
+    from subagents.errors import SubagentsError
+
+    try:
+        yield
+    except SubagentsError as error:
+        typer.echo(f"error: {error.message}", err=True)
+        if error.hint:
+            typer.echo(f"hint: {error.hint}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def store_path(cwd: Path | None, store: Path | None) -> Path:
+    from subagents.store.location import default_store_path
+
+    return store if store is not None else default_store_path(cwd)

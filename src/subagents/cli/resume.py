@@ -1,0 +1,138 @@
+"""`subagents resume TASK`: continue a stored task after a crash, or with a person's decision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from subagents.cli.common import CwdOption, StoreOption, TaskArgument, store_path, user_errors
+
+if TYPE_CHECKING:
+    from subagents.runtime.pause import HumanDecision
+
+__all__ = ["parse_decision", "resume_command"]
+
+
+def resume_command(
+    task: TaskArgument,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve what the task is waiting for.")
+    ] = False,
+    reject: Annotated[
+        str | None, typer.Option("--reject", help="Reject it, with the reason the agent sees.")
+    ] = None,
+    modify: Annotated[
+        str | None,
+        typer.Option(
+            "--modify", help="Run the call with other arguments: '{\"args\": {...}}' (JSON)."
+        ),
+    ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE for the decision (e.g. answer=8080)."),
+    ] = None,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Continue TASK where it stopped: after a crash, or with a decision when it waits for one."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from subagents.cli.progress import progress_printer
+    from subagents.runtime.events import EventBus
+    from subagents.runtime.runtime import Runtime
+    from subagents.store.sqlite import SQLiteStore
+
+    err = Console(stderr=True)
+    with user_errors():
+        decision = parse_decision(approve, reject, modify, set_values or [])
+        database = SQLiteStore(store_path(cwd, store))
+        record = database.get_task(task)
+        settings = record.settings
+        runtime = Runtime(
+            cwd=Path(record.workspace),
+            model=record.model,
+            permission_mode=settings.get("permission_mode", "default"),
+            headless=settings.get("headless", "pause"),
+            events=EventBus([] if as_json else [progress_printer(err)]),
+            store=database,
+        )
+        try:
+            result = runtime.resume_sync(record.id, decision)
+        finally:
+            database.close()
+    if as_json:
+        question = result.question.to_dict() if result.question is not None else None
+        payload: dict[str, Any] = {
+            "task_id": result.task_id,
+            "status": result.status,
+            "output": result.output,
+            "error": result.error,
+            "question": question,
+        }
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        Console().print(result.output, markup=False, highlight=False)
+        if result.question is not None:
+            err.print(
+                f"[yellow]Waiting for a person:[/] {escape(result.question.text)}\n"
+                f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
+            )
+        elif not result.success:
+            err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
+    if result.status not in ("completed", "awaiting_human"):
+        raise typer.Exit(1)
+
+
+def parse_decision(
+    approve: bool, reject: str | None, modify: str | None, set_values: list[str]
+) -> HumanDecision | None:
+    """The decision the flags describe; None when none was given (crash resume)."""
+    from subagents.errors import SubagentsError
+    from subagents.runtime.pause import HumanDecision
+
+    flags = (("--approve", approve), ("--reject", reject is not None), ("--modify", modify))
+    chosen = [flag for flag, given in flags if given]
+    if len(chosen) > 1:
+        raise SubagentsError(
+            f"{' and '.join(chosen)} cannot be combined.", hint="give one decision per resume"
+        )
+    values = dict(_key_value(item) for item in set_values)
+    if reject is not None:
+        return HumanDecision("reject", reason=reject, values=values)
+    if modify is not None:
+        return HumanDecision("modify", arguments=_modified_arguments(modify), values=values)
+    if approve or values:
+        return HumanDecision("approve", values=values)
+    return None
+
+
+def _key_value(item: str) -> tuple[str, str]:
+    from subagents.errors import SubagentsError
+
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise SubagentsError(
+            f"--set {item!r} is not KEY=VALUE.", hint="write it like --set answer=8080"
+        )
+    return key.strip(), value
+
+
+def _modified_arguments(text: str) -> dict[str, Any]:
+    from subagents.errors import SubagentsError
+
+    hint = 'give a JSON object, e.g. --modify \'{"args": {"command": "ls"}}\''
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SubagentsError(f"--modify is not valid JSON: {error}.", hint=hint) from None
+    if not isinstance(data, dict):
+        raise SubagentsError("--modify must be a JSON object.", hint=hint)
+    arguments = data.get("args", data)
+    if not isinstance(arguments, dict):
+        raise SubagentsError('"args" in --modify must be a JSON object.', hint=hint)
+    return arguments

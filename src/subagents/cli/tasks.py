@@ -1,0 +1,390 @@
+"""`subagents tasks ...` (list, show, check) and the store's top-level commands (cleanup,
+export, import), registered by cli/app.py.
+
+Only typer is imported at module level; the store, Rich and JSON come in inside each command
+so that ``subagents --help`` stays fast. Every store or config error is printed as a message
+and a hint, exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from subagents.cli.common import (
+    CwdOption,
+    JsonOption,
+    StoreOption,
+    TaskArgument,
+    store_path,
+    user_errors,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.tree import Tree
+
+    from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
+    from subagents.store.sqlite import SQLiteStore
+
+__all__ = ["cleanup_command", "export_command", "import_command", "tasks_app"]
+
+tasks_app = typer.Typer(
+    help="Inspect stored tasks (runs): list, show, check.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain help keeps `--help` fast (see cli/app.py)
+)
+
+EXIT_PROBLEMS = 1
+_STATUS_STYLES = {
+    "pending": "dim",
+    "running": "cyan",
+    "completed": "green",
+    "failed": "red",
+    "awaiting_human": "yellow",
+    "cancelled": "magenta",
+    "initializing": "dim",
+    "active": "cyan",
+    "error": "red",
+}
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[SQLiteStore]:
+    from subagents.store.sqlite import SQLiteStore
+
+    with SQLiteStore(path) as store:
+        yield store
+
+
+def _console() -> Console:
+    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    return console
+
+
+def _print_json(data: object) -> None:
+    import json
+
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment is not None else "-"
+
+
+def _styled(status: str) -> str:
+    return f"[{_STATUS_STYLES.get(status, 'white')}]{status}[/]"
+
+
+def _short(text: str, width: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+@tasks_app.command("list")
+def list_command(
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="Only tasks with this status: pending, running, completed, failed, "
+            "awaiting_human, cancelled.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
+    as_json: JsonOption = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """List stored tasks, newest first."""
+    with user_errors():
+        path = store_path(cwd, store)
+        if not path.exists():
+            tasks: list[TaskRecord] = []
+            if status is not None:
+                _check_status(status)
+        else:
+            with _opened(path) as opened:
+                tasks = opened.list_tasks(status=status, limit=limit)
+    if as_json:
+        _print_json([task.model_dump(mode="json") for task in tasks])
+        return
+    console = _console()
+    if not tasks:
+        where = str(path) if path.exists() else f"{path} (no store yet)"
+        which = f" with status {status}" if status else ""
+        console.print(f"No tasks{which} in {where}.", highlight=False)
+        return
+
+    from rich import box
+    from rich.table import Table
+
+    console.print(f"Tasks in {path} (newest first):", highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("ID", "Status", "Agent", "Created", "Description"):
+        table.add_column(column, no_wrap=column != "Description", overflow="fold")
+    for task in tasks:
+        table.add_row(
+            task.id[:8],
+            _styled(task.status),
+            task.assigned_agent or "main",
+            _when(task.created_at),
+            _short(task.description or task.prompt),
+        )
+    console.print(table)
+
+
+def _check_status(status: str) -> None:
+    from typing import get_args
+
+    from subagents.errors import StoreError
+    from subagents.store.records import TaskStatus
+
+    statuses = get_args(TaskStatus)
+    if status not in statuses:
+        raise StoreError(
+            f"unknown task status {status!r}", hint=f"use one of: {', '.join(statuses)}"
+        )
+
+
+@tasks_app.command("show")
+def show_command(
+    task: TaskArgument,
+    as_json: JsonOption = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Show one task: its record, the tree of its sessions, the last checkpoint, and what it
+    asks when it awaits a person."""
+    with user_errors():
+        path = store_path(cwd, store)
+        _require_store(path)
+        with _opened(path) as opened:
+            record = opened.get_task(task)
+            sessions = opened.sessions(record.id)
+            last = opened.latest_checkpoint(record.id)
+            waiting = _waiting_checkpoints(opened, record.id, sessions)
+    if as_json:
+        _print_json(
+            {
+                "task": record.model_dump(mode="json"),
+                "sessions": [session.model_dump(mode="json") for session in sessions],
+                "last_checkpoint": last.model_dump(mode="json") if last else None,
+                "awaiting_human": bool(waiting) or record.status == "awaiting_human",
+                "questions": [checkpoint.model_dump(mode="json") for checkpoint in waiting],
+            }
+        )
+        return
+    _print_task(record, sessions, last, waiting)
+
+
+def _require_store(path: Path) -> None:
+    from subagents.errors import StoreError
+
+    if not path.exists():
+        raise StoreError(
+            f"no store at {path}",
+            hint="run a task first ('subagents run'), or name the store with --store",
+        )
+
+
+def _waiting_checkpoints(
+    store: SQLiteStore, task_id: str, sessions: list[SessionRecord]
+) -> list[CheckpointRecord]:
+    """The sessions whose latest checkpoint awaits a person (several when subagents run in
+    parallel)."""
+    waiting = []
+    for session in sessions:
+        checkpoint = store.latest_checkpoint(task_id, session.session_id)
+        if checkpoint is not None and checkpoint.awaiting_human:
+            waiting.append(checkpoint)
+    return waiting
+
+
+def _print_task(
+    task: TaskRecord,
+    sessions: list[SessionRecord],
+    last: CheckpointRecord | None,
+    waiting: list[CheckpointRecord],
+) -> None:
+    import json
+
+    from rich.markup import escape
+
+    console = _console()
+    console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
+    fields = [
+        ("Description", task.description),
+        ("Prompt", _short(task.prompt, 200)),
+        ("Agent", task.assigned_agent or "main"),
+        ("Model", task.model or "-"),
+        ("Workspace", task.workspace),
+        ("Created", _when(task.created_at)),
+        ("Started", _when(task.started_at)),
+        ("Completed", _when(task.completed_at)),
+        ("Tags", ", ".join(task.tags) or "-"),
+        ("Retention", f"{task.retention_days} days" if task.retention_days is not None else "-"),
+        ("Parent task", task.parent_task_id or "-"),
+    ]
+    if task.result is not None:
+        fields.append(("Result", _short(task.result, 400)))
+    if task.error is not None:
+        fields.append(("Error", task.error))
+    for label, value in fields:
+        console.print(f"  [bold]{label}:[/] {escape(value)}")
+    console.print()
+    if sessions:
+        console.print(_sessions_tree(sessions))
+    else:
+        console.print("No sessions stored.")
+    if last is not None:
+        console.print(
+            f"Last checkpoint: #{last.sequence} {last.position} at {_when(last.created_at)} "
+            f"(session {last.session_id})",
+            highlight=False,
+        )
+    for checkpoint in waiting:
+        question = json.dumps(checkpoint.question or {}, indent=2, ensure_ascii=False)
+        console.print(
+            f"[yellow]Awaiting a person[/] in session {escape(checkpoint.session_id)}:\n"
+            f"{escape(question)}"
+        )
+    if waiting or task.status == "awaiting_human":
+        console.print(
+            f"Answer with: subagents resume {task.id[:8]} --approve | --reject 'reason' | "
+            "--modify '{\"args\": {...}}'",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _sessions_tree(sessions: list[SessionRecord]) -> Tree:
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    def label(session: SessionRecord) -> str:
+        tokens = sum(session.usage.values()) if session.usage else 0
+        text = (
+            f"[bold]{escape(session.agent_name)}[/] {_styled(session.status)} "
+            f"{escape(session.model)}, {session.turns} turns, {session.tool_calls} tool calls"
+        )
+        if tokens:
+            text += f", {tokens} tokens"
+        if session.task_description:
+            text += f" - {escape(_short(session.task_description, 60))}"
+        return text + f" [dim]{session.session_id}[/]"
+
+    known = {session.session_id for session in sessions}
+    children: dict[str | None, list[SessionRecord]] = {}
+    for session in sessions:
+        parent = session.parent_session_id if session.parent_session_id in known else None
+        children.setdefault(parent, []).append(session)
+    tree = Tree("Sessions")
+
+    def add(node: Tree, parent: str | None, seen: set[str]) -> None:
+        for session in children.get(parent, []):
+            if session.session_id in seen:  # a cycle in bad data must not loop forever
+                continue
+            seen.add(session.session_id)
+            add(node.add(label(session)), session.session_id, seen)
+
+    add(tree, None, set())
+    return tree
+
+
+@tasks_app.command("check")
+def check_command(cwd: CwdOption = None, store: StoreOption = None) -> None:
+    """Check the store: SQLite's integrity check plus the store's own invariants."""
+    with user_errors():
+        path = store_path(cwd, store)
+        _require_store(path)
+        with _opened(path) as opened:
+            problems = opened.integrity_check()
+    if not problems:
+        typer.echo(f"{path}: ok")
+        return
+    for problem in problems:
+        typer.echo(f"{path}: {problem}")
+    typer.echo(
+        f"hint: export the tasks you need ('subagents export TASK DIR'), then move {path} "
+        "aside and run again",
+        err=True,
+    )
+    raise typer.Exit(EXIT_PROBLEMS)
+
+
+def cleanup_command(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list what would be removed.")
+    ] = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Remove tasks older than the retention policy allows, with their sessions, messages,
+    checkpoints, ledger and traces."""
+    with user_errors():
+        from subagents.store.retention import cleanup, load_retention_policy
+
+        policy = load_retention_policy(cwd)
+        path = store_path(cwd, store)
+        if not path.exists():
+            typer.echo(f"Nothing to clean: no store at {path}.")
+            return
+        with _opened(path) as opened:
+            removed = cleanup(opened, policy, dry_run=dry_run)
+    verb = "Would remove" if dry_run else "Removed"
+    typer.echo(f"{verb} {len(removed)} task(s) from {path}.")
+    for task in removed:
+        finished = _when(task.completed_at or task.updated_at)
+        typer.echo(f"  {task.id}  {task.status:<10}  {finished}  {_short(task.description, 60)}")
+
+
+def export_command(
+    task: TaskArgument,
+    directory: Annotated[
+        Path, typer.Argument(help="Where to write tasks/TASK_ID/ (created when missing).")
+    ],
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Export a task to readable JSON files: task.json, sessions.json, messages/,
+    checkpoint_000.json..., ledger.json, trace.json."""
+    with user_errors():
+        from subagents.store.export import export_task
+
+        path = store_path(cwd, store)
+        _require_store(path)
+        with _opened(path) as opened:
+            target = export_task(opened, task, directory)
+    typer.echo(f"Exported to {target}")
+
+
+def import_command(
+    directory: Annotated[
+        Path, typer.Argument(help="A folder written by 'subagents export' (DIR or DIR/tasks/ID).")
+    ],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a task with the same id.")
+    ] = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Import a task written by 'subagents export'."""
+    with user_errors():
+        from subagents.store.export import import_task
+
+        path = store_path(cwd, store)
+        with _opened(path) as opened:
+            task_id = import_task(opened, directory, replace=replace)
+    typer.echo(f"Imported task {task_id} into {path}")

@@ -1,0 +1,299 @@
+"""Recorder: writes every step of every session of one task to the store.
+
+A step is one atomic commit: the messages the session added since its last step, its session
+record (status, turns, usage), a checkpoint, trace records and, for side-effecting tools, the
+tool ledger. Everything written passes through the redactor first, so secrets never reach
+the store. The same records are what ``subagents trace`` and the export show.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from subagents.messages import message_from_dict, message_to_dict
+from subagents.store.base import StepWrite
+from subagents.store.records import (
+    CheckpointRecord,
+    LedgerStatus,
+    SessionRecord,
+    TaskRecord,
+    TaskStatus,
+    ToolLedgerEntry,
+    TraceRecord,
+)
+
+if TYPE_CHECKING:
+    from subagents.messages import Message, ToolCall
+    from subagents.models.base import ModelResponse
+    from subagents.runtime.pause import HumanQuestion
+    from subagents.runtime.result import RunResult
+    from subagents.runtime.session import Session
+    from subagents.store.base import Store
+    from subagents.tools.base import Tool
+    from subagents.tools.execution import ToolOutcome
+    from subagents.tracing.redact import Redactor
+
+__all__ = ["Recorder", "child_session_id"]
+
+_CHILD_NAMESPACE = uuid.UUID("6f1d2c8e-3b7a-4f5e-9c1d-2a8b7e6f5d4c")
+
+
+def child_session_id(parent_session_id: str, tool_call_id: str) -> str:
+    """The id of the subagent a Task call starts: derived, so that a replay finds it again."""
+    return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_session_id}:{tool_call_id}"))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Recorder:
+    """The bridge between a run's sessions and the store; one per task."""
+
+    __slots__ = ("redactor", "store", "task")
+
+    def __init__(self, store: Store, task: TaskRecord, redactor: Redactor) -> None:
+        self.store = store
+        self.task = task
+        self.redactor = redactor
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_task(self) -> None:
+        now = _now()
+        self.task.status = "running"
+        self.task.started_at = self.task.started_at or now
+        self.task.updated_at = now
+        self.task.prompt = self.redactor.text(self.task.prompt)
+        self.task.description = self.redactor.text(self.task.description)
+        self.store.create_task(self.task)
+
+    def resume_task(self) -> None:
+        self.task.status = "running"
+        self.task.updated_at = _now()
+        self.store.update_task(self.task)
+
+    def finish_task(self, result: RunResult) -> None:
+        task = self.task
+        now = _now()
+        statuses: dict[str, TaskStatus] = {
+            "completed": "completed",
+            "awaiting_human": "awaiting_human",
+            "cancelled": "cancelled",
+        }
+        task.status = statuses.get(result.status, "failed")
+        task.result = self.redactor.text(result.output)
+        task.error = self.redactor.text(result.error) if result.error else None
+        task.updated_at = now
+        task.completed_at = now if task.status in ("completed", "failed", "cancelled") else None
+        self.store.update_task(task)
+
+    def step(
+        self,
+        session: Session,
+        position: str,
+        *,
+        traces: Sequence[TraceRecord] = (),
+        ledger: Sequence[ToolLedgerEntry] = (),
+        question: HumanQuestion | None = None,
+    ) -> None:
+        """Commit what ``session`` did since its last step, with a checkpoint at ``position``."""
+        messages = session.messages
+        first = session.persisted_messages
+        new = [
+            (session.agent_id, seq, self.redactor.value(message_to_dict(messages[seq])))
+            for seq in range(first, len(messages))
+        ]
+        state: dict[str, Any] = {
+            "message_count": len(messages),
+            "turns": session.turns,
+            "run_turns": session.run_turns,
+            "tool_calls": session.tool_call_count,
+            "usage": _usage(session),
+            "status": session.status,
+        }
+        checkpoint = CheckpointRecord.model_construct(
+            schema_version=1,
+            checkpoint_id=str(uuid.uuid4()),
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            sequence=0,
+            position=position,
+            state=state,
+            awaiting_human=question is not None,
+            question=question.to_dict() if question is not None else None,
+            created_at=_now(),
+        )
+        self.store.commit(
+            StepWrite(
+                task_id=self.task.id,
+                session=self.session_record(session),
+                messages=new,
+                checkpoint=checkpoint,
+                ledger=ledger,
+                traces=traces,
+            )
+        )
+        session.persisted_messages = len(messages)
+
+    def session_record(self, session: Session) -> SessionRecord:
+        parent = session.parent
+        now = _now()
+        return SessionRecord.model_construct(
+            schema_version=1,
+            session_id=session.agent_id,
+            task_id=self.task.id,
+            parent_session_id=parent.agent_id if parent is not None else None,
+            parent_tool_call_id=session.parent_tool_call_id,
+            agent_name=session.agent_type,
+            task_description=self.redactor.text(session.description),
+            status=session.status,
+            summary=self.redactor.text(session.summary) if session.summary else None,
+            model=session.model.name,
+            tool_names=session.tools.names(),
+            system_prompt=self.redactor.text(session.system_prompt),
+            depth=session.depth,
+            max_turns=session.max_turns,
+            turns=session.turns,
+            tool_calls=session.tool_call_count,
+            usage=_usage(session),
+            background=session.background,
+            created_at=now,
+            updated_at=now,
+        )
+
+    def ledger_entry(
+        self, session: Session, call: ToolCall, tool: Tool, outcome: ToolOutcome | None = None
+    ) -> ToolLedgerEntry:
+        now = _now()
+        status: LedgerStatus = "started"
+        if outcome is not None:
+            status = "failed" if outcome.message.is_error else "completed"
+        return ToolLedgerEntry.model_construct(
+            schema_version=1,
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=self.redactor.value(call.arguments),
+            status=status,
+            read_only=tool.read_only,
+            idempotent=tool.idempotent,
+            result=self.redactor.text(outcome.message.content) if outcome is not None else None,
+            is_error=outcome.message.is_error if outcome is not None else False,
+            started_at=now,
+            finished_at=now if outcome is not None else None,
+        )
+
+    def write_ledger(self, entry: ToolLedgerEntry) -> None:
+        """One ledger change on its own: 'started' must be durable before the tool runs."""
+        self.store.commit(StepWrite(task_id=self.task.id, ledger=(entry,)))
+
+    # -- trace records -----------------------------------------------------------------------
+
+    def model_trace(
+        self, session: Session, response: ModelResponse, duration_ms: float
+    ) -> TraceRecord:
+        usage = response.usage
+        return TraceRecord.model_construct(
+            schema_version=1,
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="step",
+            step_name="model_call",
+            message=f"{len(response.tool_calls)} tool calls" if response.tool_calls else "answer",
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            duration_ms=duration_ms,
+            data={
+                "model": session.model.name,
+                "turn": session.turns,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "stop_reason": response.stop_reason,
+            },
+        )
+
+    def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> TraceRecord:
+        failed = outcome.status != "ok"
+        server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
+        return TraceRecord.model_construct(
+            schema_version=1,
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="tool_call",
+            step_name=call.name,
+            message=outcome.status,
+            timestamp=_now(),
+            status="error" if failed else "info",
+            agent=session.agent_type,
+            duration_ms=outcome.duration_ms,
+            data={
+                "server": server,
+                "tool": outcome.tool_name,
+                "tool_call_id": call.id,
+                "arguments": self.redactor.value(call.arguments),
+                "result": None if failed else self.redactor.text(outcome.message.content),
+                "error": self.redactor.text(outcome.message.content) if failed else None,
+            },
+        )
+
+    def session_trace(self, session: Session, step_name: str, message: str) -> TraceRecord:
+        return TraceRecord.model_construct(
+            schema_version=1,
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="session",
+            step_name=step_name,
+            message=self.redactor.text(message),
+            timestamp=_now(),
+            status="error" if session.status == "error" else "info",
+            agent=session.agent_type,
+            duration_ms=None,
+            data={
+                "agent_id": session.agent_id,
+                "parent_id": session.parent.agent_id if session.parent is not None else None,
+                "message_count": len(session.messages),
+                "status": session.status,
+                "model": session.model.name,
+            },
+        )
+
+    # -- reading, for resume -------------------------------------------------------------------
+
+    def find_session(self, session_id: str) -> SessionRecord | None:
+        from subagents.errors import StoreError
+
+        try:
+            return self.store.get_session(session_id)
+        except StoreError:
+            return None
+
+    def load_messages(self, session_id: str) -> list[Message]:
+        return [message_from_dict(data) for data in self.store.messages(session_id)]
+
+    def ledger_by_call(self, session_id: str) -> dict[str, ToolLedgerEntry]:
+        return {e.tool_call_id: e for e in self.store.ledger(self.task.id, session_id)}
+
+    def checkpoint_state(self, session_id: str) -> dict[str, Any]:
+        checkpoint = self.store.latest_checkpoint(self.task.id, session_id)
+        return dict(checkpoint.state) if checkpoint is not None else {}
+
+
+def _usage(session: Session) -> dict[str, int]:
+    usage = session.usage
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "requests": usage.requests,
+    }

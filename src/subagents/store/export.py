@@ -1,0 +1,236 @@
+"""Export a task to plain JSON files people can read and archive, and import it back.
+
+Layout written under the chosen directory::
+
+    tasks/{task_id}/
+        export.json            format marker and counts
+        task.json              the task record
+        sessions.json          its sessions, in creation order
+        messages/{session}.json  each session's messages, in order
+        checkpoint_000.json    one file per checkpoint, named by its sequence
+        ledger.json            the tool-effect ledger
+        trace.json             the trace records
+
+Import reads that folder back (a directory holding ``tasks/`` with exactly one task is
+accepted too) and writes it in one transaction, checkpoint sequences unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel
+
+from subagents.errors import StoreCorruptError, StoreError
+from subagents.store.base import Store, TaskBundle
+from subagents.store.codec import record_from_data
+from subagents.store.records import (
+    CheckpointRecord,
+    SessionRecord,
+    TaskRecord,
+    ToolLedgerEntry,
+    TraceRecord,
+    utc_now,
+)
+
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_task", "import_task", "session_file_name"]
+
+EXPORT_FORMAT = "subagents-task"
+EXPORT_VERSION = 1
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
+_CHECKPOINT_FILE = re.compile(r"checkpoint_(\d+)\.json")
+_IMPORT_HINT = "give the folder 'subagents export' wrote (DIR/tasks/TASK_ID, or DIR)"
+
+
+def session_file_name(session_id: str) -> str:
+    """``messages/`` file name of a session: the id itself when it is a safe file name,
+    else its percent-encoding (ids derived from tool calls may hold ``/`` or ``:``)."""
+    if _SAFE_NAME.fullmatch(session_id) and session_id not in (".", ".."):
+        return f"{session_id}.json"
+    return quote(session_id, safe="").replace(".", "%2E") + ".json"
+
+
+def export_task(store: Store, task_id: str, directory: Path) -> Path:
+    """Write every record of the task (id or unique prefix); returns ``tasks/{id}``."""
+    bundle = store.load_bundle(task_id)
+    target = Path(directory) / "tasks" / bundle.task.id
+    staging = target.parent / f".{bundle.task.id}.partial"
+    try:
+        if staging.exists():
+            shutil.rmtree(staging)
+        (staging / "messages").mkdir(parents=True)
+        _write_bundle(staging, bundle)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except OSError as error:
+        raise StoreError(
+            f"cannot write the export to {target} ({error.strerror or error})",
+            hint="choose a directory you can write to",
+        ) from None
+    return target
+
+
+def _write_bundle(folder: Path, bundle: TaskBundle) -> None:
+    _write_json(
+        folder / "export.json",
+        {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "task_id": bundle.task.id,
+            "exported_at": utc_now().isoformat(),
+            "sessions": len(bundle.sessions),
+            "messages": sum(len(messages) for messages in bundle.messages.values()),
+            "checkpoints": len(bundle.checkpoints),
+            "ledger_entries": len(bundle.ledger),
+            "trace_records": len(bundle.traces),
+        },
+    )
+    _write_json(folder / "task.json", _plain(bundle.task))
+    _write_json(folder / "sessions.json", [_plain(session) for session in bundle.sessions])
+    for session_id, messages in bundle.messages.items():
+        _write_json(folder / "messages" / session_file_name(session_id), messages)
+    for checkpoint in bundle.checkpoints:
+        _write_json(folder / f"checkpoint_{checkpoint.sequence:03d}.json", _plain(checkpoint))
+    _write_json(folder / "ledger.json", [_plain(entry) for entry in bundle.ledger])
+    _write_json(folder / "trace.json", [_plain(trace) for trace in bundle.traces])
+
+
+def _plain(record: BaseModel) -> dict[str, Any]:
+    return record.model_dump(mode="json")
+
+
+def _write_json(path: Path, value: Any) -> None:
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates cannot be UTF-8: escape them (json's ASCII mode keeps them exact).
+        data = json.dumps(value, indent=2).encode("ascii")
+    path.write_bytes(data + b"\n")
+
+
+def import_task(store: Store, directory: Path, *, replace: bool = False) -> str:
+    """Read an exported task back into ``store``; returns its id.
+
+    A task with that id already in the store is a StoreError unless ``replace``.
+    """
+    folder = _task_folder(Path(directory))
+    bundle = _read_bundle(folder)
+    store.restore_bundle(bundle, replace=replace)
+    return bundle.task.id
+
+
+def _task_folder(directory: Path) -> Path:
+    if (directory / "task.json").is_file():
+        return directory
+    candidates = sorted(path.parent for path in directory.glob("tasks/*/task.json"))
+    if len(candidates) == 1:
+        return candidates[0]
+    if candidates:
+        shown = ", ".join(str(path) for path in candidates[:5])
+        raise StoreError(
+            f"{directory} holds {len(candidates)} exported tasks ({shown})",
+            hint="import them one at a time: give one DIR/tasks/TASK_ID folder",
+        )
+    raise StoreError(f"no exported task in {directory} (no task.json)", hint=_IMPORT_HINT)
+
+
+def _read_bundle(folder: Path) -> TaskBundle:
+    task = _record(TaskRecord, _read_json(folder / "task.json"), folder / "task.json")
+    sessions = _records(SessionRecord, folder / "sessions.json")
+    messages: dict[str, list[dict[str, Any]]] = {}
+    for session in sessions:
+        path = folder / "messages" / session_file_name(session.session_id)
+        if path.exists():
+            messages[session.session_id] = _messages(path)
+    _refuse_strays(folder, {session.session_id for session in sessions})
+    checkpoints = [
+        _record(CheckpointRecord, _read_json(path), path) for path in _checkpoint_files(folder)
+    ]
+    return TaskBundle(
+        task=task,
+        sessions=sessions,
+        messages=messages,
+        checkpoints=checkpoints,
+        ledger=_records(ToolLedgerEntry, folder / "ledger.json"),
+        traces=_records(TraceRecord, folder / "trace.json"),
+    )
+
+
+def _refuse_strays(folder: Path, session_ids: set[str]) -> None:
+    """A messages file without its session would be silently dropped: refuse instead."""
+    messages_dir = folder / "messages"
+    if not messages_dir.is_dir():
+        return
+    for path in sorted(messages_dir.glob("*.json")):
+        session_id = unquote(path.name.removesuffix(".json"))
+        if session_id not in session_ids:
+            raise StoreError(
+                f"{path}: messages of session {session_id!r}, which sessions.json does not list",
+                hint="restore the session in sessions.json or remove the file, then import again",
+            )
+
+
+def _checkpoint_files(folder: Path) -> list[Path]:
+    numbered = []
+    for path in folder.glob("checkpoint_*.json"):
+        match = _CHECKPOINT_FILE.fullmatch(path.name)
+        if match:
+            numbered.append((int(match.group(1)), path))
+    return [path for _, path in sorted(numbered)]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise StoreError(f"{path} is missing from the export", hint=_IMPORT_HINT) from None
+    except OSError as error:
+        raise StoreError(
+            f"cannot read {path} ({error.strerror or error})", hint="check its permissions"
+        ) from None
+    except ValueError as error:
+        raise StoreError(
+            f"{path} is not valid JSON ({error})",
+            hint="restore the file from the original export",
+        ) from None
+
+
+def _record(cls: type[RecordT], data: Any, path: Path) -> RecordT:
+    try:
+        return record_from_data(cls, data, where=str(path))
+    except StoreCorruptError as error:
+        raise StoreError(
+            f"{path} is not a valid export ({error.message})",
+            hint="restore the file from the original export",
+        ) from None
+
+
+def _records(cls: type[RecordT], path: Path) -> list[RecordT]:
+    if not path.exists():
+        return []
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise StoreError(
+            f"{path} should hold a JSON list", hint="restore the file from the original export"
+        )
+    return [_record(cls, item, path) for item in data]
+
+
+def _messages(path: Path) -> list[dict[str, Any]]:
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise StoreError(
+            f"{path} should hold a JSON list of message objects",
+            hint="restore the file from the original export",
+        )
+    return data

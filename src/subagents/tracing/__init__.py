@@ -1,0 +1,1 @@
+"""Trace records of a run, secret redaction, and OpenTelemetry export."""

@@ -1,0 +1,491 @@
+"""The trace of one task, read back from the store: a tree of sessions with their model calls,
+tool calls and durations, and the JSON "seed format" of ``subagents trace --json``.
+
+Everything here is built from what the recorder wrote (trace records, session records and
+checkpoints); nothing is recomputed from messages. The recorder already redacts secrets; the
+view redacts again, so a record written by an older or foreign writer cannot leak one.
+
+Times: a model-call or tool-call record is stamped when the call ended, so its start is the
+stamp minus its duration. A session lasts from its first checkpoint or call to its last one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from subagents.store.records import TaskRecord, TraceRecord, TraceStatus
+from subagents.tracing.redact import Redactor
+
+if TYPE_CHECKING:
+    from subagents.store.base import Store
+    from subagents.store.records import CheckpointRecord, SessionRecord
+
+__all__ = [
+    "EventTrace",
+    "ModelCallTrace",
+    "SessionTrace",
+    "TaskTrace",
+    "ToolCallTrace",
+    "build_trace",
+    "trace_to_json",
+]
+
+MODEL_CALL_STEP = "model_call"
+SESSION_FINISHED_STEP = "session_finished"
+
+
+@dataclass(slots=True)
+class ToolCallTrace:
+    """One tool call of a session, as recorded when it ended."""
+
+    call_id: str
+    name: str
+    """The name the model called (``mcp__server__tool`` for MCP tools)."""
+    server: str
+    tool: str
+    outcome: str
+    """``ok``, ``error``, ``timeout``, ``denied``... as the tool executor reported it."""
+    failed: bool
+    arguments: dict[str, Any]
+    result: str | None
+    error: str | None
+    duration_ms: float | None
+    started_at: datetime
+    finished_at: datetime
+    child_session_id: str | None = None
+    """For a Task call: the subagent session it started."""
+
+
+@dataclass(slots=True)
+class ModelCallTrace:
+    """One model request of a session."""
+
+    model: str
+    turn: int | None
+    input_tokens: int
+    output_tokens: int
+    stop_reason: str | None
+    message: str
+    status: TraceStatus
+    duration_ms: float | None
+    started_at: datetime
+    finished_at: datetime
+    tool_call_ids: list[str] = field(default_factory=list)
+    """The tool calls this response asked for (as far as the records show)."""
+
+
+@dataclass(slots=True)
+class EventTrace:
+    """Any other record of a session: ``session_finished`` and steps this view does not know."""
+
+    kind: str
+    name: str
+    message: str
+    status: TraceStatus
+    timestamp: datetime
+    duration_ms: float | None
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class SessionTrace:
+    """One agent session (main or subagent) with what it did and the subagents it started."""
+
+    session_id: str
+    agent: str
+    parent_session_id: str | None
+    parent_tool_call_id: str | None
+    description: str
+    status: str
+    model: str
+    depth: int
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    message_count: int
+    started_at: datetime
+    finished_at: datetime
+    error: str | None = None
+    model_calls: list[ModelCallTrace] = field(default_factory=list)
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    events: list[EventTrace] = field(default_factory=list)
+    children: list[SessionTrace] = field(default_factory=list)
+
+    @property
+    def duration_ms(self) -> float:
+        return _milliseconds(self.finished_at - self.started_at)
+
+    @property
+    def failed_tool_calls(self) -> int:
+        return sum(1 for call in self.tool_calls if call.failed)
+
+    def walk(self) -> Iterator[SessionTrace]:
+        """This session and every session below it, depth first, in start order."""
+        stack = [self]
+        while stack:
+            session = stack.pop()
+            yield session
+            stack.extend(reversed(session.children))
+
+
+@dataclass(slots=True)
+class TaskTrace:
+    """The whole trace of one task; ``roots`` normally holds the main session only."""
+
+    task: TaskRecord
+    roots: list[SessionTrace] = field(default_factory=list)
+
+    def sessions(self) -> Iterator[SessionTrace]:
+        for root in self.roots:
+            yield from root.walk()
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(session.input_tokens for session in self.sessions())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(session.output_tokens for session in self.sessions())
+
+    @property
+    def started_at(self) -> datetime:
+        starts = [self.task.started_at or self.task.created_at]
+        starts += [root.started_at for root in self.roots]
+        return min(starts)
+
+    @property
+    def finished_at(self) -> datetime:
+        if self.task.completed_at is not None:
+            return self.task.completed_at
+        ends = [root.finished_at for root in self.roots]
+        return max([*ends, self.task.updated_at])
+
+    @property
+    def duration_ms(self) -> float:
+        return _milliseconds(self.finished_at - self.started_at)
+
+
+def _milliseconds(delta: timedelta) -> float:
+    return max(delta.total_seconds() * 1000.0, 0.0)
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def build_trace(store: Store, task_id: str, *, redactor: Redactor | None = None) -> TaskTrace:
+    """Read the task (id or unique prefix) and everything it recorded into a tree.
+
+    Raises :class:`~subagents.errors.StoreError` when the task does not exist or the store
+    cannot be read.
+    """
+    redact = redactor or Redactor()
+    task = store.get_task(task_id)
+    records = store.traces(task.id)
+    checkpoints = store.checkpoints(task.id)
+    by_session: dict[str | None, list[TraceRecord]] = {}
+    for record in records:
+        by_session.setdefault(record.session_id, []).append(record)
+    checkpoints_by_session: dict[str, list[CheckpointRecord]] = {}
+    for checkpoint in checkpoints:
+        checkpoints_by_session.setdefault(checkpoint.session_id, []).append(checkpoint)
+
+    sessions = [
+        _session_trace(
+            session,
+            by_session.get(session.session_id, []),
+            checkpoints_by_session.get(session.session_id, []),
+            redact,
+        )
+        for session in store.sessions(task.id)
+    ]
+    return TaskTrace(task=_redacted_task(task, redact), roots=_link(sessions))
+
+
+def _redacted_task(task: TaskRecord, redact: Redactor) -> TaskRecord:
+    return TaskRecord.model_validate(redact.value(task.model_dump(mode="json")))
+
+
+def _session_trace(
+    session: SessionRecord,
+    records: list[TraceRecord],
+    checkpoints: list[CheckpointRecord],
+    redact: Redactor,
+) -> SessionTrace:
+    model_calls: list[ModelCallTrace] = []
+    tool_calls: list[ToolCallTrace] = []
+    events: list[EventTrace] = []
+    for record in sorted(records, key=lambda r: r.timestamp):
+        if record.kind == "tool_call":
+            tool_calls.append(_tool_call(record, redact))
+        elif record.kind == "step" and record.step_name == MODEL_CALL_STEP:
+            model_calls.append(_model_call(record, redact))
+        else:
+            events.append(_event(record, redact))
+    _assign_tool_calls(model_calls, tool_calls)
+
+    moments = [c.created_at for c in checkpoints]
+    moments += [m.started_at for m in model_calls] + [m.finished_at for m in model_calls]
+    moments += [t.started_at for t in tool_calls] + [t.finished_at for t in tool_calls]
+    moments += [e.timestamp for e in events]
+    if not moments:
+        moments = [session.created_at, session.updated_at]
+    usage = session.usage or {}
+    last_state = checkpoints[-1].state if checkpoints else {}
+    return SessionTrace(
+        session_id=session.session_id,
+        agent=session.agent_name,
+        parent_session_id=session.parent_session_id,
+        parent_tool_call_id=session.parent_tool_call_id,
+        description=redact.text(session.task_description),
+        status=session.status,
+        model=session.model,
+        depth=session.depth,
+        turns=session.turns,
+        input_tokens=int(usage.get("input_tokens", 0)),
+        output_tokens=int(usage.get("output_tokens", 0)),
+        message_count=_message_count(last_state, events),
+        started_at=min(moments),
+        finished_at=max(moments),
+        error=_session_error(session, events),
+        model_calls=model_calls,
+        tool_calls=tool_calls,
+        events=events,
+    )
+
+
+def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
+    data = record.data
+    finished = record.timestamp
+    duration = record.duration_ms
+    started = finished - timedelta(milliseconds=duration) if duration else finished
+    failed = record.status == "error"
+    error = data.get("error")
+    result = data.get("result")
+    arguments = data.get("arguments")
+    return ToolCallTrace(
+        call_id=str(data.get("tool_call_id") or ""),
+        name=record.step_name,
+        server=str(data.get("server") or "builtin"),
+        tool=str(data.get("tool") or record.step_name),
+        outcome=record.message or ("error" if failed else "ok"),
+        failed=failed,
+        arguments=redact.value(arguments) if isinstance(arguments, dict) else {},
+        result=redact.text(str(result)) if result is not None else None,
+        error=redact.text(str(error)) if error is not None else None,
+        duration_ms=duration,
+        started_at=started,
+        finished_at=finished,
+    )
+
+
+def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
+    data = record.data
+    finished = record.timestamp
+    duration = record.duration_ms
+    turn = data.get("turn")
+    stop_reason = data.get("stop_reason")
+    return ModelCallTrace(
+        model=str(data.get("model") or ""),
+        turn=turn if isinstance(turn, int) else None,
+        input_tokens=_count(data.get("input_tokens")),
+        output_tokens=_count(data.get("output_tokens")),
+        stop_reason=str(stop_reason) if stop_reason is not None else None,
+        message=redact.text(record.message),
+        status=record.status,
+        duration_ms=duration,
+        started_at=finished - timedelta(milliseconds=duration) if duration else finished,
+        finished_at=finished,
+    )
+
+
+def _event(record: TraceRecord, redact: Redactor) -> EventTrace:
+    return EventTrace(
+        kind=record.kind,
+        name=record.step_name,
+        message=redact.text(record.message),
+        status=record.status,
+        timestamp=record.timestamp,
+        duration_ms=record.duration_ms,
+        data=redact.value(record.data),
+    )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _assign_tool_calls(model_calls: list[ModelCallTrace], tool_calls: list[ToolCallTrace]) -> None:
+    """Give each tool call to the last model call that ended before the tool call did."""
+    for call in tool_calls:
+        asker = None
+        for model_call in model_calls:
+            if model_call.finished_at <= call.finished_at:
+                asker = model_call
+            else:
+                break
+        if asker is not None:
+            asker.tool_call_ids.append(call.call_id)
+
+
+def _message_count(last_state: dict[str, Any], events: list[EventTrace]) -> int:
+    for event in reversed(events):
+        count = event.data.get("message_count")
+        if event.name == SESSION_FINISHED_STEP and isinstance(count, int):
+            return max(count, _count(last_state.get("message_count")))
+    return _count(last_state.get("message_count"))
+
+
+def _session_error(session: SessionRecord, events: list[EventTrace]) -> str | None:
+    if session.status != "error":
+        return None
+    for event in reversed(events):
+        if event.name == SESSION_FINISHED_STEP and event.status == "error":
+            return event.message or "failed"
+    return "failed"
+
+
+def _link(sessions: list[SessionTrace]) -> list[SessionTrace]:
+    """Nest sessions under their parents (children by start time) and bind each subagent to
+    the Task call that started it; sessions whose parent is missing become roots."""
+    by_id = {session.session_id: session for session in sessions}
+    roots: list[SessionTrace] = []
+    for session in sessions:
+        parent = by_id.get(session.parent_session_id or "")
+        if parent is None or parent is session or _is_ancestor(session, parent, by_id):
+            roots.append(session)
+            continue
+        parent.children.append(session)
+        for call in parent.tool_calls:
+            if call.call_id and call.call_id == session.parent_tool_call_id:
+                call.child_session_id = session.session_id
+    for session in sessions:
+        session.children.sort(key=lambda child: child.started_at)
+    roots.sort(key=lambda root: (root.depth, root.started_at))
+    return roots
+
+
+def _is_ancestor(
+    session: SessionTrace, candidate: SessionTrace, by_id: dict[str, SessionTrace]
+) -> bool:
+    """Whether ``session`` is above ``candidate`` already: bad data must not make a cycle."""
+    seen: set[str] = set()
+    current: SessionTrace | None = candidate
+    while current is not None and current.session_id not in seen:
+        if current is session:
+            return True
+        seen.add(current.session_id)
+        current = by_id.get(current.parent_session_id or "")
+    return False
+
+
+# -- the seed format --------------------------------------------------------------------------
+
+
+def trace_to_json(trace: TaskTrace) -> dict[str, Any]:
+    """The trace as plain JSON data: ``task``, ``steps``, ``tool_calls``, ``subagent_sessions``
+    (every session, the main one with ``parent_id`` null) and ``totals``."""
+    sessions = list(trace.sessions())
+    steps: list[tuple[datetime, dict[str, Any]]] = []
+    tool_calls: list[tuple[datetime, dict[str, Any]]] = []
+    for session in sessions:
+        steps += [(m.finished_at, _model_step_json(session, m)) for m in session.model_calls]
+        steps += [(e.timestamp, _event_step_json(session, e)) for e in session.events]
+        tool_calls += [(c.finished_at, _tool_call_json(session, c)) for c in session.tool_calls]
+    steps.sort(key=lambda item: item[0])
+    tool_calls.sort(key=lambda item: item[0])
+    return {
+        "task": trace.task.model_dump(mode="json"),
+        "steps": [step for _, step in steps],
+        "tool_calls": [call for _, call in tool_calls],
+        "subagent_sessions": [_session_json(session) for session in sessions],
+        "totals": {
+            "duration_ms": trace.duration_ms,
+            "sessions": len(sessions),
+            "model_calls": sum(len(s.model_calls) for s in sessions),
+            "tool_calls": sum(len(s.tool_calls) for s in sessions),
+            "failed_tool_calls": sum(s.failed_tool_calls for s in sessions),
+            "tokens": _tokens(trace.input_tokens, trace.output_tokens),
+        },
+    }
+
+
+def _tokens(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def _model_step_json(session: SessionTrace, call: ModelCallTrace) -> dict[str, Any]:
+    return {
+        "step_name": MODEL_CALL_STEP,
+        "message": call.message,
+        "timestamp": call.finished_at.isoformat(),
+        "status": call.status,
+        "agent": session.agent,
+        "session_id": session.session_id,
+        "tool_calls": list(call.tool_call_ids),
+        "duration_ms": call.duration_ms,
+        "model": call.model,
+        "turn": call.turn,
+        "tokens": _tokens(call.input_tokens, call.output_tokens),
+        "stop_reason": call.stop_reason,
+    }
+
+
+def _event_step_json(session: SessionTrace, event: EventTrace) -> dict[str, Any]:
+    return {
+        "step_name": event.name,
+        "message": event.message,
+        "timestamp": event.timestamp.isoformat(),
+        "status": event.status,
+        "agent": session.agent,
+        "session_id": session.session_id,
+        "tool_calls": [],
+        "duration_ms": event.duration_ms,
+        "data": event.data,
+    }
+
+
+def _tool_call_json(session: SessionTrace, call: ToolCallTrace) -> dict[str, Any]:
+    return {
+        "id": call.call_id,
+        "server": call.server,
+        "tool": call.tool,
+        "arguments": call.arguments,
+        "result": call.result,
+        "error": call.error,
+        "status": "error" if call.failed else "ok",
+        "outcome": call.outcome,
+        "duration_ms": call.duration_ms,
+        "agent": session.agent,
+        "session_id": session.session_id,
+        "timestamp": call.finished_at.isoformat(),
+        "child_session_id": call.child_session_id,
+    }
+
+
+def _session_json(session: SessionTrace) -> dict[str, Any]:
+    return {
+        "id": session.session_id,
+        "agent": session.agent,
+        "parent_id": session.parent_session_id,
+        "parent_tool_call_id": session.parent_tool_call_id,
+        "description": session.description,
+        "depth": session.depth,
+        "message_count": session.message_count,
+        "status": session.status,
+        "model": session.model,
+        "turns": session.turns,
+        "model_calls": len(session.model_calls),
+        "tool_calls": len(session.tool_calls),
+        "failed_tool_calls": session.failed_tool_calls,
+        "tokens": _tokens(session.input_tokens, session.output_tokens),
+        "started_at": session.started_at.isoformat(),
+        "duration_ms": session.duration_ms,
+        "error": session.error,
+    }

@@ -1,0 +1,119 @@
+"""A three-level scripted run with side effects, for the crash tests (run as a subprocess).
+
+    python crash_run.py STORE WORKSPACE run
+    python crash_run.py STORE WORKSPACE resume TASK [approve|reject]
+
+main -> worker -> nested; every level appends lines to `ledger.txt` through the side-effecting
+`Append` tool and also calls read-only tools. The models are functions of the history, as a real
+model's next step depends only on what it has seen, so a resumed run continues the same plan.
+Prints one JSON line with the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+
+from subagents.definitions.model import AgentDefinition
+from subagents.messages import ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.pause import HumanDecision
+from subagents.runtime.runtime import Runtime
+from subagents.store.sqlite import open_store
+from subagents.testing import FunctionModel, text_response, tool_call_response
+from subagents.tools.decorator import tool
+
+PLANS: dict[str, list[tuple[str, dict[str, object]]]] = {
+    "main": [
+        ("Append", {"line": "main-1"}),
+        ("Task", {"description": "delegate", "prompt": "do the work", "subagent_type": "worker"}),
+        ("Read", {"file_path": "ledger.txt"}),
+    ],
+    "worker": [
+        ("Append", {"line": "worker-1"}),
+        ("Task", {"description": "nest", "prompt": "go deeper", "subagent_type": "nested"}),
+        ("Append", {"line": "worker-2"}),
+    ],
+    "nested": [
+        ("Append", {"line": "nested-1"}),
+        ("Append", {"line": "nested-2"}),
+        ("LS", {}),
+    ],
+}
+EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
+
+
+def planner(who: str) -> FunctionModel:
+    async def turn(request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(0.01)
+        done = sum(1 for m in request.messages if isinstance(m, ToolResultMessage))
+        plan = PLANS[who]
+        if done < len(plan):
+            name, arguments = plan[done]
+            return tool_call_response(name, arguments)
+        results = [m.content for m in request.messages if isinstance(m, ToolResultMessage)]
+        return text_response(f"{who} done after {len(results)} steps")
+
+    return FunctionModel(turn, name=f"scripted:{who}")
+
+
+def make_runtime(store_path: Path, workspace: Path) -> Runtime:
+    @tool
+    async def Append(line: str) -> str:
+        """Append a line to ledger.txt (a side effect that must happen once)."""
+        with (workspace / "ledger.txt").open("a") as handle:
+            handle.write(line + "\n")
+        await asyncio.sleep(0.005)
+        return f"appended {line}"
+
+    agents = [
+        AgentDefinition(name="worker", description="Works.", system_prompt="You work."),
+        AgentDefinition(name="nested", description="Nests.", system_prompt="You nest."),
+    ]
+    return Runtime(
+        cwd=workspace,
+        agents=agents,
+        model=planner("main"),
+        agent_models={"worker": planner("worker"), "nested": planner("nested")},
+        tools=[Append],
+        permission_mode="bypassPermissions",
+        store=open_store(store_path),
+    )
+
+
+def report(result: object) -> None:
+    from subagents.runtime.result import RunResult
+
+    assert isinstance(result, RunResult)
+    question = result.question.to_dict() if result.question is not None else None
+    print(
+        json.dumps(
+            {
+                "task_id": result.task_id,
+                "status": result.status,
+                "output": result.output,
+                "question": question,
+            }
+        ),
+        flush=True,
+    )
+
+
+async def main() -> None:
+    store_path, workspace, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    runtime = make_runtime(store_path, workspace)
+    if mode == "run":
+        task_id = str(uuid.uuid4())
+        print(json.dumps({"started": task_id}), flush=True)
+        report(await runtime.run("run the plan", task_id=task_id))
+    else:
+        task_id = sys.argv[4]
+        decision = HumanDecision(sys.argv[5]) if len(sys.argv) > 5 else None  # type: ignore[arg-type]
+        report(await runtime.resume(task_id, decision))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,133 @@
+"""Crash and resume with real processes: SIGKILL a three-level run at random points, resume it,
+and check that it completes with every side effect done exactly once and nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from subagents.store.sqlite import open_store
+
+SCENARIO = Path(__file__).parent / "scenarios" / "crash_run.py"
+EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
+TRIALS = 50
+
+
+def scenario(store: Path, workspace: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(SCENARIO), str(store), str(workspace), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=workspace,
+    )
+
+
+def wait_for_task(store: Path, task_id: str) -> None:
+    """The task record exists: from here on the run is resumable."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if store.exists():
+            with open_store(store) as db:
+                if any(task.id == task_id for task in db.list_tasks(limit=None)):
+                    return
+        time.sleep(0.002)
+    raise AssertionError(f"task {task_id} was never stored")
+
+
+def last_json(text: str) -> dict[str, Any]:
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def run_and_kill(store: Path, workspace: Path, delay: float) -> tuple[str, bool]:
+    """Start a run, SIGKILL it ``delay`` seconds after its task exists; (task id, killed)."""
+    process = scenario(store, workspace, "run")
+    assert process.stdout is not None
+    started = json.loads(process.stdout.readline())["started"]
+    wait_for_task(store, started)
+    time.sleep(delay)
+    killed = process.poll() is None
+    if killed:
+        os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=30)
+    return started, killed
+
+
+def resume_until_done(store: Path, workspace: Path, task_id: str) -> tuple[dict[str, Any], int]:
+    """Resume until completed; answer crash-recovery questions as a careful person would:
+    re-run a call whose effect is not in the file, reject one whose effect is."""
+    decision: list[str] = []
+    with open_store(store) as db:
+        task = db.get_task(task_id)
+    if task.status == "completed":  # killed after the run had finished, while exiting
+        return {"status": "completed", "output": task.result}, 0
+    for pauses in range(10):
+        process = scenario(store, workspace, "resume", task_id, *decision)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err[-3000:]
+        outcome = last_json(out)
+        if outcome["status"] != "awaiting_human":
+            return outcome, pauses
+        question = outcome["question"]
+        assert question["kind"] == "crash_recovery" and question["tool_name"] == "Append"
+        lines = (workspace / "ledger.txt").read_text().split()
+        decision = ["reject"] if question["arguments"]["line"] in lines else ["approve"]
+    raise AssertionError("the run did not complete after 10 resumes")
+
+
+def calibrate(tmp_path: Path) -> float:
+    """How long a run takes after its task exists, to spread the kills over all of it."""
+    workspace = tmp_path / "calibration"
+    workspace.mkdir()
+    process = scenario(workspace / "state.db", workspace, "run")
+    assert process.stdout is not None
+    wait_for_task(workspace / "state.db", json.loads(process.stdout.readline())["started"])
+    began = time.perf_counter()
+    out, err = process.communicate(timeout=60)
+    assert last_json(out)["status"] == "completed", err
+    return time.perf_counter() - began
+
+
+def test_sigkill_at_random_points_then_resume_completes_exactly_once(tmp_path: Path) -> None:
+    duration = calibrate(tmp_path)
+    rng = random.Random(20261122)
+    killed_trials = 0
+    paused_trials = 0
+    for trial in range(TRIALS):
+        workspace = tmp_path / f"trial{trial}"
+        workspace.mkdir()
+        store = workspace / "state.db"
+        task_id, killed = run_and_kill(store, workspace, rng.uniform(0.0, duration))
+        killed_trials += killed
+        if killed:
+            outcome, pauses = resume_until_done(store, workspace, task_id)
+            paused_trials += pauses > 0
+        else:
+            outcome = {"status": "completed", "output": "main done after 3 steps"}
+        context = f"trial {trial} (killed={killed})"
+        assert outcome["status"] == "completed", context
+        assert outcome["output"] == "main done after 3 steps", context
+        lines = (workspace / "ledger.txt").read_text().split()
+        assert sorted(lines) == sorted(EXPECTED_LINES), f"{context}: {lines}"
+        with open_store(store) as db:
+            assert db.integrity_check() == [], context
+            task = db.get_task(task_id)
+            assert task.status == "completed", context
+            sessions = {s.agent_name: s for s in db.sessions(task_id)}
+            assert set(sessions) == {"main", "worker", "nested"}, context
+            for name, record in sessions.items():
+                assert record.status == "completed", f"{context}: {name}"
+                messages = db.messages(record.session_id)
+                # user prompt, 3 tool turns (call + result), final answer: nothing lost
+                assert len(messages) == 8, f"{context}: {name} has {len(messages)}"
+                assert messages[-1]["content"] == f"{name} done after 3 steps", context
+    print(f"\n{TRIALS} trials: {killed_trials} killed mid-run, {paused_trials} paused for a person")
+    # the kill points must really land inside runs for this test to mean anything
+    assert killed_trials >= TRIALS * 0.6
