@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ import pytest
 
 from fakes.http_server import PlannedReply, RecordedRequest, sse_frame
 from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
+from subagents.store.sqlite import SQLiteStore
 
 SUBAGENTS = Path(sys.executable).with_name("subagents")
 MODEL = "openai:fake-model"
@@ -96,6 +98,18 @@ class Done:
     def json(self) -> Any:
         return json.loads(self.out)
 
+    @property
+    def said(self) -> str:
+        """stderr with line wrapping undone (Rich wraps long messages)."""
+        return " ".join(self.err.split())
+
+    @property
+    def task_id(self) -> str:
+        """The task id a run names on stderr."""
+        match = re.search(r"task ([0-9a-f]{8}-[0-9a-f-]{27})", self.err)
+        assert match is not None, self.err
+        return match.group(1)
+
 
 class Project:
     """A project folder whose config points the `openai` provider at the fake server."""
@@ -117,7 +131,7 @@ class Project:
             if not key.startswith(("OPENAI_", "ANTHROPIC_", "SUBAGENTS_"))
         }
         self.env.update(
-            SUBAGENTS_HOME=str(home), OPENAI_API_KEY="test-key", NO_COLOR="1", COLUMNS="200"
+            SUBAGENTS_HOME=str(home), OPENAI_API_KEY="test-key", NO_COLOR="1", COLUMNS="300"
         )
 
     @property
@@ -195,7 +209,7 @@ def test_plain_run_prints_the_answer_and_records_a_completed_task(
     assert task["status"] == "completed"
     assert task["prompt"] == "Say hello"
     assert task["result"] == "Hello from the fake model."
-    assert task["id"] in done.err  # the run names its task
+    assert done.task_id == task["id"]  # the run names its task
     assert server.bodies()[0]["model"] == "fake-model"
     assert server.requests[0].headers["authorization"] == "Bearer test-key"
 
@@ -230,18 +244,16 @@ def _pause_on_write(project: Project, server: ScriptedServer) -> str:
     server.call("Write", {"file_path": "x.txt", "content": "hello"})
     done = project.run("Write hello to x.txt")
     assert done.code == 0, done.err
-    assert "Waiting for a person" in done.err
-    assert "subagents resume" in done.err
+    assert "Waiting for a person" in done.said
+    assert f"subagents resume {done.task_id}" in done.said
     assert not (project.root / "x.txt").exists()
-    task = project.only_task()
-    assert task["status"] == "awaiting_human"
-    shown = project.show(task["id"])
+    shown = project.show(done.task_id)
+    assert shown["task"]["status"] == "awaiting_human"
     assert shown["awaiting_human"] is True
     [question] = shown["questions"]
     assert question["question"]["tool_name"] == "Write"
     assert question["question"]["arguments"] == {"file_path": "x.txt", "content": "hello"}
-    task_id: str = task["id"]
-    return task_id
+    return done.task_id
 
 
 def test_approve_through_the_cli_writes_the_file_and_finishes(
@@ -259,12 +271,24 @@ def test_approve_through_the_cli_writes_the_file_and_finishes(
     assert len(server.requests) == 2  # the paused call was not re-planned
     [result] = _tool_results(server.bodies()[1])
     assert result["tool_call_id"] == "call_1"
+    assert "rejected" not in result["content"]
+
+    again = project.cli("resume", task_id, "--approve")
+    assert again.code == 2
+    assert "not waiting for a decision" in again.said
+    assert "hint:" in again.err
+    assert len(server.requests) == 2
 
 
 def test_reject_through_the_cli_tells_the_model_and_writes_nothing(
     project: Project, server: ScriptedServer
 ) -> None:
     task_id = _pause_on_write(project, server)
+    undecided = project.cli("resume", task_id)
+    assert undecided.code == 2
+    assert "waiting for a person" in undecided.said
+    assert "--approve" in undecided.said
+    assert len(server.requests) == 1
     server.say("Understood, I left it alone.")
 
     done = project.cli("resume", task_id, "--reject", "no")
@@ -275,8 +299,8 @@ def test_reject_through_the_cli_tells_the_model_and_writes_nothing(
     assert project.only_task()["status"] == "completed"
     [result] = _tool_results(server.bodies()[1])
     assert result["tool_call_id"] == "call_1"
-    assert "no" in result["content"].lower().split()
-    assert "hello" not in result["content"]
+    assert "rejected" in result["content"]
+    assert result["content"].endswith(": no")
 
 
 def test_modify_through_the_cli_runs_the_call_with_the_new_arguments(
@@ -300,21 +324,6 @@ def test_modify_through_the_cli_runs_the_call_with_the_new_arguments(
     assert project.only_task()["status"] == "completed"
     [result] = _tool_results(server.bodies()[1])
     assert result["tool_call_id"] == "call_1"
-
-
-def test_a_decision_for_a_task_that_does_not_wait_is_refused(
-    project: Project, server: ScriptedServer
-) -> None:
-    server.say("Done already.")
-    assert project.run("Say hello").code == 0
-    task_id = project.only_task()["id"]
-
-    done = project.cli("resume", task_id, "--approve")
-
-    assert done.code == 2
-    assert "not waiting" in done.err
-    assert "hint:" in done.err
-    assert len(server.requests) == 1
 
 
 # -- 3. a subagent -------------------------------------------------------------------------------
@@ -361,9 +370,8 @@ def test_subagent_explore_runs_through_the_haiku_alias_and_is_stored(
     assert task_result["tool_call_id"] == "call_task"
     assert "app.py prints 'the app'." in task_result["content"]
 
-    task = project.only_task()
-    assert task["status"] == "completed"
-    shown = project.show(task["id"])
+    shown = project.show(done.task_id)
+    assert shown["task"]["status"] == "completed"
     sessions = {session["agent_name"]: session for session in shown["sessions"]}
     assert set(sessions) == {"main", "explore"}
     assert sessions["explore"]["parent_session_id"] == sessions["main"]["session_id"]
@@ -371,7 +379,7 @@ def test_subagent_explore_runs_through_the_haiku_alias_and_is_stored(
     assert sessions["explore"]["model"] == MODEL
     assert all(session["status"] == "completed" for session in sessions.values())
 
-    text = project.cli("tasks", "show", task["id"])
+    text = project.cli("tasks", "show", done.task_id)
     assert text.code == 0, text.err
     assert "explore" in text.out
     assert sessions["explore"]["session_id"] in text.out
@@ -385,8 +393,9 @@ def test_export_then_import_into_another_project_round_trips(
 ) -> None:
     server.call("Glob", {"pattern": "*.toml"}, call_id="call_glob")
     server.say("Nothing to see.")
-    assert project.run("Look around").code == 0
-    task_id = project.only_task()["id"]
+    run = project.run("Look around")
+    assert run.code == 0, run.err
+    task_id = run.task_id
     original = project.show(task_id)
 
     exported = project.cli("export", task_id[:8], str(tmp_path / "archive"))
@@ -426,29 +435,31 @@ def test_a_corrupt_store_gives_a_way_out_not_a_traceback(
 
     for done in (run, listing):
         assert done.code == 2, done.err
-        assert "state.db" in done.err
-        assert "move it aside" in done.err
+        assert "state.db is not a readable subagents database" in done.said
+        assert "move it aside" in done.said
     assert server.requests == []
 
 
-def test_resume_of_an_unknown_task_is_a_clear_error(
-    project: Project, server: ScriptedServer
-) -> None:
-    server.say("Hi.")
-    assert project.run("Say hello").code == 0
+def test_resume_of_an_unknown_task_is_a_clear_error(project: Project) -> None:
+    nowhere = project.cli("resume", "00000000-dead-beef-0000-000000000000", "--approve")
 
-    done = project.cli("resume", "00000000-dead-beef-0000-000000000000", "--approve")
+    assert nowhere.code == 2
+    assert "no store at" in nowhere.said
+    assert not project.store_file.exists()  # resume does not leave an empty store behind
 
-    assert done.code == 2
-    assert "error:" in done.err
-    assert "subagents tasks list" in done.err
+    SQLiteStore(project.store_file).close()
+    unknown = project.cli("resume", "00000000-dead-beef-0000-000000000000", "--approve")
+
+    assert unknown.code == 2
+    assert "no task '00000000-dead-beef-0000-000000000000'" in unknown.said
+    assert "subagents tasks list" in unknown.said
 
 
 def test_modify_that_is_not_json_is_a_clear_error(project: Project) -> None:
     done = project.cli("resume", "abcd1234", "--modify", "{not json")
 
     assert done.code == 2
-    assert "--modify is not valid JSON" in done.err
+    assert "--modify is not valid JSON" in done.said
     assert "hint:" in done.err
 
 
@@ -456,7 +467,7 @@ def test_two_decisions_at_once_are_refused(project: Project) -> None:
     done = project.cli("resume", "abcd1234", "--approve", "--reject", "x")
 
     assert done.code == 2
-    assert "--approve and --reject cannot be combined" in done.err
+    assert "--approve and --reject cannot be combined" in done.said
     assert "hint:" in done.err
 
 
@@ -476,7 +487,7 @@ def test_a_secret_printed_by_a_tool_is_redacted_in_the_export(
     [result] = _tool_results(server.bodies()[1])
     assert SECRET in result["content"]
     assert SECRET in done.out
-    task_id = project.only_task()["id"]
+    task_id = done.task_id
     exported = project.cli("export", task_id, str(tmp_path / "archive"))
     assert exported.code == 0, exported.err
     files = [path for path in (tmp_path / "archive").rglob("*") if path.is_file()]

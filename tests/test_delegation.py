@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,8 @@ async def test_background_agent_notifies_the_parent_at_its_next_turn(tmp_path: P
         agent_models={"bg": FunctionModel(background_child)},
     )
     result = await rt.run("go")
+    assert result.status == "completed" and result.turns == 3
+    assert result.output.startswith("saw: <task-notification>")
     assert "background report" in result.output and "completed" in result.output
     handles = rt.last_delegation.background_handles()  # type: ignore[union-attr]
     assert len(handles) == 1 and handles[0].result is not None and handles[0].result.background
@@ -501,3 +504,33 @@ async def test_agent_files_may_name_the_runtimes_own_tools(tmp_path: Path) -> No
     result = next(m for m in child.requests[1].messages if isinstance(m, ToolResultMessage))
     assert result.content == "value of k" and not result.is_error
     assert not rt.inventory.get("finder").definition.warnings
+
+
+async def test_config_declared_command_hooks_run_and_can_deny(tmp_path: Path) -> None:
+    log = tmp_path / "hook.log"
+    script = tmp_path / "deny_rm.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"cat >> {log}\n"
+        "echo >> " + str(log) + "\n"
+        "echo 'rm is not allowed here' >&2\n"
+        "exit 2\n"
+    )
+    script.chmod(0o755)
+    cfg = config(
+        tmp_path,
+        f'[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "{script}"\n'
+        f'[[hooks.SubagentStart]]\ncommand = "cat >> {log}; echo >> {log}"\n',
+    )
+    child = ScriptedModel([tool_call_response("Bash", {"command": "rm -rf data"}), "gave up"])
+    main = ScriptedModel([task("cleaner"), "ok"])
+    rt = runtime(tmp_path, main, agent("cleaner"), config=cfg, agent_models={"cleaner": child})
+    await rt.run("go")
+    denied = next(m for m in child.requests[1].messages if isinstance(m, ToolResultMessage))
+    assert denied.is_error and "rm is not allowed here" in denied.content
+    payloads = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    events = [p["hook_event_name"] for p in payloads]
+    assert sorted(events) == ["PreToolUse", "SubagentStart"]
+    pre = next(p for p in payloads if p["hook_event_name"] == "PreToolUse")
+    assert pre["agent_type"] == "cleaner" and pre["tool_input"] == {"command": "rm -rf data"}
+    assert pre["agent_id"] == rt.last_delegation.spawn_results[0].agent_id  # type: ignore[union-attr]

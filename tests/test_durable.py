@@ -296,3 +296,51 @@ async def test_a_crash_before_the_first_step_restarts_from_the_prompt(tmp_path: 
         done = await make_runtime(tmp_path, store, plans).resume(task.id)
         assert done.status == "completed" and done.output == "main: "
         assert store.messages(store.sessions(task.id)[0].session_id)[0]["content"] == "say hi"
+
+
+async def test_background_subagents_survive_a_restart(tmp_path: Path) -> None:
+    peeks: list[int] = []
+    first_peek = asyncio.Event()
+
+    @tool(read_only=True)
+    async def Peek() -> str:
+        """Slow read-only look."""
+        peeks.append(1)
+        if len(peeks) == 1:
+            first_peek.set()
+            await asyncio.sleep(3600)  # the process stops here
+        return "peeked"
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        notes = [m.content for m in request.messages if "task-notification" in str(m.content)]
+        if not results:
+            return tool_call_response("Task", {**delegate("level1")[1], "run_in_background": True})
+        if notes:
+            return text_response("final: " + notes[-1])
+        return text_response("waiting for the background agent")
+
+    def runtime_for(store: SQLiteStore) -> Runtime:
+        return Runtime(
+            cwd=tmp_path,
+            agents=AGENTS,
+            model=FunctionModel(main_turn, name="scripted:main"),
+            agent_models={"level1": planner("level1", [("Peek", {})])},
+            tools=[Peek],
+            store=store,
+        )
+
+    task_id = "bbbbbbbb-2222-4333-8444-555555555555"
+    with open_store(tmp_path / "state.db") as store:
+        running = asyncio.create_task(runtime_for(store).run("go", task_id=task_id))
+        await asyncio.wait_for(first_peek.wait(), timeout=10)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        background = [s for s in store.sessions(task_id) if s.background]
+        assert len(background) == 1 and background[0].status == "active"
+
+        done = await runtime_for(store).resume(task_id)
+    assert done.status == "completed"
+    assert "level1: peeked" in done.output and done.output.startswith("final:")
+    assert len(peeks) == 2

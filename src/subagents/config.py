@@ -36,8 +36,13 @@ Format::
     [providers.openai]
     base_url = "http://localhost:8000/v1"
 
-Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the file, the
-line and the key.
+    [[hooks.PreToolUse]]        # shell commands; the payload arrives as JSON on stdin
+    matcher = "Bash"
+    command = "./scripts/check-command.sh"
+
+Hooks of the user and the project files all run; every other key of the project overrides the
+user's. Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the
+file, the line and the key.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ __all__ = [
     "HOME_ENV_VAR",
     "Config",
     "ConfigFile",
+    "HookCommand",
+    "HookEvent",
     "SubagentsSettings",
     "find_repository_root",
     "load_config",
@@ -92,12 +99,26 @@ class SubagentsSettings(BaseModel):
     max_turns: int = Field(default=50, ge=1, le=100_000)
 
 
+HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
+
+
+class HookCommand(BaseModel):
+    """A shell command run at a hook event (``[[hooks.PreToolUse]]`` tables)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1)
+    matcher: str | None = None  # regular expression on the tool name or agent type
+    timeout: float = Field(default=60.0, gt=0)
+
+
 class ConfigFile(BaseModel):
     """One ``config.toml`` as written on disk (and the merge of several)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     subagents: SubagentsSettings = Field(default_factory=SubagentsSettings)
+    hooks: dict[HookEvent, list[HookCommand]] = Field(default_factory=dict)
     models: dict[str, str] = Field(default_factory=dict)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
@@ -111,6 +132,7 @@ class Config:
     subagents: SubagentsSettings = field(default_factory=SubagentsSettings)
     models: dict[str, str] = field(default_factory=dict)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    hooks: dict[HookEvent, list[HookCommand]] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -187,6 +209,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         paths.append(project_path)
 
     merged: dict[str, Any] = {}
+    hooks: dict[str, list[Any]] = {}
     sources: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -194,8 +217,12 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         text = _read_text(path)
         raw = _parse_toml(path, text)
         _validate_file(path, text, raw)
+        # hooks add up across files (user hooks still run in a project); the rest overrides
+        for event, entries in (raw.pop("hooks", None) or {}).items():
+            hooks.setdefault(event, []).extend(entries)
         merged = _merge(merged, raw)
         sources.append(path)
+    merged["hooks"] = hooks
 
     # Each file is valid on its own and no setting depends on another, so the merge is too.
     effective = ConfigFile.model_validate(merged)
@@ -207,6 +234,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         subagents=effective.subagents,
         models=dict(effective.models),
         providers=dict(effective.providers),
+        hooks=dict(effective.hooks),
         sources=sources,
         project_root=project_root,
         home=home_dir,

@@ -12,6 +12,7 @@ from subagents.cli.agents import agents_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
 from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
+from subagents.cli.trace import trace_command
 
 __all__ = ["app", "main"]
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 app.add_typer(agents_app, name="agents")
 app.command("run")(run_command)
 app.command("resume")(resume_command)
+app.command("trace")(trace_command)
 app.add_typer(tasks_app, name="tasks")
 app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)

@@ -43,6 +43,7 @@ def resume_command(
     from rich.markup import escape
 
     from subagents.cli.progress import progress_printer
+    from subagents.errors import StoreError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
     from subagents.store.sqlite import SQLiteStore
@@ -50,21 +51,25 @@ def resume_command(
     err = Console(stderr=True)
     with user_errors():
         decision = parse_decision(approve, reject, modify, set_values or [])
-        database = SQLiteStore(store_path(cwd, store))
-        record = database.get_task(task)
-        settings = record.settings
-        runtime = Runtime(
-            cwd=Path(record.workspace),
-            model=record.model,
-            permission_mode=settings.get("permission_mode", "default"),
-            headless=settings.get("headless", "pause"),
-            events=EventBus([] if as_json else [progress_printer(err)]),
-            store=database,
-        )
-        try:
+        path = store_path(cwd, store)
+        if not path.exists():  # opening it would create an empty store as a side effect
+            raise StoreError(
+                f"no store at {path}, so no task to resume",
+                hint="run 'subagents resume' in the project of the task, or name its store "
+                "with --store",
+            )
+        with SQLiteStore(path) as database:
+            record = database.get_task(task)
+            settings = record.settings
+            runtime = Runtime(
+                cwd=Path(record.workspace),
+                model=record.model,
+                permission_mode=settings.get("permission_mode", "default"),
+                headless=settings.get("headless", "pause"),
+                events=EventBus([] if as_json else [progress_printer(err)]),
+                store=database,
+            )
             result = runtime.resume_sync(record.id, decision)
-        finally:
-            database.close()
     if as_json:
         question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import SubagentsError, ToolError
+from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
 from subagents.runtime.pause import RunPaused
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
     from subagents.runtime.runtime import Runtime
+    from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
 
 __all__ = [
@@ -291,6 +293,7 @@ class Delegation:
         handle = SubagentHandle(session, definition, parent, record.model, description)
         handle.rebound = True
         self.handles[child_id] = handle
+        self.adopt_background(session)
         return handle
 
     def _child_tools(
@@ -409,6 +412,7 @@ class Delegation:
             )
         if handle.background and not handle.delivered:
             parent.notify(_render_notification(handle, spawn))
+            handle.delivered = True
         return spawn
 
     async def _run_with_hooks(self, session: Session, prompt: str) -> RunResult:
@@ -547,6 +551,36 @@ class Delegation:
             )
         return handle
 
+    def adopt_background(self, parent: Session) -> None:
+        """After a restart: take back the background subagents ``parent`` had started.
+
+        Unfinished ones continue in the background; finished ones whose result the parent never
+        saw are announced to it again, so no background work is lost with the process.
+        """
+        recorder = parent.recorder
+        if recorder is None:
+            return
+        for record in recorder.store.sessions(recorder.task_id):
+            if record.parent_session_id != parent.agent_id or not record.background:
+                continue
+            if record.session_id in self.handles:
+                continue
+            session = self.runtime.rebuild_session(record, self, parent)
+            definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
+            handle = SubagentHandle(
+                session, definition, parent, record.model, record.task_description, background=True
+            )
+            handle.rebound = True
+            handle.delivered = _was_delivered(parent, record.session_id)
+            self.handles[record.session_id] = handle
+            if record.status in ("completed", "error", "cancelled"):
+                handle.result = _spawn_from_record(handle, record)
+                if not handle.delivered:
+                    parent.notify(_render_notification(handle, handle.result))
+                    handle.delivered = True
+            else:
+                handle.task = asyncio.ensure_future(self._run_child(handle, None))
+
     def session_by_id(self, agent_id: str) -> Session | None:
         if self.main is not None and self.main.agent_id == agent_id:
             return self.main
@@ -608,6 +642,33 @@ def _render_notification(handle: SubagentHandle, spawn: SpawnResult) -> str:
     return (
         f"<task-notification>\nBackground subagent '{spawn.subagent_type}' "
         f"({handle.description}) {state}.\n\n{body}\n\n{_trailer(handle)}\n</task-notification>"
+    )
+
+
+def _was_delivered(parent: Session, agent_id: str) -> bool:
+    """Whether the parent's history already holds this subagent's result (notification or
+    TaskOutput answer, both of which end with its agent_id trailer)."""
+    marker = f"agent_id: {agent_id} "
+    return any(
+        isinstance(m, UserMessage | ToolResultMessage) and marker in m.content
+        for m in parent.messages
+    )
+
+
+def _spawn_from_record(handle: SubagentHandle, record: SessionRecord) -> SpawnResult:
+    return SpawnResult(
+        success=record.status == "completed",
+        subagent_type=record.agent_name,
+        agent_id=record.session_id,
+        summary=record.summary or "",
+        duration_ms=0.0,
+        input_tokens=int(record.usage.get("input_tokens", 0)),
+        output_tokens=int(record.usage.get("output_tokens", 0)),
+        tool_use_count=record.tool_calls,
+        resolved_model=record.model,
+        background=True,
+        status=record.status,
+        error=None if record.status == "completed" else f"ended with status {record.status}",
     )
 
 

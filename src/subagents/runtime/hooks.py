@@ -155,6 +155,9 @@ class Hooks:
         compiled = re.compile(matcher) if matcher else None
         self._registrations.append(_Registration(event, hook, compiled))
 
+    def copy(self) -> Hooks:
+        return Hooks(list(self._registrations))
+
     def has(self, event: HookEventName) -> bool:
         return any(r.event == event for r in self._registrations)
 

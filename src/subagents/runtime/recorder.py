@@ -119,8 +119,7 @@ class Recorder:
             "usage": _usage(session),
             "status": session.status,
         }
-        checkpoint = CheckpointRecord.model_construct(
-            schema_version=1,
+        checkpoint = CheckpointRecord(
             checkpoint_id=str(uuid.uuid4()),
             task_id=self.task.id,
             session_id=session.agent_id,
@@ -131,10 +130,16 @@ class Recorder:
             question=question.to_dict() if question is not None else None,
             created_at=_now(),
         )
+        # The session record changes rarely (its turns and usage are in every checkpoint):
+        # write it with the first step, when the status changes, and at the end.
+        record = None
+        if session.recorded_status != session.status or position == "finished":
+            record = self.session_record(session)
+            session.recorded_status = session.status
         self.store.commit(
             StepWrite(
                 task_id=self.task.id,
-                session=self.session_record(session),
+                session=record,
                 messages=new,
                 checkpoint=checkpoint,
                 ledger=ledger,
@@ -146,8 +151,7 @@ class Recorder:
     def session_record(self, session: Session) -> SessionRecord:
         parent = session.parent
         now = _now()
-        return SessionRecord.model_construct(
-            schema_version=1,
+        return SessionRecord(
             session_id=session.agent_id,
             task_id=self.task.id,
             parent_session_id=parent.agent_id if parent is not None else None,
@@ -165,7 +169,7 @@ class Recorder:
             tool_calls=session.tool_call_count,
             usage=_usage(session),
             background=session.background,
-            created_at=now,
+            created_at=session.created_at,
             updated_at=now,
         )
 
@@ -176,8 +180,7 @@ class Recorder:
         status: LedgerStatus = "started"
         if outcome is not None:
             status = "failed" if outcome.message.is_error else "completed"
-        return ToolLedgerEntry.model_construct(
-            schema_version=1,
+        return ToolLedgerEntry(
             task_id=self.task.id,
             session_id=session.agent_id,
             tool_call_id=call.id,
@@ -202,8 +205,7 @@ class Recorder:
         self, session: Session, response: ModelResponse, duration_ms: float
     ) -> TraceRecord:
         usage = response.usage
-        return TraceRecord.model_construct(
-            schema_version=1,
+        return TraceRecord(
             task_id=self.task.id,
             session_id=session.agent_id,
             kind="step",
@@ -225,8 +227,7 @@ class Recorder:
     def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> TraceRecord:
         failed = outcome.status != "ok"
         server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
-        return TraceRecord.model_construct(
-            schema_version=1,
+        return TraceRecord(
             task_id=self.task.id,
             session_id=session.agent_id,
             kind="tool_call",
@@ -247,8 +248,7 @@ class Recorder:
         )
 
     def session_trace(self, session: Session, step_name: str, message: str) -> TraceRecord:
-        return TraceRecord.model_construct(
-            schema_version=1,
+        return TraceRecord(
             task_id=self.task.id,
             session_id=session.agent_id,
             kind="session",

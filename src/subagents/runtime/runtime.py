@@ -18,7 +18,7 @@ from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus
-from subagents.runtime.hooks import Hooks
+from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
@@ -80,6 +80,7 @@ class Runtime:
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
+        self._config_hooks_added = False
         self._inventory = inventory
         self._explicit_agents = tuple(agents)
         self._main_model = model
@@ -91,7 +92,8 @@ class Runtime:
         self.permission_mode: PermissionMode = permission_mode
         self.approver = approver
         self.headless = headless
-        self.hooks = hooks if hooks is not None else Hooks()
+        # a copy: hooks from config.toml are added to it without touching the caller's
+        self.hooks = hooks.copy() if hooks is not None else Hooks()
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
@@ -111,6 +113,12 @@ class Runtime:
             from subagents.config import load_config
 
             self._config = load_config(self.workspace)
+        if not self._config_hooks_added:
+            self._config_hooks_added = True
+            for event, commands in self._config.hooks.items():
+                for entry in commands:
+                    hook = CommandHook(entry.command, timeout_seconds=entry.timeout)
+                    self.hooks.add(event, hook, matcher=entry.matcher)
         return self._config
 
     @property
@@ -309,6 +317,7 @@ class Runtime:
             return await self._drive(session, delegation, recorder, session.run(task.prompt))
         session = self.rebuild_session(main_record, delegation, None, recorder)
         delegation.main = session
+        delegation.adopt_background(session)
         return await self._drive(session, delegation, recorder, session.resume())
 
     async def _drive(
@@ -420,7 +429,8 @@ class Runtime:
         tools.add(ask_human_tool(), replace=True)
         messages = recorder.load_messages(record.session_id)
         state = recorder.checkpoint_state(record.session_id)
-        usage = Usage(**{k: v for k, v in record.usage.items() if k in Usage.__slots__})
+        counts = state.get("usage") or record.usage
+        usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
         return Session(
             model=self._model_for_record(record, parent),
             system_prompt=record.system_prompt,
@@ -443,10 +453,11 @@ class Runtime:
             background=record.background,
             messages=messages,
             usage=usage,
-            turns=record.turns,
+            turns=int(state.get("turns", record.turns)),
             run_turns=int(state.get("run_turns", 0)),
-            tool_call_count=record.tool_calls,
+            tool_call_count=int(state.get("tool_calls", record.tool_calls)),
             persisted_messages=len(messages),
+            recorded_status=record.status,
         )
 
     def _definition_named(self, name: str) -> AgentDefinition | None:

@@ -90,6 +90,7 @@ class Session:
     run_turns: int = 0
     tool_call_count: int = 0
     persisted_messages: int = 0
+    recorded_status: SessionStatus | None = None  # the status last written to the store
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
@@ -162,8 +163,9 @@ class Session:
                     if delegation is not None and await delegation.settle_background(self):
                         continue  # a background subagent finished: show the model its result
                     return self._finish("completed", response.text, started)
-                if recorder is not None:
-                    recorder.step(self, "after_model")
+                if recorder is not None and self._needs_durable_calls(response.tool_calls):
+                    traces, self._traces = self._traces, []
+                    recorder.step(self, "after_model", traces=traces)
                 await self._run_tool_calls(response.tool_calls)
             return self._finish(
                 "max_turns",
@@ -176,7 +178,8 @@ class Session:
         except RunPaused as pause:
             self.status = "awaiting_human"
             if recorder is not None:
-                recorder.step(self, "awaiting_human", question=pause.question)
+                traces, self._traces = self._traces, []
+                recorder.step(self, "awaiting_human", traces=traces, question=pause.question)
             raise
         except asyncio.CancelledError:
             self._finish("cancelled", self._partial_output(), started, error="cancelled")
@@ -188,6 +191,19 @@ class Session:
                 started,
                 error=f"{type(error).__name__}: {error}",
             )
+
+    def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
+        """Whether the calls must be on disk before they run.
+
+        Read-only calls need not be: after a crash the model is simply asked again. A
+        side-effecting call must be, for the ledger to name it, and so must a delegation, so
+        that a restarted parent finds the child its call started instead of starting another.
+        """
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is None or not tool.read_only or call.name in _DELEGATING_TOOLS:
+                return True
+        return False
 
     async def _settle_last_turn(self, started: float) -> RunResult | None:
         """On resume: answer the last turn's open tool calls, or finish a finished session."""
@@ -431,6 +447,10 @@ class Session:
         if self.events.active:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result
+
+
+# Calls that start or steer other sessions (see runtime/delegation.py).
+_DELEGATING_TOOLS = frozenset({"Task", "TaskOutput", "TaskCancel", "AskHuman"})
 
 
 def _error_outcome(call: ToolCall, text: str, status: str) -> ToolOutcome:

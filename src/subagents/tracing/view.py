@@ -11,6 +11,7 @@ stamp minus its duration. A session lasts from its first checkpoint or call to i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 MODEL_CALL_STEP = "model_call"
+_LONGEST_MS = 366 * 24 * 3600 * 1000.0
+"""Longer than any run; a duration beyond it is bad data and is ignored."""
 SESSION_FINISHED_STEP = "session_finished"
 
 
@@ -256,11 +259,26 @@ def _session_trace(
     )
 
 
+def _duration(record: TraceRecord) -> float | None:
+    """The record's duration when it is a plausible one (bad data must not break the view)."""
+    value = record.duration_ms
+    if value is None or not math.isfinite(value) or not 0 <= value <= _LONGEST_MS:
+        return None
+    return value
+
+
+def _started(finished: datetime, duration_ms: float | None) -> datetime:
+    try:
+        return finished - timedelta(milliseconds=duration_ms) if duration_ms else finished
+    except OverflowError:  # a stamp near year 1
+        return finished
+
+
 def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
     data = record.data
     finished = record.timestamp
-    duration = record.duration_ms
-    started = finished - timedelta(milliseconds=duration) if duration else finished
+    duration = _duration(record)
+    started = _started(finished, duration)
     failed = record.status == "error"
     error = data.get("error")
     result = data.get("result")
@@ -284,7 +302,7 @@ def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
 def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
     data = record.data
     finished = record.timestamp
-    duration = record.duration_ms
+    duration = _duration(record)
     turn = data.get("turn")
     stop_reason = data.get("stop_reason")
     return ModelCallTrace(
@@ -296,7 +314,7 @@ def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
         message=redact.text(record.message),
         status=record.status,
         duration_ms=duration,
-        started_at=finished - timedelta(milliseconds=duration) if duration else finished,
+        started_at=_started(finished, duration),
         finished_at=finished,
     )
 
@@ -308,7 +326,7 @@ def _event(record: TraceRecord, redact: Redactor) -> EventTrace:
         message=redact.text(record.message),
         status=record.status,
         timestamp=record.timestamp,
-        duration_ms=record.duration_ms,
+        duration_ms=_duration(record),
         data=redact.value(record.data),
     )
 

@@ -1,0 +1,185 @@
+"""`subagents trace TASK`: the run as a tree (sessions nested under the Task calls that started
+them, with durations, tokens, tool calls and errors), or ``--json`` for the seed format.
+
+Only typer is imported at module level; the store, the trace view and Rich come in inside the
+command so that ``subagents --help`` stays fast. Every value shown has been redacted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from subagents.cli.common import (
+    CwdOption,
+    JsonOption,
+    StoreOption,
+    TaskArgument,
+    store_path,
+    user_errors,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.tree import Tree
+
+    from subagents.tracing.view import SessionTrace, TaskTrace, ToolCallTrace
+
+__all__ = ["format_duration", "render_tree", "trace_command"]
+
+_STATUS_STYLES = {
+    "completed": "green",
+    "failed": "red",
+    "error": "red",
+    "running": "cyan",
+    "active": "cyan",
+    "awaiting_human": "yellow",
+    "cancelled": "magenta",
+}
+_ARGUMENTS_WIDTH = 60
+_ERROR_WIDTH = 120
+
+
+def trace_command(
+    task: TaskArgument,
+    as_json: JsonOption = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Show what a task did: its sessions (subagents nested under the Task calls that started
+    them), model calls, tool calls, durations, tokens and errors."""
+    with user_errors():
+        trace = _load(store_path(cwd, store), task)
+    if as_json:
+        import json
+
+        from subagents.tracing.view import trace_to_json
+
+        typer.echo(json.dumps(trace_to_json(trace), indent=2, ensure_ascii=False, default=str))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal:  # logs and CI get a wide page instead of wrapped lines
+        console = Console(highlight=False, width=max(console.width, 160))
+    console.print(render_tree(trace))
+
+
+def _load(path: Path, task_id: str) -> TaskTrace:
+    from subagents.errors import StoreError
+    from subagents.store.sqlite import SQLiteStore
+    from subagents.tracing.view import build_trace
+
+    if not path.exists():
+        raise StoreError(
+            f"no store at {path}",
+            hint="run a task first ('subagents run'), or name the store with --store",
+        )
+    with SQLiteStore(path) as opened:
+        return build_trace(opened, task_id)
+
+
+def render_tree(trace: TaskTrace) -> Tree:
+    """The Rich tree ``subagents trace`` prints."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    task = trace.task
+    label = (
+        f"[bold]Task {task.id[:8]}[/] {_status(task.status)}  {format_duration(trace.duration_ms)}"
+        f"  {_tokens(trace.input_tokens, trace.output_tokens)}"
+    )
+    if task.description:
+        label += f"  [dim]{escape(_one_line(task.description, 80))}[/]"
+    if task.error:
+        label += f"\n[red]error: {escape(_one_line(task.error, _ERROR_WIDTH))}[/]"
+    tree = Tree(label)
+    if not trace.roots:
+        tree.add("[dim]no sessions recorded[/]")
+    for root in trace.roots:
+        _add_session(tree, root)
+    return tree
+
+
+def _add_session(parent: Tree, session: SessionTrace) -> None:
+    from rich.markup import escape
+
+    label = (
+        f"[bold]{escape(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
+        f"{escape(session.model)} {_status(session.status)}  "
+        f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}  "
+        f"{format_duration(session.duration_ms)}"
+    )
+    if session.description:
+        label += f"  [dim]{escape(_one_line(session.description, 60))}[/]"
+    if session.error:
+        label += f"\n[red]error: {escape(_one_line(session.error, _ERROR_WIDTH))}[/]"
+    node = parent.add(label)
+    if session.model_calls:
+        calls = session.model_calls
+        spent = sum(call.duration_ms or 0.0 for call in calls)
+        node.add(
+            f"[dim]{len(calls)} model call{'s' if len(calls) != 1 else ''}  "
+            f"{format_duration(spent)}  "
+            f"{_tokens(sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls))}[/]"
+        )
+    waiting = {child.session_id: child for child in session.children}
+    for call in session.tool_calls:
+        call_node = node.add(_tool_label(call))
+        child = waiting.pop(call.child_session_id or "", None)
+        if child is not None:
+            _add_session(call_node, child)
+    for child in session.children:
+        if child.session_id in waiting:
+            _add_session(node, child)
+
+
+def _tool_label(call: ToolCallTrace) -> str:
+    from rich.markup import escape
+
+    arguments = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+    text = (
+        f"{escape(call.name)}[dim]({escape(_one_line(arguments, _ARGUMENTS_WIDTH))})[/]  "
+        f"{format_duration(call.duration_ms)}  "
+    )
+    if not call.failed:
+        return text + "[green]ok[/]"
+    reason = _first_line(call.error or "")
+    outcome = call.outcome if call.outcome not in ("", "ok") else "error"
+    return text + f"[red]{escape(outcome)}" + (f": {escape(reason)}" if reason else "") + "[/]"
+
+
+def format_duration(milliseconds: float | None) -> str:
+    """``0.4 ms``, ``12.3 ms``, ``1.50 s``, ``2m 03s``; ``-`` when unknown."""
+    if milliseconds is None:
+        return "-"
+    if milliseconds < 1000:
+        return f"{milliseconds:.1f} ms"
+    seconds = milliseconds / 1000
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def _tokens(input_tokens: int, output_tokens: int) -> str:
+    return f"{input_tokens} in / {output_tokens} out tokens"
+
+
+def _status(status: str) -> str:
+    return f"[{_STATUS_STYLES.get(status, 'white')}]{status}[/]"
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return _one_line(lines[0], _ERROR_WIDTH) if lines else ""
+
+
+def _one_line(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
