@@ -112,6 +112,7 @@ def w1_session() -> Session:
         system_prompt="agent",
         tools=ToolRegistry([echo]),
         workspace=WORKSPACE,
+        max_turns=200,  # as the baseline's loop: W1_STEPS may be 50
     )
 
 

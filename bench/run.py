@@ -55,8 +55,13 @@ def run_json(
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def frameworks(with_peers: bool) -> list[tuple[str, str, Path]]:
+def frameworks(with_peers: bool, variants: bool = False) -> list[tuple[str, str, Path]]:
     ours = [("subagents", sys.executable, HERE / "bench_subagents.py")]
+    if variants:  # the same workload with the tool declared as a user may declare it
+        ours += [
+            ("subagents (tool run inline)", sys.executable, HERE / "bench_subagents.py"),
+            ("subagents (async def tool)", sys.executable, HERE / "bench_subagents.py"),
+        ]
     if not with_peers:
         return ours
     peer_python = os.environ.get("PEER_PY")
@@ -68,12 +73,21 @@ def frameworks(with_peers: bool) -> list[tuple[str, str, Path]]:
     return ours + [(name, peer_python, PEER_BENCH / script) for name, script in PEERS.items()]
 
 
+_VARIANT_ENV = {"subagents (tool run inline)": "inline", "subagents (async def tool)": "async"}
+
+
 def workload_rows(
-    workload: str, with_peers: bool, iters: list[str], env: dict[str, str] | None = None
+    workload: str,
+    with_peers: bool,
+    iters: list[str],
+    env: dict[str, str] | None = None,
+    *,
+    variants: bool = False,
 ) -> dict[str, dict[str, Any]]:
     rows = {}
-    for name, python, script in frameworks(with_peers):
-        rows[name] = run_json(python, script, workload, *iters, env=env)
+    for name, python, script in frameworks(with_peers, variants):
+        variant_env = {**(env or {}), "BENCH_TOOL": _VARIANT_ENV.get(name, "thread")}
+        rows[name] = run_json(python, script, workload, *iters, env=variant_env)
         print(f"  {workload} {name}: done", file=sys.stderr)
     return rows
 
@@ -106,10 +120,14 @@ def main() -> None:
     lines: list[str] = []
     w1_iters = ["--iters", "200", "--warmup", "20"] if args.quick else []
     if "w1" in wanted:
-        rows = workload_rows("w1", args.peers, w1_iters)
+        rows = workload_rows("w1", args.peers, w1_iters, variants=True)
         ours = rows["subagents"]["cpu_per_model_turn_us"]
         lines += [
             "## W1 tool loop (20 tool turns): framework CPU per model turn",
+            "",
+            "The workload's tool is a plain `def`. `subagents` runs such a tool in a worker "
+            "thread by default, since it may block; the variants declare the same tool "
+            "`@tool(run_in_thread=False)` or `async def`.",
             "",
             "| framework | CPU µs / turn (median) | wall µs / turn | slower than subagents by |",
             "|---|---|---|---|",
@@ -130,7 +148,11 @@ def main() -> None:
         table: dict[str, list[str]] = {}
         for steps in (5, 20, 50):
             rows = workload_rows(
-                "w1", args.peers, ["--iters", "60", "--warmup", "5"], env={"W1_STEPS": str(steps)}
+                "w1",
+                args.peers,
+                ["--iters", "60", "--warmup", "5"],
+                env={"W1_STEPS": str(steps)},
+                variants=True,
             )
             for name, result in rows.items():
                 per_turn = result["cpu_median_ms"] * 1e3 / (steps + 1)

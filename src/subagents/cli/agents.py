@@ -6,16 +6,14 @@ command so that ``subagents --help`` stays fast.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from subagents.cli.common import make_console, user_errors
 
+if TYPE_CHECKING:
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import AgentRecord, Inventory
@@ -49,21 +47,6 @@ AgentsOption = Annotated[
 ]
 
 EXIT_INVALID = 1
-EXIT_ERROR = 2
-
-
-@contextlib.contextmanager
-def _user_errors() -> Iterator[None]:
-    """Print a SubagentsError as a clear message (no traceback) and exit 2."""
-    from subagents.errors import SubagentsError
-
-    try:
-        yield
-    except SubagentsError as error:
-        typer.echo(f"error: {error.message}", err=True)
-        if error.hint:
-            typer.echo(f"hint: {error.hint}", err=True)
-        raise typer.Exit(EXIT_ERROR) from None
 
 
 def _discover(cwd: Path | None, agents_json: str | None = None) -> Inventory:
@@ -145,16 +128,6 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
     }
 
 
-def _console() -> Console:
-    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
-    return console
-
-
 def _print_json(data: object) -> None:
     import json
 
@@ -166,7 +139,7 @@ def list_agents(
     cwd: CwdOption = None, as_json: JsonOption = False, agents: AgentsOption = None
 ) -> None:
     """List the agents found for this project, with scope, model, tools and status."""
-    with _user_errors():
+    with user_errors():
         inventory = _discover(cwd, agents)
     base = _base(cwd)
     records = list(inventory.records.values())
@@ -201,7 +174,7 @@ def list_agents(
     from rich import box
     from rich.table import Table
 
-    console = _console()
+    console = make_console()
     console.print(f"Agents: {len(inventory.active())} active of {len(records)}", highlight=False)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("Name", "Scope", "Model", "Tools", "Status", "Overrides", "Source"):
@@ -243,7 +216,7 @@ def show_agent(
     agents: AgentsOption = None,
 ) -> None:
     """Show one agent: settings, effective tools and model, problems, prompt."""
-    with _user_errors():
+    with user_errors():
         inventory = _discover(cwd, agents)
         record = _find_record(inventory, name)
     base = _base(cwd)
@@ -258,7 +231,7 @@ def show_agent(
     from rich.table import Table
     from rich.text import Text
 
-    console = _console()
+    console = make_console()
     d = record.definition
     rows: list[tuple[str, str]] = [
         ("name", record.name + (f" (declared as {d.declared_name!r})" if d.declared_name else "")),
@@ -340,7 +313,7 @@ def validate_agents(
     ones that are overridden or lose a conflict.
     """
     base = _base(cwd)
-    with _user_errors():
+    with user_errors():
         if paths:
             from subagents.config import load_config
 
@@ -425,7 +398,7 @@ def new_agent(
     """Write a commented template for a new agent (never overwrites)."""
     from subagents.errors import SubagentsError
 
-    with _user_errors():
+    with user_errors():
         if scope not in ("project", "user"):
             raise SubagentsError(
                 f"unknown scope {scope!r}.", hint="use --scope project or --scope user"

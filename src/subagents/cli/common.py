@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "EXIT_ERROR",
@@ -15,6 +18,7 @@ __all__ = [
     "JsonOption",
     "StoreOption",
     "TaskArgument",
+    "make_console",
     "store_path",
     "user_errors",
 ]
@@ -62,3 +66,13 @@ def store_path(cwd: Path | None, store: Path | None) -> Path:
     from subagents.store.location import default_store_path
 
     return store if store is not None else default_store_path(cwd)
+
+
+def make_console() -> Console:
+    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
+    from rich.console import Console
+
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=max(out.width, 160))
+    return out

@@ -21,12 +21,12 @@ from subagents.cli.common import (
     JsonOption,
     StoreOption,
     TaskArgument,
+    make_console,
     store_path,
     user_errors,
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.tree import Tree
 
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
@@ -61,16 +61,6 @@ def _opened(path: Path) -> Iterator[SQLiteStore]:
 
     with SQLiteStore(path) as store:
         yield store
-
-
-def _console() -> Console:
-    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
-    return console
 
 
 def _print_json(data: object) -> None:
@@ -120,7 +110,7 @@ def list_command(
     if as_json:
         _print_json([task.model_dump(mode="json") for task in tasks])
         return
-    console = _console()
+    console = make_console()
     if not tasks:
         where = str(path) if path.exists() else f"{path} (no store yet)"
         which = f" with status {status}" if status else ""
@@ -222,7 +212,7 @@ def _print_task(
 
     from rich.markup import escape
 
-    console = _console()
+    console = make_console()
     console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
     fields = [
         ("Description", task.description),

@@ -9,6 +9,7 @@ can continue it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -161,18 +162,7 @@ class Delegation:
         return self._tools
 
     def _task_description(self) -> str:
-        lines = [
-            "Launch a subagent to handle a task on its own. The subagent starts with a fresh "
-            "context: put everything it needs in `prompt`. It returns its final answer, "
-            "followed by its agent_id; pass that id as `resume` to continue it later. Launch "
-            "several at once by making several Task calls in one turn.",
-            "",
-            "Available agents (subagent_type: what it is for):",
-        ]
-        for record in self.runtime.inventory.active():
-            definition = record.definition
-            lines.append(f"- {definition.name}: {definition.description.strip()}")
-        return "\n".join(lines)
+        return self.runtime.task_tool_description()
 
     # -- Task ----------------------------------------------------------------------------------
 
@@ -608,6 +598,21 @@ class Delegation:
             await asyncio.gather(*running, return_exceptions=True)
 
 
+def task_tool_description(active: list[AgentDefinition]) -> str:
+    """What the model is told about the Task tool: how to use it and the agents on offer."""
+    lines = [
+        "Launch a subagent to handle a task on its own. The subagent starts with a fresh "
+        "context: put everything it needs in `prompt`. It returns its final answer, "
+        "followed by its agent_id; pass that id as `resume` to continue it later. Launch "
+        "several at once by making several Task calls in one turn.",
+        "",
+        "Available agents (subagent_type: what it is for):",
+    ]
+    for definition in active:
+        lines.append(f"- {definition.name}: {definition.description.strip()}")
+    return "\n".join(lines)
+
+
 def _session_of(ctx: ToolContext) -> Session:
     session = ctx.session
     if not isinstance(session, Session):
@@ -679,7 +684,9 @@ def _drop_notification(handle: SubagentHandle) -> None:
     inbox[:] = [item for item in inbox if marker not in item]
 
 
+@functools.cache
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema shown to models; built once per input model (it never changes)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     return schema

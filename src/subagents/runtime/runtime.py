@@ -88,6 +88,8 @@ class Runtime:
         self._built_models: list[str] = []  # the ones we made, and so must close
         self._agent_models: dict[str, Model] = dict(agent_models or {})
         self._extra_tools = tuple(tools)
+        self._base_tools: tuple[Tool, ...] | None = None
+        self._task_description: tuple[int, str] | None = None
         self._builtin_tools = builtin_tools
         self.permission_mode: PermissionMode = permission_mode
         self.approver = approver
@@ -135,15 +137,27 @@ class Runtime:
         return self._inventory
 
     def base_tools(self) -> ToolRegistry:
-        registry = ToolRegistry()
-        if self._builtin_tools:
-            from subagents.tools.builtin import builtin_tools
+        """A fresh registry of every tool a main session gets (built-ins and your own)."""
+        if self._base_tools is None:
+            tools: list[Tool] = []
+            if self._builtin_tools:
+                from subagents.tools.builtin import builtin_tools
 
-            for tool in builtin_tools():
-                registry.add(tool)
-        for tool in self._extra_tools:
-            registry.add(tool, replace=True)
-        return registry
+                tools.extend(builtin_tools())
+            by_name = {tool.name: tool for tool in [*tools, *self._extra_tools]}
+            self._base_tools = tuple(by_name.values())
+        return ToolRegistry(self._base_tools)
+
+    def task_tool_description(self) -> str:
+        """The Task tool's description for the current inventory (rebuilt after a reload)."""
+        from subagents.runtime.delegation import task_tool_description
+
+        inventory = self.inventory
+        cached = self._task_description
+        if cached is None or cached[0] != inventory.generation:
+            active = [record.definition for record in inventory.active()]
+            cached = self._task_description = (inventory.generation, task_tool_description(active))
+        return cached[1]
 
     # -- models ------------------------------------------------------------------------------
 
