@@ -149,6 +149,11 @@ async def test_human_in_the_loop_at_every_depth(tmp_path: Path, depth: int, acti
     else:
         assert written is None
         assert "A person rejected this call: not today" in last
+    with open_store(store_path) as store:
+        ledger = store.ledger(paused.task_id or "")
+    assert [(e.tool_name, e.status) for e in ledger] == [
+        ("Write", "failed" if action == "reject" else "completed")
+    ]
 
 
 async def test_resume_refuses_without_a_decision_and_with_a_needless_one(tmp_path: Path) -> None:
@@ -344,3 +349,41 @@ async def test_background_subagents_survive_a_restart(tmp_path: Path) -> None:
     assert done.status == "completed"
     assert "level1: peeked" in done.output and done.output.startswith("final:")
     assert len(peeks) == 2
+
+
+async def test_two_hundred_sessions_write_at_once_and_the_store_stays_whole(
+    tmp_path: Path,
+) -> None:
+    from subagents.config import Config, SubagentsSettings
+    from subagents.testing import tool_calls_response
+
+    (tmp_path / "data.txt").write_text("payload\n")
+    calls = [
+        ("Task", {"description": f"job {i}", "prompt": f"job {i}", "subagent_type": "level1"})
+        for i in range(200)
+    ]
+    main = FunctionModel(
+        lambda request: (
+            tool_calls_response(calls) if len(request.messages) == 1 else text_response("all done")
+        ),
+        name="scripted:main",
+    )
+    with open_store(tmp_path / "state.db") as store:
+        runtime = Runtime(
+            cwd=tmp_path,
+            agents=AGENTS,
+            config=Config(subagents=SubagentsSettings(max_concurrent=200)),
+            model=main,
+            agent_models={"level1": planner("level1", [("Read", {"file_path": "data.txt"})])},
+            store=store,
+        )
+        result = await runtime.run("fan out")
+        assert result.status == "completed" and result.output == "all done"
+        assert store.integrity_check() == []
+        sessions = store.sessions(result.task_id or "")
+        children = [s for s in sessions if s.agent_name == "level1"]
+        assert len(children) == 200 and all(s.status == "completed" for s in children)
+        for child in children:
+            messages = store.messages(child.session_id)
+            assert len(messages) == 4 and messages[-1]["content"] == "level1:      1\tpayload"
+        assert len(store.messages(sessions[0].session_id)) == 1 + 1 + 200 + 1

@@ -345,7 +345,12 @@ class Session:
             return _answer(call, decision)
         if decision.action == "reject":
             reason = decision.reason or "no reason given"
-            return _error_outcome(call, f"A person rejected this call: {reason}", "denied")
+            outcome = _error_outcome(call, f"A person rejected this call: {reason}", "denied")
+            recorder = self.recorder
+            if recorder is not None and tool is not None and not tool.read_only:
+                # close the ledger entry the paused call left open: it never ran
+                recorder.write_ledger(recorder.ledger_entry(self, call, tool, outcome))
+            return outcome
         if decision.action == "modify" and decision.arguments is not None:
             call = ToolCall(call.id, call.name, dict(decision.arguments))
         # the person approved: no second permission check
