@@ -219,8 +219,8 @@ class Runtime:
             if mode == "bypassPermissions" and self.permission_mode != "bypassPermissions":
                 mode = self.permission_mode
         approver, headless = self.approver, self.headless
-        if approver is None and headless == "pause":
-            approver, headless = delegation.pause_for_approval, "deny"
+        if headless == "pause":  # a person who is there is asked; otherwise the run pauses
+            approver, headless = approver or delegation.pause_for_approval, "deny"
         return PermissionPolicy(mode, approver=approver, headless=headless)  # type: ignore[arg-type]
 
     # -- running -----------------------------------------------------------------------------
