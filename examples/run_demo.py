@@ -15,22 +15,26 @@ To run the same request on a real model:
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from subagents.cli.progress import progress_printer
+from subagents.cli.trace import render_tree
 from subagents.messages import ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.events import EventBus
 from subagents.runtime.runtime import Runtime
+from subagents.store.sqlite import open_store
 from subagents.testing import (
     FunctionModel,
     text_response,
     tool_call_response,
     tool_calls_response,
 )
+from subagents.tracing.view import build_trace
 
 PROJECT = Path(__file__).resolve().parent / "demo-project"
 REQUEST = "Map this project and review src/inventory_app/stock.py for bugs."
@@ -123,16 +127,20 @@ def main() -> None:
     console = Console()
     console.rule("[bold]subagents demo[/] - scripted models, real tools, real agent files")
     console.print(f"Project: {PROJECT}\nRequest: {REQUEST}\n")
-    runtime = Runtime(
-        cwd=PROJECT,
-        model=FunctionModel(main_agent, name="scripted:main"),
-        agent_models={
-            "explore": FunctionModel(explore_agent, name="scripted:explore"),
-            "code-reviewer": FunctionModel(reviewer_agent, name="scripted:code-reviewer"),
-        },
-        events=EventBus([progress_printer(console)]),
-    )
-    result = runtime.run_sync(REQUEST)
+    # Every run is a durable task; the demo keeps its store in a temporary folder.
+    with tempfile.TemporaryDirectory() as folder, open_store(Path(folder) / "state.db") as store:
+        runtime = Runtime(
+            cwd=PROJECT,
+            model=FunctionModel(main_agent, name="scripted:main"),
+            agent_models={
+                "explore": FunctionModel(explore_agent, name="scripted:explore"),
+                "code-reviewer": FunctionModel(reviewer_agent, name="scripted:code-reviewer"),
+            },
+            events=EventBus([progress_printer(console)]),
+            store=store,
+        )
+        result = runtime.run_sync(REQUEST)
+        trace = build_trace(store, result.task_id or "")
     console.rule("Final answer")
     console.print(result.output, markup=False, highlight=False)
     table = Table(title="Subagents")
@@ -149,6 +157,8 @@ def main() -> None:
             f"{spawn.duration_ms:.0f} ms",
         )
     console.print(table)
+    console.rule("Trace of the run (what `subagents trace TASK` shows)")
+    console.print(render_tree(trace))
     console.print(
         "\n[dim]This was a scripted demo (no API key needed). To run it on a real model:\n"
         f"  cd {PROJECT.relative_to(Path.cwd()) if PROJECT.is_relative_to(Path.cwd()) else PROJECT}"

@@ -534,3 +534,33 @@ async def test_config_declared_command_hooks_run_and_can_deny(tmp_path: Path) ->
     pre = next(p for p in payloads if p["hook_event_name"] == "PreToolUse")
     assert pre["agent_type"] == "cleaner" and pre["tool_input"] == {"command": "rm -rf data"}
     assert pre["agent_id"] == rt.last_delegation.spawn_results[0].agent_id  # type: ignore[union-attr]
+
+
+async def test_reused_tool_call_ids_still_start_distinct_subagents(tmp_path: Path) -> None:
+    """Some servers send `call_0` every turn: each Task call must still get its own child."""
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        done = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if len(done) < 2:
+            return tool_call_response(
+                "Task",
+                {"description": "d", "prompt": f"job {len(done)}", "subagent_type": "worker"},
+                id="call_0",
+            )
+        return text_response(" / ".join(m.content.split("\n")[0] for m in done))
+
+    def child_turn(request: ModelRequest) -> ModelResponse:
+        return text_response("did " + request.messages[0].content)
+
+    rt = runtime(
+        tmp_path,
+        FunctionModel(main_turn),
+        agent("worker"),
+        agent_models={"worker": FunctionModel(child_turn)},
+    )
+    result = await rt.run("go")
+    assert result.output == "did job 0 / did job 1"
+    spawns = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert len({s.agent_id for s in spawns}) == 2
+    ids = [m.tool_call_id for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert len(set(ids)) == 2

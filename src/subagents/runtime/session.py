@@ -17,7 +17,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -95,6 +95,7 @@ class Session:
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
     _traces: list[TraceRecord] = field(default_factory=list)  # committed with the next step
+    _call_ids: set[str] | None = None  # every tool call id of this session so far
 
     @property
     def model_name(self) -> str:
@@ -155,18 +156,19 @@ class Session:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
                 response = await self._request_model()
                 self.usage.add(response.usage)
-                self.messages.append(AssistantMessage(response.text, response.tool_calls))
-                if not response.tool_calls:
+                calls = self._unique_ids(response.tool_calls) if response.tool_calls else ()
+                self.messages.append(AssistantMessage(response.text, calls))
+                if not calls:
                     if self._inbox:  # a background result arrived while the model answered
                         continue
                     delegation = self.delegation
                     if delegation is not None and await delegation.settle_background(self):
                         continue  # a background subagent finished: show the model its result
                     return self._finish("completed", response.text, started)
-                if recorder is not None and self._needs_durable_calls(response.tool_calls):
+                if recorder is not None and self._needs_durable_calls(calls):
                     traces, self._traces = self._traces, []
                     recorder.step(self, "after_model", traces=traces)
-                await self._run_tool_calls(response.tool_calls)
+                await self._run_tool_calls(calls)
             return self._finish(
                 "max_turns",
                 self._partial_output(),
@@ -191,6 +193,31 @@ class Session:
                 started,
                 error=f"{type(error).__name__}: {error}",
             )
+
+    def _unique_ids(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        """``calls`` with ids that no other call of this session has.
+
+        Some servers send no ids or reuse ``call_0`` every turn; results are matched to calls
+        by id, and a subagent's id is derived from its Task call's, so ids must be unique.
+        """
+        seen = self._call_ids
+        if seen is None:
+            seen = self._call_ids = {
+                call.id
+                for message in self.messages
+                if isinstance(message, AssistantMessage)
+                for call in message.tool_calls
+            }
+        unique: list[ToolCall] | None = None
+        for index, call in enumerate(calls):
+            call_id = call.id
+            if not call_id or call_id in seen:
+                call_id = f"{call.id or 'call'}_{uuid.uuid4().hex[:12]}"
+                if unique is None:
+                    unique = list(calls)
+                unique[index] = replace(call, id=call_id)
+            seen.add(call_id)
+        return calls if unique is None else tuple(unique)
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.
