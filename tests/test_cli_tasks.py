@@ -218,3 +218,25 @@ def test_old_tasks_can_be_listed_after_a_day(project: Path) -> None:
     with SQLiteStore(_store_file(project)) as store:
         store.create_task(make_task(created_at=datetime.now() - timedelta(days=1)))
     assert _run("tasks", "list", "--cwd", str(project)).exit_code == 0
+
+
+def test_show_marks_background_sessions_and_counts_only_tokens(project: Path) -> None:
+    with SQLiteStore(_store_file(project)) as store:
+        task = make_task(description="Fan out", status="running")
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "b-main", status="active"), 1)
+        watcher = make_session(
+            task.id,
+            "b-child",
+            agent_name="watcher",
+            parent_session_id="b-main",
+            depth=1,
+            background=True,
+            usage={"input_tokens": 30, "output_tokens": 12, "requests": 5},
+        )
+        write_steps(store, watcher, 1)
+    out = _run("tasks", "show", task.id, "--cwd", str(project)).output
+    watcher_line = next(line for line in out.splitlines() if "watcher" in line)
+    assert "(background)" in watcher_line and "42 tokens" in watcher_line
+    main_line = next(line for line in out.splitlines() if "main" in line and "b-main" in line)
+    assert "(background)" not in main_line

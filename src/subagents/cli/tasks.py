@@ -264,11 +264,14 @@ def _sessions_tree(sessions: list[SessionRecord]) -> Tree:
     from rich.tree import Tree
 
     def label(session: SessionRecord) -> str:
-        tokens = sum(session.usage.values()) if session.usage else 0
+        usage = session.usage or {}
+        tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
         text = (
             f"[bold]{escape(session.agent_name)}[/] {_styled(session.status)} "
             f"{escape(session.model)}, {session.turns} turns, {session.tool_calls} tool calls"
         )
+        if session.background:
+            text += " [magenta](background)[/]"
         if tokens:
             text += f", {tokens} tokens"
         if session.task_description:
