@@ -387,3 +387,57 @@ async def test_two_hundred_sessions_write_at_once_and_the_store_stays_whole(
             messages = store.messages(child.session_id)
             assert len(messages) == 4 and messages[-1]["content"] == "level1:      1\tpayload"
         assert len(store.messages(sessions[0].session_id)) == 1 + 1 + 200 + 1
+
+
+@pytest.mark.parametrize("policy", ["rerun", "fail"])
+async def test_the_configured_policy_settles_an_interrupted_side_effect(
+    tmp_path: Path, policy: str
+) -> None:
+    from subagents.config import Config, SubagentsSettings
+
+    calls: list[str] = []
+    hang = asyncio.Event()
+
+    @tool
+    async def Deploy(version: str) -> str:
+        """Deploy a version (a side effect)."""
+        calls.append(version)
+        if len(calls) == 1:
+            hang.set()
+            await asyncio.sleep(3600)
+        return f"deployed {version}"
+
+    config = Config(subagents=SubagentsSettings(interrupted_tool_calls=policy))  # type: ignore[arg-type]
+    plans: dict[str, Plan] = {"main": [("Deploy", {"version": "v3"})]}
+    task_id = "cccccccc-2222-4333-8444-555555555555"
+    with open_store(tmp_path / "state.db") as store:
+        first = make_runtime(
+            tmp_path,
+            store,
+            plans,
+            tools=[Deploy],
+            config=config,
+            permission_mode="bypassPermissions",
+        )
+        running = asyncio.create_task(first.run("ship", task_id=task_id))
+        await asyncio.wait_for(hang.wait(), timeout=10)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        again = make_runtime(
+            tmp_path,
+            store,
+            plans,
+            tools=[Deploy],
+            config=config,
+            permission_mode="bypassPermissions",
+        )
+        done = await again.resume(task_id)
+        statuses = [e.status for e in store.ledger(task_id)]
+    assert done.status == "completed"
+    if policy == "rerun":
+        assert calls == ["v3", "v3"] and done.output == "main: deployed v3"
+        assert statuses == ["completed"]
+    else:
+        assert calls == ["v3"] and "may or may not have taken effect" in done.output
+        assert statuses == ["failed"]

@@ -29,6 +29,7 @@ Format::
     max_depth = 3
     max_concurrent = 20
     max_turns = 50
+    interrupted_tool_calls = "ask"   # after a crash: "ask" a person, "rerun", or "fail"
 
     [models]                    # alias -> "provider:model"
     sonnet = "anthropic:claude-sonnet-4-5"
@@ -97,6 +98,9 @@ class SubagentsSettings(BaseModel):
     max_depth: int = Field(default=3, ge=0, le=100)
     max_concurrent: int = Field(default=20, ge=1, le=10_000)
     max_turns: int = Field(default=50, ge=1, le=100_000)
+    # After a crash, a side-effecting tool call that started but never finished: ask a person
+    # (the run pauses), run it again, or tell the agent it failed.
+    interrupted_tool_calls: Literal["ask", "rerun", "fail"] = "ask"
 
 
 HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]

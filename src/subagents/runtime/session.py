@@ -326,8 +326,22 @@ class Session:
             if entry is not None and entry.status != "started":
                 return _outcome_from_ledger(call, entry)
             if entry is not None and not (tool.read_only or tool.idempotent):
-                raise RunPaused(self._question(call, "crash_recovery"))
+                policy = self._interrupted_policy()
+                if policy == "ask":
+                    raise RunPaused(self._question(call, "crash_recovery"))
+                if policy == "fail":
+                    outcome = _error_outcome(call, _INTERRUPTED, "error")
+                    self.recorder.write_ledger(
+                        self.recorder.ledger_entry(self, call, tool, outcome)
+                    )
+                    return outcome
         return await self._execute(call, tool)
+
+    def _interrupted_policy(self) -> str:
+        delegation = self.delegation
+        if delegation is None:
+            return "ask"
+        return delegation.runtime.config.subagents.interrupted_tool_calls
 
     async def _execute(
         self,
@@ -480,6 +494,11 @@ class Session:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result
 
+
+_INTERRUPTED = (
+    "This call was started before the process stopped and did not report back, so it may or "
+    "may not have taken effect. Check its effect before you try it again."
+)
 
 # Calls that start or steer other sessions (see runtime/delegation.py).
 _DELEGATING_TOOLS = frozenset({"Task", "TaskOutput", "TaskCancel", "AskHuman"})
