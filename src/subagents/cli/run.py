@@ -50,6 +50,14 @@ def run_command(
     tags: Annotated[
         list[str] | None, typer.Option("--tag", help="Tag the task (retention by tag).")
     ] = None,
+    ui: Annotated[
+        bool,
+        typer.Option("--ui", help="Show the run live in a terminal UI, one block per agent."),
+    ] = False,
+    exit_when_done: Annotated[
+        bool,
+        typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends."),
+    ] = False,
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
@@ -73,8 +81,12 @@ def run_command(
             + ", ".join(PERMISSION_MODES)
         )
         raise typer.Exit(2)
-    interactive = sys.stdin.isatty() and not yes and not as_json
-    events = EventBus([] if as_json else [progress_printer(err)])
+    if ui and as_json:
+        err.print("[red]--ui and --json do not go together[/] - drop one of them")
+        raise typer.Exit(2)
+    # the UI owns the terminal: a tool needing approval pauses the run (or is denied) there
+    interactive = sys.stdin.isatty() and not yes and not as_json and not ui
+    events = EventBus([] if as_json or ui else [progress_printer(err)])
     database = None
     try:
         if not no_store:
@@ -90,7 +102,23 @@ def run_command(
             stream=not as_json,
             store=database,
         )
-        result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
+        if ui:
+            from subagents.cli.ui import run_in_ui
+
+            ui_result = run_in_ui(
+                runtime, prompt, agent=agent, tags=tags or (), exit_when_done=exit_when_done
+            )
+            if ui_result is None:
+                again = (
+                    "continue it with 'subagents resume' and the task id"
+                    if database is not None
+                    else "start it again with 'subagents run'"
+                )
+                err.print(f"[yellow]Cancelled from the UI.[/] Every agent was stopped; {again}.")
+                raise typer.Exit(130)
+            result = ui_result
+        else:
+            result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
     except SubagentsError as error:
         err.print(f"[red]Error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None

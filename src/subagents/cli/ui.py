@@ -1,0 +1,378 @@
+"""The live terminal UI of `subagents run --ui`: one block per agent, expandable, updated live.
+
+The run executes inside the Textual app's event loop; a :class:`~subagents.cli.blocks.BlockTree`
+subscribed to the run's events keeps the model up to date, and a timer redraws only the blocks
+that changed, at most every ``refresh_interval`` seconds, so a busy run pays for one dict
+update per event, not for a redraw.
+
+Textual is imported with this module: import it only when the UI starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from subagents.cli.blocks import (
+    AgentBlock,
+    BlockMessage,
+    BlockTree,
+    format_duration,
+    format_tokens,
+)
+
+if TYPE_CHECKING:
+    from subagents.runtime.result import RunResult
+    from subagents.runtime.runtime import Runtime
+
+__all__ = ["BlockView", "RunApp", "render_block", "run_in_ui"]
+
+STATUS_STYLES = {
+    "initializing": "yellow",
+    "active": "bold cyan",
+    "completed": "bold green",
+    "error": "bold red",
+    "cancelled": "magenta",
+    "paused": "bold yellow",
+}
+_KIND_MARKS = {"user": ("› ", "bold"), "assistant": ("◆ ", "white"), "tool": ("⚙ ", "cyan")}
+_OUTCOME_STYLES = {"ok": "green", None: "yellow"}
+_EXPANDED_LINES = 4  # lines of each message an expanded block shows
+_TICK_REDRAW_SECONDS = 0.5  # running blocks' clocks move even without events
+
+
+def render_block(
+    tree: BlockTree, block: AgentBlock, *, selected: bool = False, width: int = 100
+) -> Text:
+    """The block as text: a header line, then its message window and any streamed text."""
+    width = max(width, 30)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    arrow = "▼" if block.expanded else "▶"
+    text.append(f"{arrow} ", style="bold" if selected else "dim")
+    text.append(block.agent_type, style="bold magenta" if block.parent_id else "bold")
+    text.append(f"  {block.short_id}", style="dim")
+    if block.model:
+        text.append(f"  {block.model}", style="blue")
+    text.append("  ● " + block.status, style=STATUS_STYLES.get(block.status, ""))
+    calls = "tool call" if block.tool_calls == 1 else "tool calls"
+    text.append(f"  {block.tool_calls} {calls}  {format_tokens(block.tokens)}", style="dim")
+    text.append(f"  {format_duration(tree.elapsed_ms(block))}", style="dim")
+    if block.background:
+        text.append("  [background]", style="italic dim")
+    if block.description:
+        text.append(f"  {block.description}", style="italic")
+    lines_each = _EXPANDED_LINES if block.expanded else 1
+    for message in block.window():
+        _append_message(text, message, lines_each, width)
+    if block.streaming:
+        tail = block.streaming.strip().splitlines()[-lines_each:] or [""]
+        for line in tail:
+            text.append("\n")
+            text.append(_cut("… " + line, width), style="italic dim")
+    if block.error and block.finished:
+        text.append("\n")
+        text.append(_cut(f"✗ {block.error}", width), style="red")
+    return text
+
+
+def _append_message(text: Text, message: BlockMessage, lines: int, width: int) -> None:
+    mark, style = _KIND_MARKS[message.kind]
+    body = message.text.strip().splitlines() or [""]
+    for index, line in enumerate(body[:lines]):
+        text.append("\n")
+        text.append(_cut((mark if index == 0 else "  ") + line, width), style=style)
+    if message.kind != "tool":
+        return
+    outcome = message.outcome
+    result_lines = message.result.strip().splitlines() or [""]
+    text.append("\n")
+    label = "running…" if outcome is None else f"{outcome}: {result_lines[0]}"
+    text.append(_cut("  ↳ " + label, width), style=_OUTCOME_STYLES.get(outcome, "red"))
+    for line in result_lines[1 : lines - 1] if outcome is not None else ():
+        text.append("\n")
+        text.append(_cut("    " + line, width), style="dim")
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+class BlockView(Static):
+    """The widget of one :class:`AgentBlock`; redrawn only when the block changed."""
+
+    DEFAULT_CSS = """
+    BlockView {
+        padding: 0 1;
+        margin-bottom: 1;
+        border-left: outer $primary-darken-2;
+    }
+    BlockView.selected {
+        background: $boost;
+        border-left: outer $accent;
+    }
+    """
+
+    def __init__(self, tree: BlockTree, block: AgentBlock) -> None:
+        super().__init__("", markup=False)
+        self.block_tree = tree
+        self.block = block
+        self.drawn_version = -1
+        self.text = Text()
+
+    def redraw(self, *, selected: bool, width: int) -> None:
+        depth = self.block_tree.depth(self.block)
+        self.styles.margin = (0, 0, 1, 2 * depth)
+        self.text = render_block(
+            self.block_tree, self.block, selected=selected, width=width - 2 * depth - 4
+        )
+        self.drawn_version = self.block.version
+        self.set_class(selected, "selected")
+        self.update(self.text)
+
+
+class RunApp(App[None]):
+    """Runs one prompt and shows every agent of the run as a live block.
+
+    After the run the final answer is shown and the app waits for ``q``, or exits at once
+    with ``exit_when_done``. Quitting while the run goes on cancels it cleanly (every
+    session ends ``cancelled``); :attr:`result` is then ``None`` and :attr:`cancelled` true.
+    """
+
+    TITLE = "subagents"
+    CSS = """
+    #blocks { height: 1fr; }
+    #final { border: round $success; padding: 0 1; margin: 0 0 1 0; }
+    #final.failed { border: round $error; }
+    #status { height: 1; background: $panel; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Previous", priority=True),
+        Binding("down,j", "move(1)", "Next", priority=True),
+        Binding("enter,space", "toggle_block", "Expand/collapse", priority=True),
+        Binding("a", "toggle_all", "All", priority=True),
+        Binding("q", "quit_run", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        tags: Sequence[str] = (),
+        exit_when_done: bool = False,
+        refresh_interval: float = 0.05,
+    ) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.prompt = prompt
+        self.agent = agent
+        self.tags = tuple(tags)
+        self.exit_when_done = exit_when_done
+        self.refresh_interval = refresh_interval
+        self.blocks = BlockTree(prompt=prompt)
+        self.result: RunResult | None = None
+        self.run_error: BaseException | None = None
+        self.cancelled = False
+        self.done = False
+        self.selected_id: str | None = None  # by id: new blocks must not move the selection
+        self.views: dict[str, BlockView] = {}
+        self._quitting = False
+        self._drawn_version = -1
+        self._drawn_structure = -1
+        self._last_clock_redraw = 0.0
+        self._run_task: asyncio.Task[None] | None = None
+        self._unsubscribe = runtime.events.subscribe(self.blocks)
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="blocks")
+        yield Static("", id="status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(self.refresh_interval, self.sync)
+        self._run_task = asyncio.create_task(self._drive())
+
+    async def _drive(self) -> None:
+        try:
+            self.result = await self.runtime.run(self.prompt, agent=self.agent, tags=self.tags)
+        except asyncio.CancelledError:
+            self.cancelled = True
+        except Exception as error:  # shown in the UI, raised again by run_in_ui
+            self.run_error = error
+        finally:
+            try:
+                await self.runtime.aclose()
+            finally:
+                self._unsubscribe()
+                self.blocks.finish_run(self.result, cancelled=self.cancelled)
+                self.done = True
+                self.sync()
+                self._show_final()
+                if self.exit_when_done or self._quitting:
+                    self.exit()
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Bring the widgets up to date with the tree (called by the refresh timer)."""
+        tree = self.blocks
+        now = time.monotonic()
+        clocks_due = not self.done and now - self._last_clock_redraw >= _TICK_REDRAW_SECONDS
+        if tree.version == self._drawn_version and not clocks_due:
+            return
+        if tree.structure_version != self._drawn_structure:
+            self._mount_new_blocks()
+        width = self.size.width or 100
+        selected = self.selected_block()
+        for block in tree.ordered():
+            view = self.views[block.agent_id]
+            running = clocks_due and not block.finished
+            if view.drawn_version != block.version or running:
+                view.redraw(selected=block is selected, width=width)
+        if clocks_due:
+            self._last_clock_redraw = now
+        self._drawn_version = tree.version
+        self._draw_status()
+
+    def _mount_new_blocks(self) -> None:
+        container = self.query_one("#blocks", VerticalScroll)
+        previous: BlockView | None = None
+        for block in self.blocks.ordered():
+            view = self.views.get(block.agent_id)
+            if view is None:
+                view = self.views[block.agent_id] = BlockView(self.blocks, block)
+                if previous is not None:
+                    container.mount(view, after=previous)
+                elif container.children:
+                    container.mount(view, before=0)
+                else:
+                    container.mount(view)
+            elif previous is not None and not _follows(container, view, previous):
+                container.move_child(view, after=previous)  # re-parented after a late start
+            previous = view
+        self._drawn_structure = self.blocks.structure_version
+
+    def _draw_status(self) -> None:
+        tree = self.blocks
+        counts = ", ".join(f"{n} {status}" for status, n in tree.counts().items())
+        if self._quitting and not self.done:
+            state = "Cancelling the run…"
+        elif not self.done:
+            state = "Running"
+        elif self.cancelled:
+            state = "Run cancelled" if self._quitting else "Run cancelled - press q to quit"
+        elif self.run_error is not None:
+            state = "Run failed - press q to quit"
+        else:
+            status = self.result.status if self.result is not None else "ended"
+            state = f"Run {status} - press q to quit"
+        line = f"{state} · {len(tree)} agents ({counts})"
+        if tree.errors:
+            line += f" · ⚠ {len(tree.errors)} UI errors, last: {tree.errors[-1]}"
+        self.query_one("#status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
+
+    def _show_final(self) -> None:
+        if self.result is not None:
+            result = self.result
+            title = "Final answer" if result.success else f"Run {result.status}"
+            body = result.output or "(no output)"
+            if result.error:
+                body += f"\n\n{result.error}"
+            if result.question is not None:
+                body += f"\n\nWaiting for a person: {result.question.text}"
+                if result.task_id:
+                    body += f"\nresume with: subagents resume {result.task_id} --approve"
+            failed = not result.success
+        elif self.run_error is not None:
+            title, body, failed = "Run failed", str(self.run_error), True
+        else:
+            title, body, failed = "Run cancelled", "The run was cancelled before it ended.", True
+        final = Static(Text(f"{title}\n\n{body}"), id="final", markup=False)
+        final.set_class(failed, "failed")
+        container = self.query_one("#blocks", VerticalScroll)
+        container.mount(final)
+        container.scroll_end(animate=False)
+
+    # -- keys --------------------------------------------------------------------------------
+
+    def action_move(self, step: int) -> None:
+        order = self.blocks.ordered()
+        if not order:
+            return
+        current = self.selected_block()
+        index = order.index(current) if current is not None else 0
+        target = order[max(0, min(len(order) - 1, index + step))]
+        self.selected_id = target.agent_id
+        self._redraw_all()
+        view = self.views.get(target.agent_id)
+        if view is not None:
+            view.scroll_visible(animate=False)
+
+    def action_toggle_block(self) -> None:
+        selected = self.selected_block()
+        if selected is not None:
+            self.blocks.toggle(selected.agent_id)
+            self.sync()
+
+    def action_toggle_all(self) -> None:
+        blocks = self.blocks.ordered()
+        self.blocks.set_all_expanded(not all(block.expanded for block in blocks))
+        self.sync()
+
+    async def action_quit_run(self) -> None:
+        task = self._run_task
+        if self.done or task is None or self._quitting:
+            self.exit()  # a second q while cancelling does not wait any longer
+            return
+        self._quitting = True
+        self._draw_status()
+        task.cancel()
+
+    async def action_quit(self) -> None:
+        await self.action_quit_run()  # ctrl+q too cancels the run cleanly first
+
+    def selected_block(self) -> AgentBlock | None:
+        """The block the cursor is on (the main agent until the user moves)."""
+        if self.selected_id is not None and self.selected_id in self.blocks:
+            return self.blocks[self.selected_id]
+        return self.blocks.main
+
+    def _redraw_all(self) -> None:
+        for view in self.views.values():
+            view.drawn_version = -1
+        self._drawn_version = -1
+        self.sync()
+
+
+def _follows(container: VerticalScroll, view: BlockView, previous: BlockView) -> bool:
+    children = list(container.children)
+    return children.index(view) == children.index(previous) + 1
+
+
+def run_in_ui(
+    runtime: Runtime,
+    prompt: str,
+    *,
+    agent: str | None = None,
+    tags: Sequence[str] = (),
+    exit_when_done: bool = False,
+) -> RunResult | None:
+    """Run ``prompt`` inside the terminal UI; the result, or ``None`` if the user quit first.
+
+    An error the run raised (bad config, missing API key, …) is raised again once the UI has
+    closed, so that the caller reports it as usual.
+    """
+    app = RunApp(runtime, prompt, agent=agent, tags=tags, exit_when_done=exit_when_done)
+    app.run()
+    if app.run_error is not None:
+        raise app.run_error
+    return app.result

@@ -1,0 +1,316 @@
+"""The Textual app, headless: a real scripted multi-subagent run inside it, driven by keys."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from fakes.openai_server import FakeOpenAIServer, chunk, usage
+from subagents.cli.blocks import AgentBlock
+from subagents.cli.ui import BlockView, RunApp
+from subagents.definitions.model import AgentDefinition
+from subagents.messages import ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.events import EventBus
+from subagents.runtime.runtime import Runtime
+from subagents.testing import FunctionModel, text_response, tool_call_response, tool_calls_response
+
+LS_CALLS = 12
+SUBAGENTS = Path(sys.executable).with_name("subagents")
+SIZE = (140, 100)
+
+
+def agent(name: str) -> AgentDefinition:
+    return AgentDefinition(
+        name=name, description=f"The {name} agent.", system_prompt=f"I am {name}."
+    )
+
+
+def results(request: ModelRequest) -> list[ToolResultMessage]:
+    return [m for m in request.messages if isinstance(m, ToolResultMessage)]
+
+
+def task(subagent_type: str, prompt: str) -> tuple[str, dict[str, Any]]:
+    return (
+        "Task",
+        {"description": f"{subagent_type} job", "prompt": prompt, "subagent_type": subagent_type},
+    )
+
+
+def main_model(request: ModelRequest) -> ModelResponse:
+    if not results(request):
+        return tool_calls_response(
+            [task("lister", "List the folders."), task("broken", "Try.")], text="Delegating."
+        )
+    return text_response("FINAL: the team is done.")
+
+
+def lister_model(request: ModelRequest) -> ModelResponse:
+    done = len(results(request))
+    if done < LS_CALLS:
+        return tool_call_response("LS", {"path": f"d{done:02d}"})
+    return text_response(f"Listed {done} folders.")
+
+
+def broken_model(request: ModelRequest) -> ModelResponse:
+    raise RuntimeError("provider exploded")
+
+
+def scripted_runtime(tmp_path: Path) -> Runtime:
+    for index in range(LS_CALLS):
+        (tmp_path / f"d{index:02d}").mkdir()
+    return Runtime(
+        cwd=tmp_path,
+        agents=[agent("lister"), agent("broken")],
+        model=FunctionModel(main_model, name="scripted:main"),
+        agent_models={
+            "lister": FunctionModel(lister_model, name="scripted:lister"),
+            "broken": FunctionModel(broken_model, name="scripted:broken"),
+        },
+        permission_mode="bypassPermissions",
+        events=EventBus(),
+        stream=True,
+    )
+
+
+async def wait_until_done(app: RunApp, pilot: Pilot[None]) -> None:
+    for _ in range(400):
+        if app.done:
+            break
+        await pilot.pause(0.02)
+    assert app.done, "the run did not end"
+    await pilot.pause(0.1)  # let the refresh timer draw the last state
+
+
+def view_of(app: RunApp, agent_type: str) -> BlockView:
+    (view,) = [v for v in app.query(BlockView) if v.block.agent_type == agent_type]
+    return view
+
+
+async def select(app: RunApp, pilot: Pilot[None], agent_type: str) -> AgentBlock:
+    for _ in range(len(app.blocks)):
+        selected = app.selected_block()
+        if selected is not None and selected.agent_type == agent_type:
+            return selected
+        await pilot.press("down")
+    raise AssertionError(f"could not select {agent_type}")
+
+
+def ls_paths_shown(view: BlockView) -> list[str]:
+    return [f"d{i:02d}" for i in range(LS_CALLS) if f'"d{i:02d}"' in view.text.plain]
+
+
+async def test_blocks_expand_collapse_and_the_final_answer_waits_for_q(tmp_path: Path) -> None:
+    app = RunApp(scripted_runtime(tmp_path), "Survey the folders.")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_done(app, pilot)
+        assert app.result is not None and app.result.status == "completed"
+        views = list(app.query(BlockView))
+        assert [v.block for v in views] == app.blocks.ordered()  # widgets in tree order
+        assert views[0].block.agent_type == "main" and len(views) == 3
+        main, lister, broken = (view_of(app, name) for name in ("main", "lister", "broken"))
+        assert "● completed" in main.text.plain and "● completed" in lister.text.plain
+        assert "● error" in broken.text.plain and "provider exploded" in broken.text.plain
+        assert f"{LS_CALLS} tool calls" in lister.text.plain
+        assert "scripted:lister" in lister.text.plain
+        assert lister.styles.margin.left > main.styles.margin.left  # nested under main
+
+        # collapsed: the last two messages only
+        assert ls_paths_shown(lister) == ["d11"]
+        assert "Listed 12 folders." in lister.text.plain
+        assert "d10" not in lister.text.plain
+
+        # the final answer is on screen and the app waits
+        final = app.query_one("#final")
+        assert "FINAL: the team is done." in str(final.render())
+        assert app.is_running
+        status = str(app.query_one("#status").render())
+        assert "Run completed - press q to quit · 3 agents (2 completed, 1 error)" in status
+
+        block = await select(app, pilot, "lister")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert block.expanded
+        assert ls_paths_shown(lister) == [f"d{i:02d}" for i in range(3, LS_CALLS)]  # 9 + answer
+        assert "List the folders." not in lister.text.plain  # the prompt scrolled out
+        await pilot.press("space")
+        await pilot.pause(0.1)
+        assert ls_paths_shown(lister) == ["d11"]
+
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert all(v.block.expanded for v in app.query(BlockView))
+        assert "List the folders." in view_of(app, "main").text.plain
+        assert len(ls_paths_shown(lister)) == 9
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert not any(v.block.expanded for v in app.query(BlockView))
+
+        await pilot.press("k", "k", "k")
+        assert app.selected_block() is app.blocks.main
+        assert "selected" in main.classes and "selected" not in lister.classes
+
+        shot = app.save_screenshot(path=str(tmp_path))
+        svg = await asyncio.to_thread(Path(shot).read_text, encoding="utf-8")
+        assert Path(shot).suffix == ".svg"
+        for name in ("main", "lister", "broken"):
+            assert name in svg
+
+        await pilot.press("q")
+        await pilot.pause(0.1)
+        assert not app.is_running
+    assert app.cancelled is False and app.run_error is None
+
+
+async def test_quitting_while_the_run_goes_on_cancels_it_cleanly(tmp_path: Path) -> None:
+    never = asyncio.Event()
+
+    async def stuck(request: ModelRequest) -> ModelResponse:
+        await never.wait()
+        return text_response("unreachable")
+
+    def main(request: ModelRequest) -> ModelResponse:
+        return tool_calls_response([task("stuck", "wait"), task("stuck", "wait more")])
+
+    runtime = Runtime(
+        cwd=tmp_path,
+        agents=[agent("stuck")],
+        model=FunctionModel(main, name="scripted:main"),
+        agent_models={"stuck": FunctionModel(stuck, name="scripted:stuck")},
+        permission_mode="bypassPermissions",
+    )
+    app = RunApp(runtime, "go")
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(400):
+            if sum(b.status == "active" for b in app.blocks.ordered()) == 3:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.1)
+        assert len(app.query(BlockView)) == 3
+        assert all("● active" in v.text.plain for v in app.query(BlockView))
+        await pilot.press("q")
+        status = str(app.query_one("#status").render())
+        assert status.startswith(("Cancelling the run", "Run cancelled · 3 agents (3 cancelled)"))
+        for _ in range(200):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+        assert not app.is_running
+    assert app.cancelled and app.result is None
+    assert [b.status for b in app.blocks.ordered()] == ["cancelled"] * 3
+    assert not runtime.events.active  # the app let go of the run's events
+
+
+async def test_exit_when_done_closes_the_app_when_the_run_ends(tmp_path: Path) -> None:
+    app = RunApp(scripted_runtime(tmp_path), "Survey the folders.", exit_when_done=True)
+    await asyncio.wait_for(app.run_async(headless=True, size=SIZE), timeout=60)
+    assert app.result is not None and app.result.output == "FINAL: the team is done."
+    assert {b.agent_type: b.status for b in app.blocks.ordered()} == {
+        "main": "completed",
+        "lister": "completed",
+        "broken": "error",
+    }
+
+
+async def test_a_run_that_cannot_start_reports_its_error(tmp_path: Path) -> None:
+    runtime = Runtime(cwd=tmp_path, permission_mode="bypassPermissions")  # no model anywhere
+    app = RunApp(runtime, "hello", exit_when_done=True)
+    await asyncio.wait_for(app.run_async(headless=True, size=SIZE), timeout=60)
+    assert app.result is None and not app.cancelled
+    assert app.run_error is not None and "--model" in str(app.run_error)
+
+
+def _streamed(delta: dict[str, Any], finish: str) -> list[dict[str, Any]]:
+    return [chunk(delta), chunk(finish_reason=finish), chunk(usage_body=usage())]
+
+
+def _read_all(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # the terminal's other end closed
+            return
+        if not data:
+            return
+        into += data
+
+
+def test_cli_run_ui_exit_when_done_shows_blocks_then_prints_the_answer(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """`subagents run --ui --exit-when-done` in a real terminal (a pty), on a real provider
+    protocol (a local OpenAI-compatible server), with a real agent file."""
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    (root / ".claude" / "agents").mkdir(parents=True)
+    (root / ".claude" / "agents" / "helper.md").write_text(
+        "---\nname: helper\ndescription: Helps out.\n---\nYou help.\n", encoding="utf-8"
+    )
+    task_call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {
+            "name": "Task",
+            "arguments": json.dumps(
+                {"description": "help out", "prompt": "Find it.", "subagent_type": "helper"}
+            ),
+        },
+    }
+    with FakeOpenAIServer() as server:
+        (root / ".subagents").mkdir()
+        (root / ".subagents" / "config.toml").write_text(
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n',
+            encoding="utf-8",
+        )
+        server.reply_stream(
+            _streamed({"role": "assistant", "tool_calls": [task_call]}, "tool_calls")
+        )
+        server.reply_stream(_streamed({"role": "assistant", "content": "It is 42."}, "stop"))
+        server.reply_stream(
+            _streamed({"role": "assistant", "content": "The answer is 42."}, "stop")
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SUBAGENTS_"))}
+        env.update(OPENAI_API_KEY="test-key", SUBAGENTS_HOME=str(isolated_home), TERM="xterm")
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        command = [str(SUBAGENTS), "run", "What is it?", "--model", "openai:fake-model"]
+        process = subprocess.Popen(
+            [*command, "--ui", "--exit-when-done"],
+            cwd=root,
+            env=env,
+            stdin=follower,
+            stderr=follower,  # Textual draws on stderr
+            stdout=subprocess.PIPE,
+        )
+        os.close(follower)
+        screen = bytearray()
+        reader = threading.Thread(target=_read_all, args=(leader, screen), daemon=True)
+        reader.start()
+        try:
+            out, _ = process.communicate(timeout=60)
+        finally:
+            process.kill()
+            reader.join(timeout=10)
+            os.close(leader)
+    drawn = screen.decode(errors="replace")
+    assert process.returncode == 0, drawn[-2000:]
+    assert out.decode().strip() == "The answer is 42."
+    assert "Traceback" not in drawn
+    for shown in ("main", "helper", "● completed", "› Find it.", "◆ It is 42.", "help out"):
+        assert shown in drawn, shown
+    after_ui = re.sub(r"\x1b\[[0-9;?<>]*[A-Za-z]", "", drawn.rsplit("\x1b[?1049l", 1)[-1])
+    assert re.search(r"task [0-9a-f]{8}-", after_ui)  # the usual closing lines, on stderr
