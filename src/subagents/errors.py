@@ -12,6 +12,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentUnavailableError",
     "ConfigError",
+    "MCPServerError",
     "ModelConfigurationError",
     "ModelError",
     "ModelRetriesExhaustedError",
@@ -136,3 +137,11 @@ class StoreVersionError(StoreError):
 
 class TracingError(SubagentsError):
     """A trace cannot be exported: the OpenTelemetry extra is missing, or the exporter failed."""
+
+
+class MCPServerError(SubagentsError):
+    """An MCP server could not be started, reached or kept alive; names the server."""
+
+    def __init__(self, server: str, message: str, *, hint: str | None = None) -> None:
+        self.server = server
+        super().__init__(message, hint=hint)

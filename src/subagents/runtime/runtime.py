@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
+    from subagents.mcp.config import MCPServerConfig, MCPServersConfig
+    from subagents.mcp.connection import MCPManager
     from subagents.runtime.recorder import Recorder
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
@@ -77,6 +79,10 @@ class Runtime:
         events: EventBus | None = None,
         stream: bool = False,
         store: Store | None = None,
+        mcp_servers: MCPServersConfig
+        | Mapping[str, MCPServerConfig]
+        | Iterable[MCPServerConfig]
+        | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
@@ -101,6 +107,11 @@ class Runtime:
         self.store = store
         self.last_delegation: Delegation | None = None
         self._decisions: dict[str, HumanDecision] = {}
+        # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
+        self._mcp_servers = mcp_servers
+        self._mcp_config: MCPServersConfig | None = None
+        self.mcp: MCPManager | None = None
+        self._mcp_tools: tuple[Tool, ...] = ()
         if headless == "pause" and store is None:
             raise ConfigError(
                 "headless='pause' needs a store to pause the run in.",
@@ -132,9 +143,43 @@ class Runtime:
                 self.workspace,
                 config=self.config,
                 explicit=self._explicit_agents,
-                tool_names=[tool.name for tool in self._extra_tools],
+                known_mcp_servers=self._known_mcp_servers(),
+                tool_names=[tool.name for tool in (*self._mcp_tools, *self._extra_tools)],
             )
         return self._inventory
+
+    def mcp_config(self) -> MCPServersConfig:
+        """The MCP servers of this runtime: as passed in, else read from the config files."""
+        if self._mcp_config is None:
+            from subagents.mcp.config import as_servers_config, load_mcp_servers
+
+            servers = self._mcp_servers
+            self._mcp_config = (
+                load_mcp_servers(self.workspace) if servers is None else as_servers_config(servers)
+            )
+        return self._mcp_config
+
+    def _known_mcp_servers(self) -> list[str]:
+        from subagents.mcp.toolset import sanitise_name
+
+        names = self.mcp_config().names()
+        return sorted({*names, *(sanitise_name(name) for name in names)})
+
+    async def start_mcp(self) -> None:
+        """Start the configured MCP servers once (nothing, not even the SDK import, without
+        any); their tools join :meth:`base_tools`. A server that fails is left out with a
+        warning (see ``runtime.mcp.failures``)."""
+        if self.mcp is not None:
+            return
+        config = self.mcp_config()
+        if not config.enabled() and not config.problems:
+            return
+        from subagents.mcp.connection import MCPManager
+
+        self.mcp = MCPManager(config, workspace=self.workspace)
+        await self.mcp.start()
+        self._mcp_tools = tuple(self.mcp.tools())
+        self._base_tools = None
 
     def base_tools(self) -> ToolRegistry:
         """A fresh registry of every tool a main session gets (built-ins and your own)."""
@@ -144,7 +189,7 @@ class Runtime:
                 from subagents.tools.builtin import builtin_tools
 
                 tools.extend(builtin_tools())
-            by_name = {tool.name: tool for tool in [*tools, *self._extra_tools]}
+            by_name = {tool.name: tool for tool in [*tools, *self._mcp_tools, *self._extra_tools]}
             self._base_tools = tuple(by_name.values())
         return ToolRegistry(self._base_tools)
 
@@ -274,6 +319,7 @@ class Runtime:
         With a store, the run is the stored task ``result.task_id`` (``task_id`` chooses it, a
         new UUID4 by default); ``description``, ``tags`` and ``retention_days`` go on its record.
         """
+        await self.start_mcp()
         delegation = Delegation(self)
         self.last_delegation = delegation
         session = self.main_session(delegation, agent)
@@ -318,6 +364,7 @@ class Runtime:
                 f"Task {task.id} has already ended ({task.status}); there is nothing to resume.",
                 hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
             )
+        await self.start_mcp()
         delegation = Delegation(self)
         self.last_delegation = delegation
         recorder = Recorder(store, task, self._redactor())
@@ -527,7 +574,12 @@ class Runtime:
         return asyncio.run(run_and_close())
 
     async def aclose(self) -> None:
-        """Close the provider connections of the models this runtime built."""
+        """Close the provider connections of the models this runtime built, and stop the MCP
+        servers (they start again on the next run)."""
+        if self.mcp is not None:
+            manager, self.mcp = self.mcp, None
+            self._mcp_tools, self._base_tools = (), None
+            await manager.aclose()
         while self._built_models:
             model = self._models.pop(self._built_models.pop())
             close = getattr(model, "aclose", None)

@@ -1,0 +1,340 @@
+"""MCP server configs: Claude Code's ``.mcp.json`` and our ``mcp_servers.yaml``.
+
+Both files have one shape::
+
+    {"mcpServers": {"calc": {"command": "python", "args": ["calc.py"], "env": {"K": "${K}"}},
+                    "docs": {"type": "http", "url": "https://example.com/mcp",
+                             "headers": {"Authorization": "Bearer ${TOKEN}"}}}}
+
+``type`` is ``stdio`` (the default when ``command`` is given), ``sse`` or ``http`` (streamable
+HTTP; the default when only ``url`` is given). Beyond what Claude Code reads, every server may
+set ``timeout_seconds`` (one tool call, default 60), ``startup_timeout_seconds`` (connect and
+list tools, default 30) and ``enabled`` (default true). Other keys are ignored, as Claude Code
+ignores keys it does not know.
+
+Strings in ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers`` may use ``${VAR}`` and
+``${VAR:-default}``, expanded from the environment when the file is read. A server whose
+variable is unset (and has no default) is not started; the reason is in
+:attr:`MCPServersConfig.problems`.
+
+Files, lowest precedence first (a later file replaces a whole server entry of the same name):
+
+1. ``<home>/.claude.json`` (its top-level ``mcpServers``, where Claude Code keeps user servers);
+2. ``<home>/.subagents/mcp_servers.yaml``;
+3. for each project directory from the farthest to the nearest (see :mod:`subagents.config`):
+   ``.mcp.json``, then ``.subagents/mcp_servers.yaml``.
+
+Env values and headers are :class:`~pydantic.SecretStr`, so printing a config never shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from subagents.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MCPServerConfig",
+    "MCPServersConfig",
+    "SSEServerConfig",
+    "StdioServerConfig",
+    "StreamableHTTPServerConfig",
+    "as_servers_config",
+    "expand_variables",
+    "load_mcp_servers",
+    "mcp_config_paths",
+    "parse_mcp_servers",
+    "read_mcp_file",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 30.0
+_HTTP_TYPE_NAMES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
+
+
+class _ServerBase(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    name: str = ""
+    timeout_seconds: float = Field(DEFAULT_TIMEOUT_SECONDS, gt=0)
+    startup_timeout_seconds: float = Field(DEFAULT_STARTUP_TIMEOUT_SECONDS, gt=0)
+    enabled: bool = True
+
+
+class StdioServerConfig(_ServerBase):
+    """A server run as a subprocess, speaking MCP on its stdin and stdout.
+
+    The process gets a small safe environment (``PATH``, ``HOME``, ...) plus ``env``.
+    """
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: list[str] = []
+    env: dict[str, SecretStr] = {}
+    cwd: str | None = None
+
+
+class SSEServerConfig(_ServerBase):
+    """A server reached over HTTP with Server-Sent Events (the older MCP HTTP transport)."""
+
+    type: Literal["sse"] = "sse"
+    url: str = Field(min_length=1)
+    headers: dict[str, SecretStr] = {}
+
+
+class StreamableHTTPServerConfig(_ServerBase):
+    """A server reached over MCP's streamable HTTP transport."""
+
+    type: Literal["http"] = "http"
+    url: str = Field(min_length=1)
+    headers: dict[str, SecretStr] = {}
+
+
+MCPServerConfig = Annotated[
+    StdioServerConfig | SSEServerConfig | StreamableHTTPServerConfig, Field(discriminator="type")
+]
+
+
+class _ServerEntry(BaseModel):
+    server: MCPServerConfig
+
+
+@dataclass(slots=True)
+class MCPServersConfig:
+    """Every MCP server configured for a project.
+
+    ``servers`` are the usable ones (enabled or not); ``problems`` maps the names of servers
+    that cannot be started as configured (an unset ``${VAR}``) to the reason; ``sources`` says
+    which file each name came from.
+    """
+
+    servers: dict[str, MCPServerConfig] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, Path] = field(default_factory=dict)
+
+    def enabled(self) -> list[MCPServerConfig]:
+        return [server for server in self.servers.values() if server.enabled]
+
+    def names(self) -> list[str]:
+        """Every configured server name (for agent validation), disabled ones excluded."""
+        disabled = {name for name, server in self.servers.items() if not server.enabled}
+        return sorted({*self.servers, *self.problems} - disabled)
+
+
+def as_servers_config(
+    servers: MCPServersConfig | Mapping[str, MCPServerConfig] | Iterable[MCPServerConfig],
+) -> MCPServersConfig:
+    """``servers`` (a config, a name -> server mapping or servers) as one config."""
+    if isinstance(servers, MCPServersConfig):
+        return servers
+    if isinstance(servers, Mapping):
+        named = {
+            name: config if config.name == name else config.model_copy(update={"name": name})
+            for name, config in servers.items()
+        }
+        return MCPServersConfig(servers=named)
+    return MCPServersConfig(servers={config.name: config for config in servers})
+
+
+# -- ${VAR} expansion --------------------------------------------------------------------------
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _MissingVariableError(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def expand_variables(text: str, environ: dict[str, str] | None = None) -> str:
+    """``${VAR}`` and ``${VAR:-default}`` replaced from ``environ`` (default: the process's).
+
+    Raises ``KeyError`` naming the first variable that is unset and has no default.
+    """
+    env = os.environ if environ is None else environ
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = env.get(name)
+        if value is not None and (value or default is None):
+            return value
+        if default is not None:
+            return default
+        raise KeyError(name)
+
+    return _VARIABLE.sub(replace, text)
+
+
+def _expand(value: Any, environ: dict[str, str] | None) -> Any:
+    if isinstance(value, str):
+        try:
+            return expand_variables(value, environ)
+        except KeyError as error:
+            raise _MissingVariableError(str(error.args[0])) from None
+    if isinstance(value, list):
+        return [_expand(item, environ) for item in value]
+    if isinstance(value, dict):
+        return {key: _expand(item, environ) for key, item in value.items()}
+    return value
+
+
+_EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+def parse_mcp_servers(
+    raw: Any, source: Path, *, environ: dict[str, str] | None = None
+) -> MCPServersConfig:
+    """The servers of one file's content (``{"mcpServers": {...}}``); ConfigError when bad."""
+    result = MCPServersConfig()
+    if raw is None:
+        return result
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{source}: expected an object with an 'mcpServers' key, got {type(raw).__name__}.",
+            hint=f'write it as {{"mcpServers": {{"NAME": {{...}}}}}} in {source}',
+        )
+    servers = raw.get("mcpServers", {})
+    if servers is None:
+        return result
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            f"{source}: 'mcpServers' must map server names to server settings, "
+            f"got {type(servers).__name__}.",
+            hint=f"write 'mcpServers' as an object of NAME: {{command: ...}} in {source}",
+        )
+    for name, entry in servers.items():
+        key = f"mcpServers.{name}"
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                f"{source}: '{key}' must be an object of server settings, "
+                f"got {type(entry).__name__}.",
+                hint=f"give '{key}' a 'command' (stdio) or a 'type' and 'url' in {source}",
+            )
+        try:
+            expanded = {
+                k: (_expand(v, environ) if k in _EXPANDED_KEYS else v) for k, v in entry.items()
+            }
+        except _MissingVariableError as missing:
+            result.problems[str(name)] = (
+                f"{source}: '{key}' uses ${{{missing.name}}}, which is not set"
+            )
+            result.sources[str(name)] = source
+            continue
+        result.servers[str(name)] = _server(str(name), expanded, source, key)
+        result.sources[str(name)] = source
+    return result
+
+
+def _server(name: str, entry: dict[str, Any], source: Path, key: str) -> MCPServerConfig:
+    data = dict(entry)
+    kind = data.get("type")
+    if kind is None:
+        data["type"] = "stdio" if "command" in data or "url" not in data else "http"
+    elif isinstance(kind, str) and kind in _HTTP_TYPE_NAMES:
+        data["type"] = "http"
+    data["name"] = name
+    try:
+        return _ServerEntry.model_validate({"server": data}).server
+    except ValidationError as error:
+        problems = []
+        for item in error.errors(include_url=False, include_input=False):
+            location = [str(part) for part in item["loc"][1:]]
+            if location and location[0] in ("stdio", "sse", "http"):
+                location = location[1:]  # the union member's tag, not a key of the file
+            where = ".".join([key, *location]) if location else key
+            problems.append(f"'{where}': {item['msg']}")
+        raise ConfigError(
+            f"{source}: bad MCP server settings: " + "; ".join(problems) + ".",
+            hint=f"fix or remove '{key}' in {source} (stdio servers need 'command'; "
+            "'sse' and 'http' servers need 'url')",
+        ) from None
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def read_mcp_file(path: Path, *, environ: dict[str, str] | None = None) -> MCPServersConfig:
+    """The servers of one ``.mcp.json``, ``.claude.json`` or ``mcp_servers.yaml`` file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"{path}: cannot read the MCP server file ({error}).",
+            hint="fix its permissions or encoding (UTF-8), or remove it",
+        ) from error
+    raw = _load_yaml(path, text) if path.suffix in (".yaml", ".yml") else _load_json(path, text)
+    return parse_mcp_servers(raw, path, environ=environ)
+
+
+def _load_json(path: Path, text: str) -> Any:
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{path}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}.",
+            hint="fix the syntax at that line (strings in double quotes, no trailing commas)",
+        ) from None
+
+
+def _load_yaml(path: Path, text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or str(error)
+        raise ConfigError(
+            f"{where}: YAML syntax error: {problem}.",
+            hint="fix the syntax at that line (indent with spaces; quote values holding ': ')",
+        ) from None
+
+
+def mcp_config_paths(cwd: Path | None = None, *, home: Path | None = None) -> list[Path]:
+    """Every file servers are read from, lowest precedence first (many may not exist)."""
+    from subagents.config import CONFIG_DIR_NAME, project_directories, resolve_home
+
+    home_dir = resolve_home(home)
+    paths = [home_dir / ".claude.json", home_dir / CONFIG_DIR_NAME / "mcp_servers.yaml"]
+    for directory in reversed(project_directories(cwd, home=home_dir)):
+        paths.append(directory / ".mcp.json")
+        paths.append(directory / CONFIG_DIR_NAME / "mcp_servers.yaml")
+    return paths
+
+
+def load_mcp_servers(
+    cwd: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> MCPServersConfig:
+    """Every server configured for ``cwd``, project files over user files (see above)."""
+    merged = MCPServersConfig()
+    for path in mcp_config_paths(cwd, home=home):
+        if not path.is_file():
+            continue
+        found = read_mcp_file(path, environ=environ)
+        for name in [*found.servers, *found.problems]:
+            merged.servers.pop(name, None)
+            merged.problems.pop(name, None)
+        merged.servers.update(found.servers)
+        merged.problems.update(found.problems)
+        merged.sources.update(found.sources)
+    return merged

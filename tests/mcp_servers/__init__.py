@@ -1,0 +1,1 @@
+"""Real MCP servers the tests start (over stdio, streamable HTTP and SSE)."""
