@@ -360,3 +360,25 @@ async def test_any_subset_of_a_runs_events_in_any_order_keeps_the_tree_whole(
                 assert block.agent_id in tree[block.parent_id].children
 
     check()
+
+
+async def test_a_child_named_in_claude_code_spelling_gets_its_prompt(tmp_path: Path) -> None:
+    """`Explore` resolves to the built-in `explore`: the block is matched by the Task call id."""
+    tree = BlockTree(prompt="map it")
+
+    def main(request: ModelRequest) -> ModelResponse:
+        if results(request):
+            return text_response("mapped")
+        return tool_call_response(
+            "Task", {"description": "Map", "prompt": "list the files", "subagent_type": "Explore"}
+        )
+
+    runtime = Runtime(
+        cwd=workspace(tmp_path),
+        model=FunctionModel(main, name="scripted:main"),
+        agent_models={"explore": FunctionModel(lambda r: text_response("3 files"))},
+        events=EventBus([tree]),
+    )
+    await runtime.run("map it")
+    (child,) = [b for b in tree.ordered() if b.agent_type == "explore"]
+    assert [m.text for m in child.messages if m.kind == "user"] == ["list the files"]

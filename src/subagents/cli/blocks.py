@@ -378,7 +378,11 @@ class BlockTree:
         self._touch(block)
 
     def _claim_task_call(self, parent: AgentBlock, event: ev.SubagentStarted) -> ToolCall | None:
-        """The parent's Task call that started this child (matched on type and description)."""
+        """The parent's Task call that started this child: by its id, or, for events that do
+        not carry one, by agent type and description."""
+        for index, call in enumerate(parent._task_calls):
+            if event.tool_call_id and call.id == event.tool_call_id:
+                return parent._task_calls.pop(index)
         for index, call in enumerate(parent._task_calls):
             arguments = call.arguments
             if (

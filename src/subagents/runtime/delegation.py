@@ -367,6 +367,7 @@ class Delegation:
                     handle.description,
                     handle.resolved_model,
                     handle.background,
+                    session.parent_tool_call_id or "",
                 )
             )
         semaphore = self._semaphores.get(parent.agent_id)

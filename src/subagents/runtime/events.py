@@ -100,6 +100,7 @@ class SubagentStarted:
     description: str
     resolved_model: str
     background: bool
+    tool_call_id: str = ""  # the parent's Task call that started it
     kind: Literal["subagent_started"] = "subagent_started"
 
 
