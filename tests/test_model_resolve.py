@@ -64,7 +64,7 @@ def test_unresolvable_specs_list_the_accepted_forms(spec: str) -> None:
         resolve_model_string(spec)
     message = str(caught.value)
     assert "PROVIDER:MODEL" in message
-    assert "[aliases]" in message
+    assert "[models]" in message
 
 
 @settings(max_examples=300)

@@ -30,6 +30,7 @@ CwdOption = Annotated[
     typer.Option(
         "--cwd",
         help="Project directory to work from (default: the current directory).",
+        exists=True,
         file_okay=False,
     ),
 ]

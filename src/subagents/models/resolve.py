@@ -38,7 +38,7 @@ _MAX_ALIAS_DEPTH = 8
 _ACCEPTED_FORMS = (
     "write PROVIDER:MODEL (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3), "
     "a full model id (claude-..., gpt-..., o1/o3/o4...), or an alias (haiku, sonnet, opus, "
-    "or one defined under [aliases] in config.toml)"
+    "or one defined under [models] in config.toml)"
 )
 
 
@@ -65,7 +65,7 @@ def resolve_model_string(spec: str, aliases: Mapping[str, str] | None = None) ->
             chain = " -> ".join([*seen, target.strip()])
             raise ModelConfigurationError(
                 f"Model alias {spec!r} does not resolve: {chain}.",
-                hint="make each alias under [aliases] in config.toml point at PROVIDER:MODEL",
+                hint="make each alias under [models] in config.toml point at PROVIDER:MODEL",
             )
         text = target.strip()
     if ":" in text:
