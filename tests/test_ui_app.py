@@ -13,20 +13,23 @@ import subprocess
 import sys
 import termios
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Input, Static, TextArea
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from subagents.cli.blocks import AgentBlock
-from subagents.cli.ui import BlockView, RunApp
+from subagents.cli.ui import ApprovalScreen, BlockView, RunApp
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import ToolResultMessage
+from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.events import EventBus
 from subagents.runtime.runtime import Runtime
 from subagents.testing import FunctionModel, text_response, tool_call_response, tool_calls_response
+from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
 
 LS_CALLS = 12
 SUBAGENTS = Path(sys.executable).with_name("subagents")
@@ -314,3 +317,189 @@ def test_cli_run_ui_exit_when_done_shows_blocks_then_prints_the_answer(
         assert shown in drawn, shown
     after_ui = re.sub(r"\x1b\[[0-9;?<>]*[A-Za-z]", "", drawn.rsplit("\x1b[?1049l", 1)[-1])
     assert re.search(r"task [0-9a-f]{8}-", after_ui)  # the usual closing lines, on stderr
+
+
+# -- approvals in the UI -------------------------------------------------------------------
+
+
+def writer_model(request: ModelRequest) -> ModelResponse:
+    """Writes the file its prompt names, then reports the tool result it got."""
+    done = results(request)
+    if not done:
+        (target,) = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        return tool_call_response("Write", {"file_path": target, "content": f"hello {target}"})
+    return text_response(f"result: {done[-1].content}")
+
+
+def writer_runtime(tmp_path: Path, *files: str) -> tuple[Runtime, FunctionModel]:
+    """main delegates one `writer` per file, in parallel; Write needs approval (default mode)."""
+
+    def main(request: ModelRequest) -> ModelResponse:
+        if not results(request):
+            return tool_calls_response([task("writer", name) for name in files])
+        return text_response("FINAL: written.")
+
+    writer = FunctionModel(writer_model, name="scripted:writer")
+    runtime = Runtime(
+        cwd=tmp_path,
+        agents=[agent("writer")],
+        model=FunctionModel(main, name="scripted:main"),
+        agent_models={"writer": writer},
+        permission_mode="default",
+    )
+    return runtime, writer
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
+    for _ in range(400):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def approval_screen(app: RunApp, pilot: Pilot[None]) -> ApprovalScreen:
+    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), "an approval screen")
+    await pilot.pause(0.1)  # the refresh timer draws the waiting block
+    assert isinstance(app.screen, ApprovalScreen)
+    return app.screen
+
+
+def shown(screen: ApprovalScreen, widget_id: str) -> str:
+    return str(screen.query_one(widget_id, Static).render())
+
+
+def tool_results_of(model: FunctionModel) -> list[str]:
+    return [m.content for request in model.requests for m in results(request)]
+
+
+async def test_y_approves_the_subagents_write_from_the_ui(tmp_path: Path) -> None:
+    runtime, writer = writer_runtime(tmp_path, "a.txt")
+    app = RunApp(runtime, "Write a.txt.")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await approval_screen(app, pilot)
+        block = view_of(app, "writer").block
+        assert screen.request.agent_id == block.agent_id
+        title = shown(screen, "#approval-title")
+        assert f"writer {block.short_id} wants to run Write" in title
+        arguments = str(screen.query_one("#approval-arguments Static", Static).render())
+        assert json.loads(arguments) == {"file_path": "a.txt", "content": "hello a.txt"}
+        assert "● waiting for you" in view_of(app, "writer").text.plain
+        assert "Waiting for you (1 approval request)" in str(app._status.render())
+        assert not (tmp_path / "a.txt").exists()
+
+        await pilot.press("y")
+        await wait_until_done(app, pilot)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert "● completed" in view_of(app, "writer").text.plain
+        await pilot.press("q")
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "hello a.txt"
+    assert app.result is not None and app.result.output == "FINAL: written."
+    assert "a.txt" in tool_results_of(writer)[0]
+    assert runtime.approver is None  # the runtime's own approver is back
+
+
+async def test_n_rejects_with_the_reason_typed_which_the_model_reads(tmp_path: Path) -> None:
+    runtime, writer = writer_runtime(tmp_path, "a.txt")
+    app = RunApp(runtime, "Write a.txt.")
+    async with app.run_test(size=SIZE) as pilot:
+        await approval_screen(app, pilot)
+        await pilot.press("n")
+        assert app.screen.query_one("#approval-reason", Input).has_focus
+        # letters the main screen binds (q quit, a all, j/k move) are typed, not run
+        await pilot.press(*"quit asking jk", "enter")
+        await wait_until_done(app, pilot)
+        assert not any(v.block.expanded for v in app.query(BlockView))
+        await pilot.press("q")
+    assert not (tmp_path / "a.txt").exists()
+    (denied,) = tool_results_of(writer)
+    assert "Permission denied: quit asking jk" in denied
+    assert app.result is not None and app.result.status == "completed"
+
+
+async def test_e_modifies_the_arguments_and_invalid_json_keeps_the_screen_open(
+    tmp_path: Path,
+) -> None:
+    runtime, _writer = writer_runtime(tmp_path, "a.txt")
+    app = RunApp(runtime, "Write a.txt.")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await approval_screen(app, pilot)
+        await pilot.press("e")
+        editor = screen.query_one("#approval-edit", TextArea)
+        assert editor.has_focus
+        assert json.loads(editor.text) == {"file_path": "a.txt", "content": "hello a.txt"}
+
+        editor.text = '{"file_path": "a.txt", "content": '
+        await pilot.press("ctrl+s")
+        assert "Not valid JSON" in shown(screen, "#approval-error")
+        assert app.screen is screen
+        editor.text = '["a.txt"]'
+        await pilot.press("ctrl+s")
+        assert "must be a JSON object" in shown(screen, "#approval-error")
+        assert app.screen is screen and not (tmp_path / "a.txt").exists()
+
+        await pilot.press("escape")  # back to the choice, then edit again
+        assert screen.mode == "choose" and not editor.display
+        await pilot.press("e")
+        editor.text = '{"file_path": "b.txt", "content": "edited by a person"}'
+        await pilot.press("ctrl+s")
+        await wait_until_done(app, pilot)
+        await pilot.press("q")
+    assert not (tmp_path / "a.txt").exists()
+    assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "edited by a person"
+
+
+async def test_requests_of_parallel_subagents_are_answered_one_after_another(
+    tmp_path: Path,
+) -> None:
+    runtime, writer = writer_runtime(tmp_path, "a.txt", "b.txt")
+    app = RunApp(runtime, "Write both.")
+    async with app.run_test(size=SIZE) as pilot:
+        first = await approval_screen(app, pilot)
+        await wait_for(pilot, lambda: len(app._approvals) == 2, "the second request")
+        await pilot.pause(0.1)
+        assert "(1 more request waiting)" in shown(first, "#approval-title")
+        writers = [v for v in app.query(BlockView) if v.block.agent_type == "writer"]
+        assert len(writers) == 2
+        assert all("● waiting for you" in v.text.plain for v in writers)
+        assert "Waiting for you (2 approval requests)" in str(app._status.render())
+
+        await pilot.press("y")
+        second = await approval_screen(app, pilot)
+        assert second is not first and second.request.agent_id != first.request.agent_id
+        assert "more request" not in shown(second, "#approval-title")
+        await pilot.press("n", "enter")  # an empty reason
+        await wait_until_done(app, pilot)
+        await pilot.press("q")
+    approved = first.request.arguments["file_path"]
+    rejected = second.request.arguments["file_path"]
+    assert {approved, rejected} == {"a.txt", "b.txt"}
+    assert (tmp_path / approved).read_text(encoding="utf-8") == f"hello {approved}"
+    assert not (tmp_path / rejected).exists()
+    assert any("Permission denied: the user declined" in r for r in tool_results_of(writer))
+
+
+async def test_q_with_a_request_open_rejects_it_and_cancels_the_run(tmp_path: Path) -> None:
+    runtime, _writer = writer_runtime(tmp_path, "a.txt")
+    app = RunApp(runtime, "Write a.txt.")
+    async with app.run_test(size=SIZE) as pilot:
+        await approval_screen(app, pilot)
+        queued = asyncio.create_task(
+            app.approve(ApprovalRequest("Bash", {"command": "ls"}, "someone", "other", "call_x"))
+        )
+        await wait_for(pilot, lambda: len(app._approvals) == 2, "the queued request")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the app to close")
+    assert await queued == ApprovalDecision(approved=False, reason="the user quit")
+    assert app.cancelled and app.result is None
+    assert not (tmp_path / "a.txt").exists()
+    assert all(b.status == "cancelled" for b in app.blocks.ordered())  # writer included
+
+
+async def test_without_ask_approval_the_runtime_decides_as_before(tmp_path: Path) -> None:
+    runtime, writer = writer_runtime(tmp_path, "a.txt")
+    app = RunApp(runtime, "Write a.txt.", ask_approval=False, exit_when_done=True)
+    await asyncio.wait_for(app.run_async(headless=True, size=SIZE), timeout=60)
+    assert not (tmp_path / "a.txt").exists()
+    (denied,) = tool_results_of(writer)
+    assert "nobody is there to give it" in denied

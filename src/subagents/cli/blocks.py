@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COLLAPSED_MESSAGES",
     "EXPANDED_MESSAGES",
+    "WAITING_FOR_YOU",
     "AgentBlock",
     "BlockMessage",
     "BlockStatus",
@@ -47,6 +48,7 @@ BlockStatus = Literal["initializing", "active", "completed", "error", "cancelled
 MessageKind = Literal["user", "assistant", "tool"]
 
 _FINISHED: frozenset[str] = frozenset({"completed", "error", "cancelled"})
+WAITING_FOR_YOU = "waiting for you"  # the status shown while a person is asked to approve
 
 
 def block_status(run_status: str) -> BlockStatus:
@@ -126,6 +128,7 @@ class AgentBlock:
     children: list[str] = field(default_factory=list)
     expanded: bool = False
     version: int = 0
+    open_approvals: int = 0  # requests of this agent waiting for the person's decision
     _open_calls: dict[str, BlockMessage] = field(default_factory=dict)
     _task_calls: list[ToolCall] = field(default_factory=list)
 
@@ -140,6 +143,13 @@ class AgentBlock:
     @property
     def short_id(self) -> str:
         return short_id(self.agent_id)
+
+    @property
+    def shown_status(self) -> str:
+        """The status to show: "waiting for you" while the agent waits for an approval."""
+        if self.open_approvals > 0 and not self.finished:
+            return WAITING_FOR_YOU
+        return self.status
 
     def window(self, expanded: bool | None = None) -> list[BlockMessage]:
         """The messages the block shows: the last 2 collapsed, the last 10 expanded."""
@@ -233,6 +243,19 @@ class BlockTree:
             if block.expanded != expanded:
                 block.expanded = expanded
                 self._touch(block)
+
+    def approval_asked(self, agent_id: str) -> None:
+        """``agent_id`` waits for the person to approve a tool call."""
+        block = self._block(agent_id)
+        block.open_approvals += 1
+        self._touch(block)
+
+    def approval_settled(self, agent_id: str) -> None:
+        """One of ``agent_id``'s approval requests was answered, or withdrawn."""
+        block = self.blocks.get(agent_id)
+        if block is not None and block.open_approvals > 0:
+            block.open_approvals -= 1
+            self._touch(block)
 
     # -- events ------------------------------------------------------------------------------
 

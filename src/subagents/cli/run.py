@@ -27,7 +27,13 @@ def run_command(
         typer.Option("--model", "-m", help="Model as PROVIDER:MODEL or an alias (sonnet, haiku)."),
     ] = None,
     cwd: Annotated[
-        Path | None, typer.Option("--cwd", help="Workspace directory (default: current).")
+        Path | None,
+        typer.Option(
+            "--cwd",
+            help="Workspace directory (default: current).",
+            exists=True,
+            file_okay=False,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     permission_mode: Annotated[
@@ -84,7 +90,7 @@ def run_command(
     if ui and as_json:
         err.print("[red]--ui and --json do not go together[/] - drop one of them")
         raise typer.Exit(2)
-    # the UI owns the terminal: a tool needing approval pauses the run (or is denied) there
+    # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
     interactive = sys.stdin.isatty() and not yes and not as_json and not ui
     events = EventBus([] if as_json or ui else [progress_printer(err)])
     database = None
@@ -106,7 +112,12 @@ def run_command(
             from subagents.cli.ui import run_in_ui
 
             ui_result = run_in_ui(
-                runtime, prompt, agent=agent, tags=tags or (), exit_when_done=exit_when_done
+                runtime,
+                prompt,
+                agent=agent,
+                tags=tags or (),
+                exit_when_done=exit_when_done,
+                ask_approval=sys.stdin.isatty() and not yes,
             )
             if ui_result is None:
                 again = (

@@ -5,35 +5,55 @@ subscribed to the run's events keeps the model up to date, and a timer redraws o
 that changed, at most every ``refresh_interval`` seconds, so a busy run pays for one dict
 update per event, not for a redraw.
 
+While the app runs it is the run's approver: a tool call that needs approval opens an
+:class:`ApprovalScreen` (approve, reject with a reason, or modify the arguments); requests of
+parallel subagents queue and are shown one after another.
+
 Textual is imported with this module: import it only when the UI starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static, TextArea
 
 from subagents.cli.blocks import (
+    WAITING_FOR_YOU,
     AgentBlock,
     BlockMessage,
     BlockTree,
     format_duration,
     format_tokens,
+    short_id,
 )
+from subagents.tools.permissions import ApprovalDecision
 
 if TYPE_CHECKING:
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
+    from subagents.tools.permissions import ApprovalRequest, Approver
 
-__all__ = ["BlockView", "RunApp", "render_block", "run_in_ui"]
+__all__ = [
+    "DECLINED_REASON",
+    "QUIT_REASON",
+    "ApprovalScreen",
+    "BlockView",
+    "RunApp",
+    "render_block",
+    "run_in_ui",
+]
 
 STATUS_STYLES = {
     "initializing": "yellow",
@@ -42,7 +62,13 @@ STATUS_STYLES = {
     "error": "bold red",
     "cancelled": "magenta",
     "paused": "bold yellow",
+    WAITING_FOR_YOU: "bold black on yellow",
 }
+DECLINED_REASON = "the user declined"
+QUIT_REASON = "the user quit"
+_RUN_ENDED_REASON = "the run ended before the user answered"
+# the app's keys that must not fire while a screen (approval, command palette) is on top
+_MAIN_SCREEN_ACTIONS = frozenset({"move", "toggle_block", "toggle_all", "quit_run"})
 _KIND_MARKS = {"user": ("› ", "bold"), "assistant": ("◆ ", "white"), "tool": ("⚙ ", "cyan")}
 _OUTCOME_STYLES = {"ok": "green", None: "yellow"}
 _EXPANDED_LINES = 4  # lines of each message an expanded block shows
@@ -61,7 +87,8 @@ def render_block(
     text.append(f"  {block.short_id}", style="dim")
     if block.model:
         text.append(f"  {block.model}", style="blue")
-    text.append("  ● " + block.status, style=STATUS_STYLES.get(block.status, ""))
+    status = block.shown_status
+    text.append("  ● " + status, style=STATUS_STYLES.get(status, ""))
     calls = "tool call" if block.tool_calls == 1 else "tool calls"
     text.append(f"  {block.tool_calls} {calls}  {format_tokens(block.tokens)}", style="dim")
     text.append(f"  {format_duration(tree.elapsed_ms(block))}", style="dim")
@@ -138,12 +165,173 @@ class BlockView(Static):
         self.update(self.text)
 
 
+ApprovalMode = Literal["choose", "reject", "modify"]
+
+
+class ApprovalScreen(ModalScreen[None]):
+    """Asks the person about one tool call: ``y`` approve, ``n`` reject, ``e`` modify.
+
+    Rejecting asks for a one-line reason (Enter confirms; empty means "the user declined");
+    modifying opens the arguments as JSON (ctrl+s applies; invalid JSON is shown, the screen
+    stays open). ``escape`` goes back to the choice. The answer goes to ``on_answer``; the
+    app closes the screen.
+    """
+
+    AUTO_FOCUS = "#approval-arguments"
+    DEFAULT_CSS = """
+    ApprovalScreen { align: center middle; }
+    #approval-dialog {
+        width: 90%;
+        max-width: 120;
+        height: auto;
+        max-height: 90%;
+        border: thick $warning;
+        background: $surface;
+        padding: 0 1;
+    }
+    #approval-title { margin-bottom: 1; }
+    #approval-arguments { height: auto; max-height: 20; background: $panel; }
+    #approval-reason, #approval-edit, #approval-error { display: none; }
+    #approval-edit { height: 14; }
+    #approval-error { color: $error; height: auto; }
+    #approval-hint { color: $text-muted; margin-top: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "approve", "Approve"),
+        Binding("n", "reject", "Reject"),
+        Binding("e", "modify", "Modify"),
+        Binding("q", "app.quit", "Quit"),
+        Binding("ctrl+s", "apply", "Apply", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+    _HINTS: ClassVar[dict[ApprovalMode, str]] = {
+        "choose": "y approve · n reject · e modify the arguments · q quit the run",
+        "reject": "Type why, then Enter to reject (empty: the user declined) · escape back",
+        "modify": "Edit the arguments (JSON), then ctrl+s to approve with them · escape back",
+    }
+
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        on_answer: Callable[[ApprovalDecision], None],
+        *,
+        waiting: int = 0,
+    ) -> None:
+        super().__init__()
+        self.request = request
+        self.on_answer = on_answer
+        self.mode: ApprovalMode = "choose"
+        self.waiting = waiting
+        self.arguments_json = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="approval-dialog"):
+            yield Static(self._title(), id="approval-title", markup=False)
+            with VerticalScroll(id="approval-arguments"):
+                yield Static(Text(self.arguments_json), markup=False)
+            yield Input(placeholder="reason (optional)", id="approval-reason")
+            yield TextArea(self.arguments_json, id="approval-edit")
+            yield Static("", id="approval-error", markup=False)
+            yield Static(self._HINTS["choose"], id="approval-hint", markup=False)
+
+    def _title(self) -> Text:
+        request = self.request
+        text = Text()
+        text.append(request.agent_type, style="bold magenta")
+        text.append(f" {short_id(request.agent_id)}", style="dim")
+        text.append(" wants to run ")
+        text.append(request.tool_name, style="bold")
+        if self.waiting:
+            more = "request" if self.waiting == 1 else "requests"
+            text.append(f"   ({self.waiting} more {more} waiting)", style="italic yellow")
+        return text
+
+    def set_waiting(self, waiting: int) -> None:
+        """Show how many requests wait behind this one."""
+        self.waiting = waiting
+        if self.is_mounted:
+            self.query_one("#approval-title", Static).update(self._title())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("approve", "reject", "modify"):
+            return self.mode == "choose"
+        if action == "apply":
+            return self.mode == "modify"
+        if action == "back":
+            return self.mode != "choose"
+        return True
+
+    def action_approve(self) -> None:
+        self.on_answer(ApprovalDecision(approved=True))
+
+    def action_reject(self) -> None:
+        self._switch("reject")
+
+    def action_modify(self) -> None:
+        self._switch("modify")
+
+    def action_back(self) -> None:
+        self._switch("choose")
+
+    def action_apply(self) -> None:
+        source = self.query_one("#approval-edit", TextArea).text
+        try:
+            arguments = json.loads(source)
+        except json.JSONDecodeError as error:
+            self._show_error(
+                f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno}). "
+                "Fix it and press ctrl+s, or escape to go back."
+            )
+            return
+        if not isinstance(arguments, dict):
+            self._show_error(
+                'The arguments must be a JSON object ({"name": value, …}). Fix it and press '
+                "ctrl+s, or escape to go back."
+            )
+            return
+        self.on_answer(ApprovalDecision(approved=True, arguments=arguments))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        reason = event.value.strip() or DECLINED_REASON
+        self.on_answer(ApprovalDecision(approved=False, reason=reason))
+
+    def _switch(self, mode: ApprovalMode) -> None:
+        self.mode = mode
+        reason = self.query_one("#approval-reason", Input)
+        editor = self.query_one("#approval-edit", TextArea)
+        reason.display = mode == "reject"
+        editor.display = mode == "modify"
+        self._show_error("")
+        self.query_one("#approval-hint", Static).update(self._HINTS[mode])
+        focus = {"reject": reason, "modify": editor}.get(mode)
+        if focus is not None:
+            focus.focus()
+        else:
+            self.query_one("#approval-arguments", VerticalScroll).focus()
+        self.refresh_bindings()
+
+    def _show_error(self, message: str) -> None:
+        error = self.query_one("#approval-error", Static)
+        error.update(message)
+        error.display = bool(message)
+
+
+@dataclass(slots=True)
+class _PendingApproval:
+    request: ApprovalRequest
+    answer: asyncio.Future[ApprovalDecision]
+
+
 class RunApp(App[None]):
     """Runs one prompt and shows every agent of the run as a live block.
 
     After the run the final answer is shown and the app waits for ``q``, or exits at once
     with ``exit_when_done``. Quitting while the run goes on cancels it cleanly (every
     session ends ``cancelled``); :attr:`result` is then ``None`` and :attr:`cancelled` true.
+
+    With ``ask_approval`` (the default) the app is the runtime's approver while it runs
+    (:meth:`approve`); the runtime's own approver is put back when the run ends.
     """
 
     TITLE = "subagents"
@@ -170,6 +358,7 @@ class RunApp(App[None]):
         tags: Sequence[str] = (),
         exit_when_done: bool = False,
         refresh_interval: float = 0.05,
+        ask_approval: bool = True,
     ) -> None:
         super().__init__()
         self.runtime = runtime
@@ -191,14 +380,24 @@ class RunApp(App[None]):
         self._last_clock_redraw = 0.0
         self._run_task: asyncio.Task[None] | None = None
         self._unsubscribe = runtime.events.subscribe(self.blocks)
+        self.ask_approval = ask_approval
+        self._runtime_approver: Approver | None = None
+        self._approvals: deque[_PendingApproval] = deque()  # the first one is on screen
+        self._approval_screen: ApprovalScreen | None = None
+        # kept: while a modal screen is on top, app.query_one() would search that screen
+        self._container = VerticalScroll(id="blocks")
+        self._status = Static("", id="status", markup=False)
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="blocks")
-        yield Static("", id="status", markup=False)
+        yield self._container
+        yield self._status
         yield Footer()
 
     def on_mount(self) -> None:
         self.set_interval(self.refresh_interval, self.sync)
+        if self.ask_approval:  # read when each session starts, so set before the run
+            self._runtime_approver = self.runtime.approver
+            self.runtime.approver = self.approve
         self._run_task = asyncio.create_task(self._drive())
 
     async def _drive(self) -> None:
@@ -209,6 +408,9 @@ class RunApp(App[None]):
         except Exception as error:  # shown in the UI, raised again by run_in_ui
             self.run_error = error
         finally:
+            if self.ask_approval:
+                self.runtime.approver = self._runtime_approver
+            self._reject_open_approvals(QUIT_REASON if self._quitting else _RUN_ENDED_REASON)
             try:
                 await self.runtime.aclose()
             finally:
@@ -244,7 +446,7 @@ class RunApp(App[None]):
         self._draw_status()
 
     def _mount_new_blocks(self) -> None:
-        container = self.query_one("#blocks", VerticalScroll)
+        container = self._container
         previous: BlockView | None = None
         for block in self.blocks.ordered():
             view = self.views.get(block.agent_id)
@@ -266,6 +468,9 @@ class RunApp(App[None]):
         counts = ", ".join(f"{n} {status}" for status, n in tree.counts().items())
         if self._quitting and not self.done:
             state = "Cancelling the run…"
+        elif self._approvals:
+            asks = "request" if len(self._approvals) == 1 else "requests"
+            state = f"Waiting for you ({len(self._approvals)} approval {asks})"
         elif not self.done:
             state = "Running"
         elif self.cancelled:
@@ -278,7 +483,7 @@ class RunApp(App[None]):
         line = f"{state} · {len(tree)} agents ({counts})"
         if tree.errors:
             line += f" · ⚠ {len(tree.errors)} UI errors, last: {tree.errors[-1]}"
-        self.query_one("#status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
+        self._status.update(Text(line, no_wrap=True, overflow="ellipsis"))
 
     def _show_final(self) -> None:
         if self.result is not None:
@@ -298,7 +503,7 @@ class RunApp(App[None]):
             title, body, failed = "Run cancelled", "The run was cancelled before it ended.", True
         final = Static(Text(f"{title}\n\n{body}"), id="final", markup=False)
         final.set_class(failed, "failed")
-        container = self.query_one("#blocks", VerticalScroll)
+        container = self._container
         container.mount(final)
         container.scroll_end(animate=False)
 
@@ -334,11 +539,82 @@ class RunApp(App[None]):
             self.exit()  # a second q while cancelling does not wait any longer
             return
         self._quitting = True
+        # the run's sessions are cancelled while they wait; a request the cancellation does
+        # not reach is rejected with "the user quit" once the run has stopped (see _drive)
+        self._close_approval_screen()
         self._draw_status()
         task.cancel()
 
     async def action_quit(self) -> None:
         await self.action_quit_run()  # ctrl+q too cancels the run cleanly first
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # while another screen is on top its keys are its own (the approval screen quits on q)
+        return action not in _MAIN_SCREEN_ACTIONS or len(self.screen_stack) == 1
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The run's :data:`~subagents.tools.permissions.Approver`: ask the person.
+
+        Requests queue and are shown one at a time; the asking agent's block shows
+        "waiting for you" meanwhile. Quitting cancels the run, sessions waiting here included;
+        a request still open once the run has stopped is rejected with "the user quit".
+        """
+        if self._quitting or self.done:
+            return ApprovalDecision(approved=False, reason=QUIT_REASON)
+        pending = _PendingApproval(request, asyncio.get_running_loop().create_future())
+        self._approvals.append(pending)
+        self.blocks.approval_asked(request.agent_id)
+        self._show_next_approval()
+        try:
+            return await pending.answer
+        finally:  # answered, or withdrawn because the asking session was cancelled
+            self.blocks.approval_settled(request.agent_id)
+            if pending in self._approvals:
+                self._settle(pending, None)
+
+    def _show_next_approval(self) -> None:
+        self._draw_status()
+        screen = self._approval_screen
+        if self._quitting or self.done:
+            return
+        if screen is not None:
+            screen.set_waiting(len(self._approvals) - 1)
+        elif self._approvals:
+            pending = self._approvals[0]
+            screen = ApprovalScreen(
+                pending.request,
+                lambda decision: self._settle(pending, decision),
+                waiting=len(self._approvals) - 1,
+            )
+            self._approval_screen = screen
+            self.push_screen(screen)
+
+    def _settle(self, pending: _PendingApproval, decision: ApprovalDecision | None) -> None:
+        """Give ``pending`` its answer (``None``: it was withdrawn) and show the next one."""
+        if decision is not None and not pending.answer.done():
+            pending.answer.set_result(decision)
+        if pending in self._approvals:
+            self._approvals.remove(pending)
+        screen = self._approval_screen
+        if screen is not None and screen.request is pending.request:
+            self._close_approval_screen()
+        self._show_next_approval()
+
+    def _close_approval_screen(self) -> None:
+        screen, self._approval_screen = self._approval_screen, None
+        if screen is not None and screen in self.screen_stack:
+            if self.screen is not screen:
+                screen.pop_until_active()
+            self.pop_screen()
+
+    def _reject_open_approvals(self, reason: str) -> None:
+        while self._approvals:
+            pending = self._approvals.popleft()
+            if not pending.answer.done():
+                pending.answer.set_result(ApprovalDecision(approved=False, reason=reason))
+        self._close_approval_screen()
 
     def selected_block(self) -> AgentBlock | None:
         """The block the cursor is on (the main agent until the user moves)."""
@@ -365,13 +641,23 @@ def run_in_ui(
     agent: str | None = None,
     tags: Sequence[str] = (),
     exit_when_done: bool = False,
+    ask_approval: bool = True,
 ) -> RunResult | None:
     """Run ``prompt`` inside the terminal UI; the result, or ``None`` if the user quit first.
 
+    With ``ask_approval`` the UI asks the person about every tool call that needs approval;
+    without it the runtime decides as it would headless (pause, deny or allow).
     An error the run raised (bad config, missing API key, …) is raised again once the UI has
     closed, so that the caller reports it as usual.
     """
-    app = RunApp(runtime, prompt, agent=agent, tags=tags, exit_when_done=exit_when_done)
+    app = RunApp(
+        runtime,
+        prompt,
+        agent=agent,
+        tags=tags,
+        exit_when_done=exit_when_done,
+        ask_approval=ask_approval,
+    )
     app.run()
     if app.run_error is not None:
         raise app.run_error
