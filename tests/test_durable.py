@@ -441,3 +441,19 @@ async def test_the_configured_policy_settles_an_interrupted_side_effect(
     else:
         assert calls == ["v3"] and "may or may not have taken effect" in done.output
         assert statuses == ["failed"]
+
+
+async def test_every_session_on_the_path_reports_the_pause(tmp_path: Path) -> None:
+    from subagents.runtime import events as ev
+    from subagents.runtime.events import EventBus
+
+    seen: list[ev.Event] = []
+    with open_store(tmp_path / "state.db") as store:
+        paused = await make_runtime(
+            tmp_path, store, write_at_depth(2), events=EventBus([seen.append])
+        ).run("write")
+    assert paused.question is not None
+    pauses = [e for e in seen if isinstance(e, ev.SessionPaused)]
+    assert [e.agent_id for e in pauses] == paused.question.session_path[::-1]
+    assert all(e.question.tool_name == "Write" for e in pauses)
+    assert not any(isinstance(e, ev.SessionFinished) for e in seen)

@@ -382,3 +382,24 @@ async def test_a_child_named_in_claude_code_spelling_gets_its_prompt(tmp_path: P
     await runtime.run("map it")
     (child,) = [b for b in tree.ordered() if b.agent_type == "explore"]
     assert [m.text for m in child.messages if m.kind == "user"] == ["list the files"]
+
+
+async def test_blocks_show_paused_as_soon_as_a_session_waits(tmp_path: Path) -> None:
+    from subagents.store.sqlite import open_store
+
+    tree = BlockTree(prompt="write")
+
+    def main(request: ModelRequest) -> ModelResponse:
+        return tool_call_response("Write", {"file_path": "x.txt", "content": "x"})
+
+    with open_store(tmp_path / "state.db") as store:
+        runtime = Runtime(
+            cwd=workspace(tmp_path),
+            model=FunctionModel(main, name="scripted:main"),
+            events=EventBus([tree]),
+            store=store,
+            headless="pause",
+        )
+        result = await runtime.run("write")
+    assert result.status == "awaiting_human"
+    assert tree.main is not None and tree.main.status == "paused"  # before finish_run

@@ -316,6 +316,11 @@ class BlockTree:
             self._subagent_started(event)
         elif isinstance(event, ev.SubagentFinished):
             self._subagent_finished(event)
+        elif isinstance(event, ev.SessionPaused):
+            block = self._block(event.agent_id)
+            block.status = "paused"
+            block.streaming = ""
+            self._touch(block)
 
     def _session_started(self, event: ev.SessionStarted) -> None:
         block = self._block(event.agent_id, status="active")

@@ -14,6 +14,7 @@ from subagents.messages import ToolCall, Usage
 
 if TYPE_CHECKING:
     from subagents.models.base import ModelResponse
+    from subagents.runtime.pause import HumanQuestion
     from subagents.runtime.result import RunResult, SpawnResult
     from subagents.tools.execution import ToolOutcome
 
@@ -23,6 +24,7 @@ __all__ = [
     "EventHandler",
     "ModelResponded",
     "SessionFinished",
+    "SessionPaused",
     "SessionStarted",
     "SubagentFinished",
     "SubagentStarted",
@@ -91,6 +93,16 @@ class SessionFinished:
 
 
 @dataclass(slots=True, frozen=True)
+class SessionPaused:
+    """The session waits for a person (approval, AskHuman, crash recovery); the run stops
+    here until ``subagents resume`` delivers a decision."""
+
+    agent_id: str
+    question: HumanQuestion
+    kind: Literal["session_paused"] = "session_paused"
+
+
+@dataclass(slots=True, frozen=True)
 class SubagentStarted:
     """A parent session delegated through the Task tool (emitted in the parent's name)."""
 
@@ -121,6 +133,7 @@ Event = (
     | ToolCallStarted
     | ToolCallFinished
     | SessionFinished
+    | SessionPaused
     | SubagentStarted
     | SubagentFinished
 )

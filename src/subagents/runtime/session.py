@@ -182,6 +182,8 @@ class Session:
             if recorder is not None:
                 traces, self._traces = self._traces, []
                 recorder.step(self, "awaiting_human", traces=traces, question=pause.question)
+            if events.active:
+                events.emit(ev.SessionPaused(self.agent_id, pause.question))
             raise
         except asyncio.CancelledError:
             self._finish("cancelled", self._partial_output(), started, error="cancelled")
