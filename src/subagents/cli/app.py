@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from subagents.cli.agents import agents_app
+from subagents.cli.mcp import mcp_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
 from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
@@ -30,6 +31,7 @@ app.command("run")(run_command)
 app.command("resume")(resume_command)
 app.command("trace")(trace_command)
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(mcp_app, name="mcp")
 app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)
 app.command("import")(import_command)
