@@ -113,3 +113,31 @@ async def test_runtime_without_mcp_servers_starts_nothing(tmp_path: Path) -> Non
     assert result.output == "hi"
     assert runtime.mcp is None
     assert runtime.mcp_config().servers == {}
+
+
+async def test_a_server_that_cannot_start_is_reported_as_an_event(tmp_path: Path) -> None:
+    from subagents.runtime import events as ev
+    from subagents.runtime.events import EventBus
+
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "ghost": {"command": str(tmp_path / "missing-server")},
+                    "unset": {"command": "${SUBAGENTS_TEST_UNSET_VARIABLE}"},
+                }
+            }
+        )
+    )
+    seen: list[ev.Event] = []
+    runtime = Runtime(
+        cwd=tmp_path, model=ScriptedModel(["no tools needed"]), events=EventBus([seen.append])
+    )
+    try:
+        result = await runtime.run("hello")
+    finally:
+        await runtime.aclose()
+    assert result.output == "no tools needed"
+    failed = {e.server: e.error for e in seen if isinstance(e, ev.MCPServerFailed)}
+    assert set(failed) == {"ghost", "unset"}
+    assert "SUBAGENTS_TEST_UNSET_VARIABLE" in failed["unset"]

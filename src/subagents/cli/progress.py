@@ -66,5 +66,14 @@ def progress_printer(console: Console) -> EventHandler:
                 f"[magenta]⮐ {spawn.subagent_type}[/] {state} in {spawn.duration_ms / 1000:.1f}s, "
                 f"{spawn.tool_use_count} tool calls"
             )
+        elif isinstance(event, ev.MCPServerFailed):
+            console.print(
+                f"[yellow]MCP server {escape(event.server)} is left out:[/] {escape(event.error)}"
+            )
+        elif isinstance(event, ev.SessionPaused):
+            console.print(
+                f"[yellow]{label(event.agent_id)} waits for a person:[/] "
+                f"{escape(event.question.text)}"
+            )
 
     return handle

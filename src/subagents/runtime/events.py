@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "EventBus",
     "EventHandler",
+    "MCPServerFailed",
     "ModelResponded",
     "SessionFinished",
     "SessionPaused",
@@ -93,6 +94,15 @@ class SessionFinished:
 
 
 @dataclass(slots=True, frozen=True)
+class MCPServerFailed:
+    """An MCP server could not be started; the run goes on without its tools."""
+
+    server: str
+    error: str
+    kind: Literal["mcp_server_failed"] = "mcp_server_failed"
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPaused:
     """The session waits for a person (approval, AskHuman, crash recovery); the run stops
     here until ``subagents resume`` delivers a decision."""
@@ -136,6 +146,7 @@ Event = (
     | SessionPaused
     | SubagentStarted
     | SubagentFinished
+    | MCPServerFailed
 )
 EventHandler = Callable[[Event], None]
 

@@ -17,7 +17,7 @@ from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
 from subagents.runtime.delegation import Delegation
-from subagents.runtime.events import EventBus
+from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult
@@ -180,6 +180,10 @@ class Runtime:
         await self.mcp.start()
         self._mcp_tools = tuple(self.mcp.tools())
         self._base_tools = None
+        if self.events.active:
+            failures = {**config.problems, **{k: str(v) for k, v in self.mcp.failures.items()}}
+            for server, error in failures.items():
+                self.events.emit(MCPServerFailed(server, error))
 
     def base_tools(self) -> ToolRegistry:
         """A fresh registry of every tool a main session gets (built-ins and your own)."""
