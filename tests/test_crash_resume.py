@@ -131,3 +131,23 @@ def test_sigkill_at_random_points_then_resume_completes_exactly_once(tmp_path: P
     print(f"\n{TRIALS} trials: {killed_trials} killed mid-run, {paused_trials} paused for a person")
     # the kill points must really land inside runs for this test to mean anything
     assert killed_trials >= TRIALS * 0.6
+
+
+def test_a_task_that_a_live_process_runs_cannot_be_resumed_beside_it(tmp_path: Path) -> None:
+    store = tmp_path / "state.db"
+    process = scenario(store, tmp_path, "run")
+    assert process.stdout is not None
+    task_id = json.loads(process.stdout.readline())["started"]
+    wait_for_task(store, task_id)
+    os.kill(process.pid, signal.SIGSTOP)  # alive, but going nowhere
+    try:
+        refused = scenario(store, tmp_path, "resume", task_id)
+        _, err = refused.communicate(timeout=60)
+        assert refused.returncode != 0
+        assert f"being run by process {process.pid}" in err and "--force" in err
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.communicate(timeout=30)
+    outcome, _ = resume_until_done(store, tmp_path, task_id)  # its owner is gone now
+    assert outcome["status"] == "completed"
+    assert sorted((tmp_path / "ledger.txt").read_text().split()) == sorted(EXPECTED_LINES)

@@ -438,3 +438,37 @@ def test_the_store_satisfies_the_protocol(store: SQLiteStore) -> None:
     protocol: Store = store
     assert protocol.location == str(store.path)
     assert isinstance(make_task(), TaskRecord)
+
+
+def test_a_task_has_one_owner_at_a_time(tmp_path: Path) -> None:
+    import os
+
+    from subagents.store.base import TaskOwner
+
+    me = TaskOwner.this_process()
+    other = TaskOwner(me.host, os.getpid(), "another-runtime")  # alive: this very process
+    gone = TaskOwner(me.host, _dead_pid(), "crashed")
+    far = TaskOwner("some-other-host", 1, "remote")
+    with SQLiteStore(tmp_path / "state.db") as store:
+        assert store.claim_task("t1", me) is None
+        assert store.claim_task("t1", me) is None  # claiming again is fine
+        assert store.claim_task("t1", other) == me  # a live owner keeps it
+        assert store.claim_task("t1", other, force=True) is None
+        store.release_task("t1", me)  # not the owner any more: nothing happens
+        assert store.claim_task("t1", me) == other
+        store.release_task("t1", other)
+        assert store.claim_task("t1", me) is None
+        assert store.claim_task("t2", gone) is None
+        assert store.claim_task("t2", me) is None  # its owner died: taken over at once
+        assert store.claim_task("t3", far) is None
+        assert store.claim_task("t3", me) == far  # another machine cannot be checked
+        assert store.claim_task("t3", me, force=True) is None
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid

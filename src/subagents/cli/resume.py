@@ -34,6 +34,10 @@ def resume_command(
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE for the decision (e.g. answer=8080)."),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Take the task over from a process that is gone for good."),
+    ] = False,
     cwd: CwdOption = None,
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -69,7 +73,7 @@ def resume_command(
                 events=EventBus([] if as_json else [progress_printer(err)]),
                 store=database,
             )
-            result = runtime.resume_sync(record.id, decision)
+            result = runtime.resume_sync(record.id, decision, force=force)
     if as_json:
         question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {

@@ -22,6 +22,7 @@ from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
+from subagents.store.base import TaskOwner
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class Runtime:
         self.store = store
         self.last_delegation: Delegation | None = None
         self._decisions: dict[str, HumanDecision] = {}
+        self._owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
@@ -336,14 +338,19 @@ class Runtime:
                 recorder.task.id = task_id
             session.recorder = recorder
             recorder.start_task()
+            self.store.claim_task(recorder.task_id, self._owner)
         return await self._drive(session, delegation, recorder, session.run(prompt))
 
-    async def resume(self, task_id: str, decision: HumanDecision | None = None) -> RunResult:
+    async def resume(
+        self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
+    ) -> RunResult:
         """Continue the stored task ``task_id`` where it stopped.
 
         After a crash every unfinished session continues from its last checkpoint (a parent's
         open Task call is bound to its running child again, not re-planned). A task waiting for
         a person needs ``decision``, which is delivered to exactly the session that asked.
+        A task that another live process is running is refused; ``force`` takes it over (for an
+        owner on another machine that is known to be gone).
         """
         from subagents.runtime.recorder import Recorder
 
@@ -367,6 +374,13 @@ class Runtime:
             raise StoreError(
                 f"Task {task.id} has already ended ({task.status}); there is nothing to resume.",
                 hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
+            )
+        holder = store.claim_task(task.id, self._owner, force=force)
+        if holder is not None:
+            raise StoreError(
+                f"Task {task.id} is being run by process {holder.pid} on {holder.host}.",
+                hint="wait for that process to finish or stop it first; if it is gone for "
+                f"good, take the task over with 'subagents resume {task.id[:8]} --force'",
             )
         await self.start_mcp()
         delegation = Delegation(self)
@@ -392,6 +406,7 @@ class Runtime:
         recorder: Recorder | None,
         work: Awaitable[RunResult],
     ) -> RunResult:
+        result: RunResult | None = None
         try:
             try:
                 result = await work
@@ -411,10 +426,16 @@ class Runtime:
                 )
         finally:
             self._decisions = {}
-            await delegation.close()
-        if recorder is not None:
-            result.task_id = recorder.task_id
-            recorder.finish_task(result)
+            try:
+                await delegation.close()
+            finally:
+                if recorder is not None:
+                    # the outcome is written first, then the task given up, so that a
+                    # resumer never finds it free but still marked running
+                    if result is not None:
+                        result.task_id = recorder.task_id
+                        recorder.finish_task(result)
+                    recorder.store.release_task(recorder.task_id, self._owner)
         return result
 
     # -- durability --------------------------------------------------------------------------
@@ -552,12 +573,14 @@ class Runtime:
             return self._models[record.model]
         return self.model_for(record.model)[0]
 
-    def resume_sync(self, task_id: str, decision: HumanDecision | None = None) -> RunResult:
+    def resume_sync(
+        self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
+    ) -> RunResult:
         """:meth:`resume` for code that is not async."""
 
         async def resume_and_close() -> RunResult:
             try:
-                return await self.resume(task_id, decision)
+                return await self.resume(task_id, decision, force=force)
             finally:
                 await self.aclose()
 

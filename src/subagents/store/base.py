@@ -19,10 +19,43 @@ from subagents.store.records import (
     TraceRecord,
 )
 
-__all__ = ["StepWrite", "Store", "StoredMessage", "TaskBundle"]
+__all__ = ["StepWrite", "Store", "StoredMessage", "TaskBundle", "TaskOwner"]
 
 StoredMessage = tuple[str, int, dict[str, Any]]
 """``(session_id, seq, message dict)``: ``seq`` is 0-based and contiguous per session."""
+
+
+@dataclass(slots=True, frozen=True)
+class TaskOwner:
+    """The process that runs a task: at most one at a time may."""
+
+    host: str
+    pid: int
+    token: str
+
+    @classmethod
+    def this_process(cls) -> TaskOwner:
+        import os
+        import socket
+        import uuid
+
+        return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex)
+
+    def is_alive(self) -> bool:
+        """Whether the owner still runs. A process on another host cannot be checked from
+        here and counts as alive (``force`` overrides it)."""
+        import os
+        import socket
+
+        if self.host != socket.gethostname():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 @dataclass(slots=True)
@@ -132,6 +165,17 @@ class Store(Protocol):
     def claim_periodic(self, name: str, *, every: timedelta, now: datetime) -> bool:
         """True (and the time recorded) when ``name`` last ran ``every`` or longer before
         ``now``; atomic, so two processes never both get True."""
+        ...
+
+    def claim_task(
+        self, task_id: str, owner: TaskOwner, *, force: bool = False
+    ) -> TaskOwner | None:
+        """Make ``owner`` the one process running ``task_id``, atomically. Returns the other
+        owner when a live one holds the task (nothing changes then); ``force`` takes it anyway."""
+        ...
+
+    def release_task(self, task_id: str, owner: TaskOwner) -> None:
+        """Give the task up, if ``owner`` still holds it."""
         ...
 
     def integrity_check(self) -> list[str]:

@@ -17,6 +17,7 @@ aside.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,7 +30,7 @@ from typing import Any, TypeVar, get_args
 from pydantic import BaseModel
 
 from subagents.errors import StoreCorruptError, StoreError, StoreVersionError
-from subagents.store.base import StepWrite, StoredMessage, TaskBundle
+from subagents.store.base import StepWrite, StoredMessage, TaskBundle, TaskOwner
 from subagents.store.codec import (
     UPGRADE_ADVICE,
     dump_json,
@@ -632,6 +633,28 @@ class SQLiteStore:
             connection.execute(_SET_META, (key, now.isoformat()))
         return True
 
+    # -- task ownership ----------------------------------------------------------------------
+
+    def claim_task(
+        self, task_id: str, owner: TaskOwner, *, force: bool = False
+    ) -> TaskOwner | None:
+        key = f"owner.{task_id}"
+        with self._write() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            current = _owner(row[0]) if row is not None else None
+            if current is not None and current != owner and not force and current.is_alive():
+                return current
+            value = json.dumps({"host": owner.host, "pid": owner.pid, "token": owner.token})
+            connection.execute(_SET_META, (key, value))
+        return None
+
+    def release_task(self, task_id: str, owner: TaskOwner) -> None:
+        key = f"owner.{task_id}"
+        with self._write() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if row is not None and _owner(row[0]) == owner:
+                connection.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     # -- health ------------------------------------------------------------------------------
 
     def integrity_check(self) -> list[str]:
@@ -689,6 +712,14 @@ def _insert_checkpoint(
         (task_id, saved.sequence, saved.session_id, saved.checkpoint_id, dump_record(saved)),
     )
     return saved
+
+
+def _owner(value: str) -> TaskOwner | None:
+    try:
+        data = json.loads(value)
+        return TaskOwner(str(data["host"]), int(data["pid"]), str(data["token"]))
+    except (ValueError, KeyError, TypeError):
+        return None  # unreadable: nobody can be shown to hold the task
 
 
 def _quietly(connection: sqlite3.Connection, statement: str) -> None:
