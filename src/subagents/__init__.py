@@ -6,8 +6,9 @@ fast; each name is loaded from its module on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from subagents._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -121,15 +122,4 @@ if TYPE_CHECKING:
     from subagents.tools.decorator import tool
     from subagents.tools.permissions import PermissionPolicy
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'subagents' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -5,8 +5,9 @@ Names are imported lazily, so ``import subagents.models`` never loads a provider
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from subagents._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Model": "subagents.models.base",
@@ -76,15 +77,4 @@ if TYPE_CHECKING:
     from subagents.models.settings import ProviderSettings
     from subagents.models.testing import FunctionModel, ScriptedModel
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'subagents.models' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

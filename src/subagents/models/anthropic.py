@@ -41,6 +41,7 @@ from subagents.models.retry import (
     status_failure,
     stream_with_retries,
 )
+from subagents.models.sdk import SDKModel
 from subagents.models.tool_arguments import parse_tool_arguments, tool_call_from_object
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ class _EventAssembler:
         )
 
 
-class AnthropicModel:
+class AnthropicModel(SDKModel["AsyncAnthropic"]):
     """A Claude model; ``name`` is ``"anthropic:{model_name}"``.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``. ``max_tokens`` is the answer budget sent
@@ -275,32 +276,15 @@ class AnthropicModel:
         self._policy = RetryPolicy(max_retries=max_retries)
         if sleep is not None:
             self._policy = replace(self._policy, sleep=sleep)
-        self._client_instance: AsyncAnthropic | None = None
 
     @property
     def name(self) -> str:
         return f"anthropic:{self.model_name}"
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel(name={self.name!r}, base_url={self.base_url!r})"
+    def _new_client(self) -> AsyncAnthropic:
+        from anthropic import AsyncAnthropic
 
-    def _client(self) -> AsyncAnthropic:
-        if self._client_instance is None:
-            from anthropic import AsyncAnthropic
-
-            self._client_instance = AsyncAnthropic(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                timeout=self.timeout_seconds,
-                max_retries=0,
-            )
-        return self._client_instance
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections (a new client is made if the model is used again)."""
-        if self._client_instance is not None:
-            client, self._client_instance = self._client_instance, None
-            await client.close()
+        return AsyncAnthropic(**self._client_options(self._api_key, self.timeout_seconds))
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request.system, request.messages)

@@ -40,6 +40,7 @@ from subagents.models.retry import (
     status_failure,
     stream_with_retries,
 )
+from subagents.models.sdk import SDKModel
 from subagents.models.tool_arguments import arguments_text, parse_tool_arguments
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def _response_from_completion(completion: ChatCompletion, model_name: str) -> Mo
     )
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     """A Chat Completions model; ``name`` is ``"{provider}:{model_name}"``.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` for the official service. A server at a custom
@@ -257,7 +258,6 @@ class OpenAIChatModel:
         self._policy = RetryPolicy(max_retries=max_retries)
         if sleep is not None:
             self._policy = replace(self._policy, sleep=sleep)
-        self._client_instance: AsyncOpenAI | None = None
 
     def _default_key(self) -> str:
         if self.provider == "openai" and self.base_url is None:
@@ -274,26 +274,10 @@ class OpenAIChatModel:
     def name(self) -> str:
         return f"{self.provider}:{self.model_name}"
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(name={self.name!r}, base_url={self.base_url!r})"
+    def _new_client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
 
-    def _client(self) -> AsyncOpenAI:
-        if self._client_instance is None:
-            from openai import AsyncOpenAI
-
-            self._client_instance = AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                timeout=self.timeout_seconds,
-                max_retries=0,
-            )
-        return self._client_instance
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections (a new client is made if the model is used again)."""
-        if self._client_instance is not None:
-            client, self._client_instance = self._client_instance, None
-            await client.close()
+        return AsyncOpenAI(**self._client_options(self._api_key, self.timeout_seconds))
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
