@@ -135,12 +135,20 @@ def test_sigkill_at_random_points_then_resume_completes_exactly_once(tmp_path: P
 
 def test_a_task_that_a_live_process_runs_cannot_be_resumed_beside_it(tmp_path: Path) -> None:
     store = tmp_path / "state.db"
-    process = scenario(store, tmp_path, "run")
+    process = subprocess.Popen(
+        [sys.executable, str(SCENARIO), str(store), str(tmp_path), "run"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "HOLD_LINE": "worker-1"},  # it stays busy inside that tool call
+    )
     assert process.stdout is not None
     task_id = json.loads(process.stdout.readline())["started"]
-    wait_for_task(store, task_id)
-    os.kill(process.pid, signal.SIGSTOP)  # alive, but going nowhere
     try:
+        deadline = time.monotonic() + 30
+        while "worker-1" not in _lines(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
         refused = scenario(store, tmp_path, "resume", task_id)
         _, err = refused.communicate(timeout=60)
         assert refused.returncode != 0
@@ -150,4 +158,9 @@ def test_a_task_that_a_live_process_runs_cannot_be_resumed_beside_it(tmp_path: P
         process.communicate(timeout=30)
     outcome, _ = resume_until_done(store, tmp_path, task_id)  # its owner is gone now
     assert outcome["status"] == "completed"
-    assert sorted((tmp_path / "ledger.txt").read_text().split()) == sorted(EXPECTED_LINES)
+    assert sorted(_lines(tmp_path)) == sorted(EXPECTED_LINES)
+
+
+def _lines(workspace: Path) -> list[str]:
+    ledger = workspace / "ledger.txt"
+    return ledger.read_text().split() if ledger.exists() else []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -66,7 +67,8 @@ def make_runtime(store_path: Path, workspace: Path) -> Runtime:
         """Append a line to ledger.txt (a side effect that must happen once)."""
         with (workspace / "ledger.txt").open("a") as handle:
             handle.write(line + "\n")
-        await asyncio.sleep(0.005)
+        # HOLD_LINE keeps the process alive inside this tool, outside any store transaction
+        await asyncio.sleep(60 if os.environ.get("HOLD_LINE") == line else 0.005)
         return f"appended {line}"
 
     agents = [
