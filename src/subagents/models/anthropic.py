@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError, ModelError
@@ -33,7 +33,6 @@ from subagents.models.base import (
 )
 from subagents.models.retry import (
     Failure,
-    RetryPolicy,
     Sleep,
     call_with_retries,
     error_message_from_body,
@@ -273,9 +272,7 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
                 hint=f"set {self._key_source} in the environment",
             )
         self._api_key = key
-        self._policy = RetryPolicy(max_retries=max_retries)
-        if sleep is not None:
-            self._policy = replace(self._policy, sleep=sleep)
+        self._policy = self._retry_policy(max_retries, sleep)
 
     @property
     def name(self) -> str:

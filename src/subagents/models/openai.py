@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError, ModelError
@@ -32,7 +32,6 @@ from subagents.models.base import (
 )
 from subagents.models.retry import (
     Failure,
-    RetryPolicy,
     Sleep,
     call_with_retries,
     error_message_from_body,
@@ -255,9 +254,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             f"OPENAI_API_KEY (or the variable named by [providers.{provider}] api_key_env)"
         )
         self._api_key = api_key or self._default_key()
-        self._policy = RetryPolicy(max_retries=max_retries)
-        if sleep is not None:
-            self._policy = replace(self._policy, sleep=sleep)
+        self._policy = self._retry_policy(max_retries, sleep)
 
     def _default_key(self) -> str:
         if self.provider == "openai" and self.base_url is None:

@@ -3,7 +3,10 @@ first use (so that building a model costs no SDK import), closed by :meth:`aclos
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
+
+from subagents.models.retry import RetryPolicy, Sleep
 
 __all__ = ["SDKModel"]
 
@@ -41,6 +44,11 @@ class SDKModel(Generic[ClientT]):
         if self._client_instance is not None:
             client, self._client_instance = self._client_instance, None
             await client.close()
+
+    @staticmethod
+    def _retry_policy(max_retries: int, sleep: Sleep | None) -> RetryPolicy:
+        policy = RetryPolicy(max_retries=max_retries)
+        return replace(policy, sleep=sleep) if sleep is not None else policy
 
     def _client_options(self, api_key: str, timeout_seconds: float) -> dict[str, Any]:
         # max_retries=0: our own retry layer (models/retry.py) is the only one

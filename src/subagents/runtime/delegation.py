@@ -27,7 +27,13 @@ from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
-from subagents.tools.names import TASK_TOOL_NAME
+from subagents.tools.names import (
+    DELEGATION_TOOL_NAMES,
+    TASK_CANCEL_TOOL_NAME,
+    TASK_OUTPUT_TOOL_NAME,
+    TASK_TOOL_NAME,
+)
+from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
@@ -46,9 +52,6 @@ __all__ = [
     "TaskOutputInput",
 ]
 
-TASK_OUTPUT_TOOL_NAME = "TaskOutput"
-TASK_CANCEL_TOOL_NAME = "TaskCancel"
-DELEGATION_TOOL_NAMES = (TASK_TOOL_NAME, TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME)
 # A SubagentStop hook may send a subagent back to work; this bounds a hook that always does.
 MAX_STOP_HOOK_RETURNS = 5
 
@@ -687,7 +690,5 @@ def _drop_notification(handle: SubagentHandle) -> None:
 
 @functools.cache
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema shown to models; built once per input model (it never changes)."""
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    return schema
+    """The JSON Schema shown to models, as for every tool; built once per input model."""
+    return input_schema(model)

@@ -7,6 +7,7 @@ models (built once per spec), the tool set, permissions, hooks and the event bus
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
 from subagents.store.base import TaskOwner
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME
+from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
     from subagents.config import Config
@@ -38,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
 
-ASK_HUMAN_TOOL_NAME = "AskHuman"
 
 MAIN_AGENT_PROMPT = """\
 You are the main agent of a team. Work on the user's request with your tools. When a part of \
@@ -627,21 +629,16 @@ async def _ask_human(*, ctx: ToolContext, question: str) -> str:
     raise session.ask(ctx.tool_call_id, ASK_HUMAN_TOOL_NAME, {"question": question}, "ask_human")
 
 
+@functools.cache
 def ask_human_tool() -> Tool:
     """AskHuman: pause the run until a person answers (durable runs only)."""
     return Tool(
         name=ASK_HUMAN_TOOL_NAME,
         description="Ask the person running this task a question and wait for the answer. "
         "The run pauses until they reply; use it only when you cannot go on without them.",
-        parameters=_schema(AskHumanInput),
+        parameters=input_schema(AskHumanInput),
         function=_ask_human,
         input_model=AskHumanInput,
         takes_context=True,
         read_only=True,
     )
-
-
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    return schema

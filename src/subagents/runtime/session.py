@@ -37,6 +37,7 @@ from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
 
 if TYPE_CHECKING:
     from subagents.models.base import Model, ToolSpec
@@ -384,7 +385,7 @@ class Session:
         self, call: ToolCall, tool: Tool | None, decision: HumanDecision
     ) -> ToolOutcome:
         """Deliver a person's decision about ``call``: run it, or tell the model why not."""
-        if call.name == "AskHuman":
+        if call.name == ASK_HUMAN_TOOL_NAME:
             return _answer(call, decision)
         if decision.action == "reject":
             reason = decision.reason or "no reason given"
@@ -502,8 +503,8 @@ _INTERRUPTED = (
     "may not have taken effect. Check its effect before you try it again."
 )
 
-# Calls that start or steer other sessions (see runtime/delegation.py).
-_DELEGATING_TOOLS = frozenset({"Task", "TaskOutput", "TaskCancel", "AskHuman"})
+# Calls that start or steer other sessions, or a person (see runtime/delegation.py).
+_DELEGATING_TOOLS = frozenset({*DELEGATION_TOOL_NAMES, ASK_HUMAN_TOOL_NAME})
 
 
 def _error_outcome(call: ToolCall, text: str, status: str) -> ToolOutcome:

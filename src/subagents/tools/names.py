@@ -7,9 +7,13 @@ import re
 from typing import Literal
 
 __all__ = [
+    "ASK_HUMAN_TOOL_NAME",
     "BUILTIN_TOOL_NAMES",
     "CLAUDE_CODE_ONLY_TOOL_NAMES",
+    "DELEGATION_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
+    "TASK_CANCEL_TOOL_NAME",
+    "TASK_OUTPUT_TOOL_NAME",
     "TASK_TOOL_NAME",
     "ToolNameKind",
     "classify_tool_name",
@@ -18,6 +22,15 @@ __all__ = [
 BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash")
 READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
+TASK_OUTPUT_TOOL_NAME = "TaskOutput"
+TASK_CANCEL_TOOL_NAME = "TaskCancel"
+# The tools that start or steer subagents; they come and go together.
+DELEGATION_TOOL_NAMES: tuple[str, ...] = (
+    TASK_TOOL_NAME,
+    TASK_OUTPUT_TOOL_NAME,
+    TASK_CANCEL_TOOL_NAME,
+)
+ASK_HUMAN_TOOL_NAME = "AskHuman"  # pauses a durable run for a person
 
 # Tools Claude Code has that this library does not provide (yet). Agent files naming them stay
 # valid: the name is reported in a warning and left out of the effective tool set.
