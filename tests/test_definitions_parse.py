@@ -128,8 +128,9 @@ def test_markdown_fields() -> None:
         ('tools: "*"', None),
         ("tools: ['*']", None),
         ("tools:", None),
-        ("tools: ''", None),
+        ("tools: ''", []),
         ("tools: []", []),
+        ("tools: ' , '", []),
     ],
 )
 def test_tools_spellings(line: str, expected: list[str] | None) -> None:

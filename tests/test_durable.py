@@ -163,7 +163,7 @@ async def test_resume_refuses_without_a_decision_and_with_a_needless_one(tmp_pat
         with pytest.raises(StoreError, match=r"waiting for a person.*--approve"):
             await runtime.resume(paused.task_id or "")
         done = await runtime.resume(paused.task_id or "", HumanDecision("approve"))
-        with pytest.raises(StoreError, match="already ended"):
+        with pytest.raises(StoreError, match="already completed"):
             await runtime.resume(done.task_id or "")
 
 

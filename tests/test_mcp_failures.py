@@ -93,7 +93,7 @@ async def test_unset_variable_server_is_a_failure_without_starting() -> None:
 
 
 async def test_killed_server_is_restarted_and_a_read_only_call_retried() -> None:
-    async with MCPManager([stdio_calc()]) as manager:
+    async with MCPManager([stdio_calc(trusted=True)]) as manager:
         tools = ToolRegistry(manager.tools())
         first_pid = int((await call(tools, "mcp__calc__pid")).message.content)
         os.kill(first_pid, signal.SIGKILL)
@@ -101,6 +101,20 @@ async def test_killed_server_is_restarted_and_a_read_only_call_retried() -> None
         assert (outcome.status, outcome.message.content) == ("ok", "42")
         second_pid = int((await call(tools, "mcp__calc__pid")).message.content)
         assert second_pid != first_pid
+        assert manager.connections["calc"].reconnects == 1
+
+
+async def test_an_untrusted_read_only_hint_does_not_make_a_call_repeatable() -> None:
+    """The server says add is read-only and idempotent; nobody said to believe it, so a call
+    whose connection broke is reported, not sent a second time."""
+    async with MCPManager([stdio_calc()]) as manager:
+        tools = ToolRegistry(manager.tools())
+        assert not tools["mcp__calc__add"].read_only
+        assert not tools["mcp__calc__add"].idempotent
+        first_pid = int((await call(tools, "mcp__calc__pid")).message.content)
+        os.kill(first_pid, signal.SIGKILL)
+        outcome = await call(tools, "mcp__calc__add", a=20, b=22)
+        assert outcome.status == "error"
         assert manager.connections["calc"].reconnects == 1
 
 

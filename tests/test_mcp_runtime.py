@@ -52,6 +52,7 @@ async def test_subagent_calls_an_mcp_tool_and_the_parent_gets_the_answer(
                         "command": "${TEST_PYTHON}",
                         "args": ["${TEST_CALC_SERVER}", "stdio"],
                         "timeout_seconds": 20,
+                        "trusted": True,  # its readOnlyHint counts: add runs unasked
                     }
                 }
             }

@@ -28,7 +28,7 @@ TRANSPORTS = ["stdio", "http", "sse"]
 @pytest.fixture(scope="module")
 def configs() -> Iterator[list[MCPServerConfig]]:
     with http_calc("http") as (_, http), http_calc("sse") as (_, sse):
-        yield [stdio_calc("stdio", timeout_seconds=7), http, sse]
+        yield [stdio_calc("stdio", timeout_seconds=7, trusted=True), http, sse]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -38,8 +38,11 @@ Format::
     base_url = "http://localhost:8000/v1"
 
     [[hooks.PreToolUse]]        # shell commands; the payload arrives as JSON on stdin
-    matcher = "Bash"
+    matcher = "Bash"            # a tool name, "Edit|Write", a regular expression, or "*"
     command = "./scripts/check-command.sh"
+
+    [permissions]
+    allow_protected = [".claude/agents/**"]  # protected paths agents may write like any file
 
 Hooks of the user and the project files all run; every other key of the project overrides the
 user's. Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the
@@ -57,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
@@ -70,6 +73,7 @@ __all__ = [
     "ConfigFile",
     "HookCommand",
     "HookEvent",
+    "PermissionsSettings",
     "SubagentsSettings",
     "find_repository_root",
     "load_config",
@@ -107,13 +111,50 @@ HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"
 
 
 class HookCommand(BaseModel):
-    """A shell command run at a hook event (``[[hooks.PreToolUse]]`` tables)."""
+    """A shell command run at a hook event (``[[hooks.PreToolUse]]`` tables).
+
+    ``matcher`` selects tool names (tool events) or agent types (subagent events) as Claude
+    Code's matchers do: a name, a regular expression such as ``Edit|Write``, or ``*`` (or
+    nothing) for all.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     command: str = Field(min_length=1)
-    matcher: str | None = None  # regular expression on the tool name or agent type
+    matcher: str | None = None
     timeout: float = Field(default=60.0, gt=0)
+
+    @field_validator("matcher")
+    @classmethod
+    def _valid_matcher(cls, matcher: str | None) -> str | None:
+        from subagents.runtime.hooks import compile_matcher
+
+        compile_matcher(matcher)  # raises ValueError with the reason, reported with the line
+        return matcher
+
+
+class PermissionsSettings(BaseModel):
+    """The ``[permissions]`` table.
+
+    ``allow_protected``: glob patterns, relative to the project, of protected paths (see
+    :mod:`subagents.tools.protected`) that agents may write like any other file.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow_protected: list[str] = Field(default_factory=list)
+
+    @field_validator("allow_protected")
+    @classmethod
+    def _relative_patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            if not pattern.strip():
+                raise ValueError("an empty pattern allows nothing; remove it")
+            if pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
+                raise ValueError(
+                    f"{pattern!r} is not relative to the project (write e.g. '.claude/agents/**')"
+                )
+        return patterns
 
 
 class ConfigFile(BaseModel):
@@ -125,6 +166,7 @@ class ConfigFile(BaseModel):
     hooks: dict[HookEvent, list[HookCommand]] = Field(default_factory=dict)
     models: dict[str, str] = Field(default_factory=dict)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
     retention: dict[str, Any] = Field(default_factory=dict)
 
@@ -137,6 +179,7 @@ class Config:
     models: dict[str, str] = field(default_factory=dict)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     hooks: dict[HookEvent, list[HookCommand]] = field(default_factory=dict)
+    permissions: PermissionsSettings = field(default_factory=PermissionsSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -239,6 +282,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         models=dict(effective.models),
         providers=dict(effective.providers),
         hooks=dict(effective.hooks),
+        permissions=effective.permissions,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -329,6 +373,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(ConfigFile.model_fields)
     elif parents == ["subagents"]:
         allowed = list(SubagentsSettings.model_fields)
+    elif parents == ["permissions"]:
+        allowed = list(PermissionsSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -12,6 +12,8 @@ from subagents.cli.common import CwdOption, StoreOption, TaskArgument, store_pat
 
 if TYPE_CHECKING:
     from subagents.runtime.pause import HumanDecision
+    from subagents.store.records import TaskRecord
+    from subagents.tools.permissions import PermissionMode
 
 __all__ = ["parse_decision", "resume_command"]
 
@@ -38,6 +40,13 @@ def resume_command(
         bool,
         typer.Option("--force", help="Take the task over from a process that is gone for good."),
     ] = False,
+    permission_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--permission-mode",
+            help="Continue in this mode (default: the task's own; 'default' for an imported task).",
+        ),
+    ] = None,
     cwd: CwdOption = None,
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -55,6 +64,7 @@ def resume_command(
     err = Console(stderr=True)
     with user_errors():
         decision = parse_decision(approve, reject, modify, set_values or [])
+        _check_mode(permission_mode)
         path = store_path(cwd, store)
         if not path.exists():  # opening it would create an empty store as a side effect
             raise StoreError(
@@ -64,12 +74,18 @@ def resume_command(
             )
         with SQLiteStore(path) as database:
             record = database.get_task(task)
-            settings = record.settings
+            workspace, mode, headless = _how_to_continue(record, cwd, permission_mode)
+            if workspace != Path(record.workspace):
+                err.print(
+                    f"[yellow]Task {record.id[:8]} was imported[/]: it continues in "
+                    f"{escape(str(workspace))} in permission mode {mode}; the tool calls it "
+                    "left pending ask before they run."
+                )
             runtime = Runtime(
-                cwd=Path(record.workspace),
+                cwd=workspace,
                 model=record.model,
-                permission_mode=settings.get("permission_mode", "default"),
-                headless=settings.get("headless", "pause"),
+                permission_mode=mode,
+                headless=headless,
                 events=EventBus([] if as_json else [progress_printer(err)]),
                 store=database,
             )
@@ -95,6 +111,39 @@ def resume_command(
             err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
     if result.status not in ("completed", "awaiting_human"):
         raise typer.Exit(1)
+
+
+def _check_mode(mode: str | None) -> None:
+    from subagents.errors import SubagentsError
+    from subagents.tools.permissions import PERMISSION_MODES
+
+    if mode is not None and mode not in PERMISSION_MODES:
+        raise SubagentsError(
+            f"Unknown permission mode {mode!r}.",
+            hint=f"use one of: {', '.join(PERMISSION_MODES)}",
+        )
+
+
+def _how_to_continue(
+    record: TaskRecord, cwd: Path | None, mode: str | None
+) -> tuple[Path, PermissionMode, str]:
+    """Workspace, permission mode and headless policy for resuming ``record``.
+
+    A task's own settings are used, unless it was imported and not resumed here yet: an
+    archive does not choose the directory its tools work in, nor how freely they run.
+    """
+    from subagents.tools.permissions import PERMISSION_MODES
+
+    settings = record.settings
+    imported = settings.get("imported")
+    if isinstance(imported, dict) and not imported.get("adopted_at"):
+        return (cwd or Path.cwd()).resolve(), cast("PermissionMode", mode or "default"), "pause"
+    stored = settings.get("permission_mode")
+    chosen = mode or (stored if stored in PERMISSION_MODES else "default")
+    headless = settings.get("headless")
+    if headless not in ("allow", "deny", "pause"):
+        headless = "pause"
+    return Path(record.workspace), cast("PermissionMode", chosen), str(headless)
 
 
 def parse_decision(

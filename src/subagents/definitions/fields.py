@@ -136,11 +136,22 @@ def _name_list(r: _Reader, key: str, value: object) -> list[str] | None:
 
 
 def _tools(r: _Reader, key: str, value: object) -> list[str] | None:
-    if isinstance(value, str) and not value.strip():
+    """``None`` inherits every tool of the parent; an empty value (``''`` or ``[]``) gives
+    none, whichever way it is spelled."""
+    if value is None:
+        r.warnings.append(
+            f"{key!r} has no value, so the agent inherits every tool of its parent; write "
+            f"'{key}: []' for no tools, or remove the key"
+        )
         return None
     names = _name_list(r, key, value)
     if names is not None and "*" in names:
         return None  # "*" means every tool, as when the key is absent
+    if names == []:
+        r.warnings.append(
+            f"{key!r} is empty, so the agent gets no tools; remove the key to give it every "
+            "tool of its parent"
+        )
     return names
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from subagents.definitions.model import AgentDefinition
@@ -234,29 +234,54 @@ def validate_in_place(d: AgentDefinition) -> AgentDefinition:
     return d
 
 
-def _matches(pattern: str, tool: str) -> bool:
+def _matches(pattern: str, tool: str, server: str | None) -> bool:
     if pattern == tool or pattern == "*":
         return True
     if not pattern.startswith("mcp__"):
         return False
-    if pattern.endswith("__*"):
-        return tool.startswith(pattern[:-1])
-    if "__" not in pattern[len("mcp__") :]:
-        return tool.startswith(pattern + "__")
-    return False
+    body = pattern[len("mcp__") :]
+    if body.endswith("__*"):
+        wanted = body[: -len("__*")]
+    elif "__" not in body:
+        wanted = body
+    else:
+        return False
+    if server is not None:
+        from subagents.mcp.toolset import sanitise_name
+
+        return bool(server) and sanitise_name(server) == sanitise_name(wanted)
+    return tool.startswith(f"mcp__{wanted}__")
 
 
-def effective_tool_names(d: AgentDefinition, available: Sequence[str]) -> list[str]:
+def effective_tool_names(
+    d: AgentDefinition,
+    available: Sequence[str],
+    *,
+    mcp_servers: Mapping[str, str] | None = None,
+) -> list[str]:
     """The tools of ``available`` this agent may use, in the order of ``available``.
 
     ``disallowed_tools`` are removed first, then ``tools`` filters (``None`` = everything).
-    ``mcp__server`` and ``mcp__server__*`` stand for every tool of that server.
+    ``mcp__server`` and ``mcp__server__*`` stand for every tool of that server. Tool names
+    alone cannot say which server a tool belongs to (``mcp__gh__admin__x`` may be tool
+    ``admin__x`` of ``gh`` or tool ``x`` of ``gh__admin``), so callers that know pass
+    ``mcp_servers`` (tool name -> server name, as :meth:`ToolRegistry.mcp_servers` gives): a
+    tool then matches a server pattern only when it comes from that very server.
     """
     allowed = d.tools
     result: list[str] = []
     for tool in available:
-        if any(_matches(pattern, tool) for pattern in d.disallowed_tools):
+        server = _server_of(tool, mcp_servers)
+        if any(_matches(pattern, tool, server) for pattern in d.disallowed_tools):
             continue
-        if allowed is None or any(_matches(pattern, tool) for pattern in allowed):
+        if allowed is None or any(_matches(pattern, tool, server) for pattern in allowed):
             result.append(tool)
     return result
+
+
+def _server_of(tool: str, mcp_servers: Mapping[str, str] | None) -> str | None:
+    """The server of ``tool``: from ``mcp_servers`` when given ("" for a tool that is not an
+    MCP tool at all), else ``None`` (unknown: fall back to the name's prefix)."""
+    if mcp_servers is None:
+        return None
+    return mcp_servers.get(tool, "")

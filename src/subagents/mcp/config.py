@@ -9,8 +9,11 @@ Both files have one shape::
 ``type`` is ``stdio`` (the default when ``command`` is given), ``sse`` or ``http`` (streamable
 HTTP; the default when only ``url`` is given). Beyond what Claude Code reads, every server may
 set ``timeout_seconds`` (one tool call, default 60), ``startup_timeout_seconds`` (connect and
-list tools, default 30) and ``enabled`` (default true). Other keys are ignored, as Claude Code
-ignores keys it does not know.
+list tools, default 30), ``enabled`` (default true) and ``trusted`` (default false: ``true``, or
+a list of tool names, makes us believe the tools' ``readOnlyHint`` and ``idempotentHint``
+annotations, which the MCP specification calls untrusted hints; an untrusted tool counts as
+side-effecting, so it asks before it runs and is refused in plan mode). Other keys are ignored,
+as Claude Code ignores keys it does not know.
 
 Strings in ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers`` may use ``${VAR}`` and
 ``${VAR:-default}``, expanded from the environment when the file is read. A server whose
@@ -69,6 +72,13 @@ class _ServerBase(BaseModel):
     timeout_seconds: float = Field(DEFAULT_TIMEOUT_SECONDS, gt=0)
     startup_timeout_seconds: float = Field(DEFAULT_STARTUP_TIMEOUT_SECONDS, gt=0)
     enabled: bool = True
+    trusted: bool | list[str] = False
+
+    def trusts(self, tool: str) -> bool:
+        """Whether this server's annotations of ``tool`` (its own, unprefixed name) count."""
+        if isinstance(self.trusted, bool):
+            return self.trusted
+        return tool in self.trusted
 
 
 class StdioServerConfig(_ServerBase):

@@ -63,7 +63,9 @@ def mcp_tool(connection: MCPConnection, listed: MCPTool) -> Tool:
     """One MCP tool as a :class:`Tool` that calls it through ``connection``."""
     server = connection.name
     remote_name = listed.name
-    annotations = listed.annotations
+    # Annotations are hints the server gives about itself: believed only when the person
+    # marked the server (or this tool) trusted, else a tool counts as side-effecting.
+    annotations = listed.annotations if connection.config.trusts(remote_name) else None
     read_only = bool(annotations is not None and annotations.read_only_hint)
     idempotent = bool(annotations is not None and annotations.idempotent_hint)
     name = mcp_tool_name(server, remote_name)
@@ -102,6 +104,7 @@ def mcp_tool(connection: MCPConnection, listed: MCPTool) -> Tool:
         timeout_seconds=connection.config.timeout_seconds,
         read_only=read_only,
         idempotent=idempotent,
+        mcp_server=server,
     )
 
 

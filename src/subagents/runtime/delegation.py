@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from subagents.models.base import Model
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
-    from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
+    from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
 __all__ = [
     "DELEGATION_TOOL_NAMES",
@@ -117,6 +117,9 @@ class Delegation:
     main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
+    # calls that were pending when the task was imported: they ask a person before running
+    reask_calls: frozenset[str] = frozenset()
+    run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
     _environment_note: str | None = None
@@ -250,7 +253,7 @@ class Delegation:
             depth=depth,
             max_turns=definition.max_turns or runtime.config.subagents.max_turns,
             settings=runtime.model_settings(definition),
-            permissions=runtime.permissions_for(definition, self),
+            permissions=runtime.permissions_for(definition, self, parent.permissions),
             events=parent.events,
             stream=parent.stream,
             hooks=parent.hooks,
@@ -295,12 +298,12 @@ class Delegation:
         from subagents.definitions.validate import effective_tool_names
 
         available = parent.tools.names()
-        names = effective_tool_names(definition, available)
+        names = effective_tool_names(definition, available, mcp_servers=parent.tools.mcp_servers())
         if depth >= self.runtime.config.subagents.max_depth or TASK_TOOL_NAME not in names:
             names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
         elif TASK_TOOL_NAME in names:
             names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in available]
-        if not names:
+        if not names and definition.tools != []:  # an agent may choose to have no tools
             raise ToolError(
                 f"agent '{definition.name}' has no usable tools here (its tools: "
                 f"{definition.tools}, disallowed: {definition.disallowed_tools}, available to "
@@ -586,7 +589,9 @@ class Delegation:
         session = self.session_by_id(request.agent_id)
         if session is None:  # pragma: no cover - every session of a run is registered
             raise ToolError(f"no session {request.agent_id} in this run")
-        raise session.ask(request.tool_call_id, request.tool_name, request.arguments, "approval")
+        raise session.ask(
+            request.tool_call_id, request.tool_name, request.arguments, "approval", request.reason
+        )
 
     def background_handles(self) -> list[SubagentHandle]:
         return [h for h in self.handles.values() if h.background]

@@ -28,6 +28,7 @@ __all__ = [
     "HookPayload",
     "HookResult",
     "Hooks",
+    "compile_matcher",
 ]
 
 HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
@@ -136,6 +137,23 @@ def _parse_command_output(text: str) -> HookResult | None:
     )
 
 
+def compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
+    """A hook matcher as Claude Code reads it: empty or ``*`` for all, else a regular
+    expression that must match the whole name (``Bash``, ``Edit|Write``, ``mcp__github__.*``).
+
+    Raises ``ValueError`` saying what is wrong with an invalid expression.
+    """
+    if matcher is None or matcher.strip() in ("", "*"):
+        return None
+    try:
+        return re.compile(matcher)
+    except (re.error, RecursionError, OverflowError) as error:
+        raise ValueError(
+            f"matcher {matcher!r} is not a valid regular expression ({error}); use a tool "
+            "name, names joined by '|', or '*' for all"
+        ) from None
+
+
 @dataclass(slots=True)
 class _Registration:
     event: HookEventName
@@ -152,7 +170,16 @@ class Hooks:
     errors: list[str] = field(default_factory=list)
 
     def add(self, event: HookEventName, hook: HookCallable, *, matcher: str | None = None) -> None:
-        compiled = re.compile(matcher) if matcher else None
+        """Register ``hook``; an invalid ``matcher`` raises ConfigError."""
+        from subagents.errors import ConfigError
+
+        try:
+            compiled = compile_matcher(matcher)
+        except ValueError as error:
+            raise ConfigError(
+                f"Cannot add the {event} hook: {error}.",
+                hint="fix the matcher ([[hooks.EVENT]] matcher in config.toml, or matcher=)",
+            ) from None
         self._registrations.append(_Registration(event, hook, compiled))
 
     def copy(self) -> Hooks:

@@ -25,7 +25,7 @@ from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
 from subagents.store.base import TaskOwner
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
-from subagents.tools.names import ASK_HUMAN_TOOL_NAME
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
 from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
@@ -261,33 +261,55 @@ class Runtime:
         return ModelSettings()
 
     def permissions_for(
-        self, definition: AgentDefinition | None, delegation: Delegation
+        self,
+        definition: AgentDefinition | None,
+        delegation: Delegation,
+        parent: PermissionPolicy | None = None,
     ) -> PermissionPolicy:
-        from subagents.tools.permissions import PermissionPolicy
+        """The policy of a session running ``definition``: its parent's (the run's for the
+        main session), narrowed to the definition's ``permissionMode``, never widened."""
+        base = parent
+        if base is None:
+            base = delegation.run_policy
+            if base is None:
+                base = delegation.run_policy = self.run_permissions(delegation)
+        return base.narrowed(definition.permission_mode if definition is not None else None)
 
-        mode: PermissionMode = self.permission_mode
-        if definition is not None and definition.permission_mode is not None:
-            # a subagent may be stricter than the run, never looser than a bypass-free run
-            mode = definition.permission_mode
-            if mode == "bypassPermissions" and self.permission_mode != "bypassPermissions":
-                mode = self.permission_mode
+    def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
+        """The policy of the run itself: its mode, who approves, and the protected paths."""
+        from subagents.tools.permissions import PermissionPolicy
+        from subagents.tools.protected import ProtectedPaths
+
         approver, headless = self.approver, self.headless
         if headless == "pause":  # a person who is there is asked; otherwise the run pauses
             approver, headless = approver or delegation.pause_for_approval, "deny"
-        return PermissionPolicy(mode, approver=approver, headless=headless)  # type: ignore[arg-type]
+        store_path = getattr(self.store, "path", None)
+        protected = ProtectedPaths.for_workspace(
+            self.workspace,
+            allowed=self.config.permissions.allow_protected,
+            extra=[store_path] if isinstance(store_path, Path) else [],
+        )
+        return PermissionPolicy(
+            self.permission_mode,
+            approver=approver,
+            headless=headless,  # type: ignore[arg-type]
+            protected=protected,
+        )
 
     # -- running -----------------------------------------------------------------------------
 
     def main_session(self, delegation: Delegation, agent: str | None = None) -> Session:
         definition = self.inventory.get(agent).definition if agent else None
         tools = self.base_tools()
+        wants_task = True
         if definition is not None:
             from subagents.definitions.validate import effective_tool_names
 
-            tools = tools.subset(effective_tool_names(definition, [*tools.names(), "Task"]))
-            wants_task = definition.tools is None or "Task" in (definition.tools or [])
-        else:
-            wants_task = True
+            names = effective_tool_names(
+                definition, [*tools.names(), TASK_TOOL_NAME], mcp_servers=tools.mcp_servers()
+            )
+            wants_task = TASK_TOOL_NAME in names
+            tools = tools.subset(names)
         if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
             for tool in delegation.tools():
                 tools.add(tool, replace=True)
@@ -358,7 +380,19 @@ class Runtime:
 
         store = self._require_store()
         task = store.get_task(task_id)
-        question = self._pending_question(store, task)
+        if _not_adopted(task):
+            # Someone else's question about someone else's call: not the person's to answer
+            # blind. The first resume asks again, in this runtime's words and settings.
+            if decision is not None:
+                raise StoreError(
+                    f"Task {task.id} was imported and has not been resumed here yet, so "
+                    "there is no question of yours to answer.",
+                    hint=f"run 'subagents resume {task.id[:8]}' without a decision first: "
+                    "the calls it left pending ask again",
+                )
+            question = None
+        else:
+            question = self._pending_question(store, task)
         if question is not None:
             if decision is None:
                 raise StoreError(
@@ -372,11 +406,12 @@ class Runtime:
                 f"Task {task.id} is not waiting for a decision (status {task.status}).",
                 hint=f"run 'subagents resume {task.id[:8]}' without --approve/--reject/--modify",
             )
-        if task.status in ("completed", "failed", "cancelled"):
+        if task.status == "completed":
             raise StoreError(
-                f"Task {task.id} has already ended ({task.status}); there is nothing to resume.",
+                f"Task {task.id} has already completed; there is nothing to resume.",
                 hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
             )
+        ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self._owner, force=force)
         if holder is not None:
             raise StoreError(
@@ -385,7 +420,7 @@ class Runtime:
                 f"good, take the task over with 'subagents resume {task.id[:8]} --force'",
             )
         await self.start_mcp()
-        delegation = Delegation(self)
+        delegation = Delegation(self, reask_calls=self._adopt_if_imported(task))
         self.last_delegation = delegation
         recorder = Recorder(store, task, self._redactor())
         main_record = next(
@@ -399,7 +434,34 @@ class Runtime:
         session = self.rebuild_session(main_record, delegation, None, recorder)
         delegation.main = session
         delegation.adopt_background(session)
+        if ended:  # a failed run gets a fresh turn budget, and is told how it ended
+            session.run_turns = 0
+            session.note_failure(task.error or task.status)
         return await self._drive(session, delegation, recorder, session.resume())
+
+    def _adopt_if_imported(self, task: TaskRecord) -> frozenset[str]:
+        """The tool calls that must ask a person again because they were pending when the
+        task was imported (see :func:`subagents.store.export.import_task`).
+
+        An imported task is someone else's: the first resume runs it in this runtime's
+        workspace and permission mode, never the ones the archive names, and records them as
+        the task's own from then on.
+        """
+        imported = task.settings.get("imported")
+        if not isinstance(imported, dict):
+            return frozenset()
+        pending = imported.get("pending_calls")
+        calls = frozenset(str(c) for c in pending) if isinstance(pending, list) else frozenset()
+        if _not_adopted(task):
+            from subagents.store.records import utc_now
+
+            task.workspace = str(self.workspace)
+            task.settings = {
+                "permission_mode": self.permission_mode,
+                "headless": self.headless,
+                "imported": {**imported, "adopted_at": utc_now().isoformat()},
+            }
+        return calls
 
     async def _drive(
         self,
@@ -507,14 +569,20 @@ class Runtime:
         parent: Session | None,
         recorder: Recorder | None = None,
     ) -> Session:
-        """A session as the store left it: same id, history, tools, model and limits."""
+        """A session as the store left it: same id, history, model and limits.
+
+        What the stored record says about permissions is not taken on trust (the store may
+        come from an imported archive): the tools are the stored ones that the session's
+        current definition and its parent still allow, the depth is counted from the parent,
+        and the permission mode comes from the parent (the run, for the main session).
+        """
         recorder = recorder if recorder is not None else parent.recorder if parent else None
         assert recorder is not None
-        definition = self._definition_named(record.agent_name) if parent is not None else None
-        tools = self.base_tools()
-        for tool in delegation.tools():
-            tools.add(tool, replace=True)
-        tools.add(ask_human_tool(), replace=True)
+        if parent is not None:
+            definition = self._definition_named(record.agent_name)
+        else:
+            agent = recorder.task.assigned_agent
+            definition = self._definition_named(agent) if agent else None
         messages = recorder.load_messages(record.session_id)
         state = recorder.checkpoint_state(record.session_id)
         counts = state.get("usage") or record.usage
@@ -522,15 +590,17 @@ class Runtime:
         return Session(
             model=self._model_for_record(record, parent),
             system_prompt=record.system_prompt,
-            tools=tools.subset(record.tool_names),
+            tools=self._rebuilt_tools(record, definition, delegation, parent),
             workspace=self.workspace,
             agent_type=record.agent_name,
             agent_id=record.session_id,
             parent=parent,
-            depth=record.depth,
+            depth=parent.depth + 1 if parent is not None else 0,
             max_turns=record.max_turns,
             settings=self.model_settings(definition),
-            permissions=self.permissions_for(definition, delegation),
+            permissions=self.permissions_for(
+                definition, delegation, parent.permissions if parent is not None else None
+            ),
             events=self.events,
             stream=self.stream,
             hooks=self.hooks,
@@ -547,6 +617,31 @@ class Runtime:
             persisted_messages=len(messages),
             recorded_status=record.status,
         )
+
+    def _rebuilt_tools(
+        self,
+        record: SessionRecord,
+        definition: AgentDefinition | None,
+        delegation: Delegation,
+        parent: Session | None,
+    ) -> ToolRegistry:
+        """The stored tool names, cut down to what the parent and the definition allow."""
+        from subagents.definitions.validate import effective_tool_names
+
+        tools = self.base_tools()
+        for tool in delegation.tools():
+            tools.add(tool, replace=True)
+        tools.add(ask_human_tool(), replace=True)
+        names = [name for name in record.tool_names if name in tools]
+        if parent is not None:
+            names = [name for name in names if name in parent.tools]
+        if definition is not None:
+            names = effective_tool_names(definition, names, mcp_servers=tools.mcp_servers())
+        max_depth = self.config.subagents.max_depth
+        depth = parent.depth + 1 if parent is not None else 0
+        if not self.config.subagents.enabled or depth >= max_depth:
+            names = [name for name in names if name not in DELEGATION_TOOL_NAMES]
+        return tools.subset(names)
 
     def _definition_named(self, name: str) -> AgentDefinition | None:
         record = self.inventory.records.get(name)
@@ -614,6 +709,12 @@ class Runtime:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _not_adopted(task: TaskRecord) -> bool:
+    """Whether ``task`` was imported and never resumed here (see ``_adopt_if_imported``)."""
+    imported = task.settings.get("imported")
+    return isinstance(imported, dict) and not imported.get("adopted_at")
 
 
 class AskHumanInput(BaseModel):

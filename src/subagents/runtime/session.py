@@ -116,6 +116,18 @@ class Session:
         """Queue a message that reaches the model at the start of its next turn."""
         self._inbox.append(text)
 
+    def note_failure(self, error: str) -> None:
+        """Before resuming a run that failed: if its last message is an answer (cut off, or
+        followed by an error), tell the model so that it continues instead of stopping."""
+        last = self.messages[-1] if self.messages else None
+        if isinstance(last, AssistantMessage) and not last.tool_calls:
+            self.messages.append(
+                UserMessage(
+                    f"The run stopped before it was done ({error}). Continue the work from "
+                    "where it stopped; do not repeat what you already wrote."
+                )
+            )
+
     async def run(self, prompt: str) -> RunResult:
         """Add ``prompt`` as a user message and run until a final answer or the turn limit."""
         self.messages.append(UserMessage(prompt))
@@ -165,6 +177,10 @@ class Session:
                     delegation = self.delegation
                     if delegation is not None and await delegation.settle_background(self):
                         continue  # a background subagent finished: show the model its result
+                    if response.stop_reason == "max_tokens":
+                        return self._finish(
+                            "failed", self._partial_output(), started, error=_CUT_OFF
+                        )
                     return self._finish("completed", response.text, started)
                 if recorder is not None and self._needs_durable_calls(calls):
                     traces, self._traces = self._traces, []
@@ -324,6 +340,10 @@ class Session:
         decision = self._decision_for(call)
         if decision is not None:
             return await self._apply_decision(call, tool, decision)
+        if recovering and tool is not None and not tool.read_only and self._imported_call(call):
+            raise RunPaused(
+                self._question(call, "approval", "it was pending when the task was imported")
+            )
         if recovering and tool is not None and self.recorder is not None:
             entry = self.recorder.ledger_by_call(self.agent_id).get(call.id)
             if entry is not None and entry.status != "started":
@@ -339,6 +359,10 @@ class Session:
                     )
                     return outcome
         return await self._execute(call, tool)
+
+    def _imported_call(self, call: ToolCall) -> bool:
+        delegation = self.delegation
+        return delegation is not None and call.id in delegation.reask_calls
 
     def _interrupted_policy(self) -> str:
         delegation = self.delegation
@@ -400,9 +424,12 @@ class Session:
         # the person approved: no second permission check
         return await self._execute(call, tool, permissions=False)
 
-    def _question(self, call: ToolCall, kind: str) -> HumanQuestion:
+    def _question(self, call: ToolCall, kind: str, detail: str | None = None) -> HumanQuestion:
+        wants = f"{self.agent_type} wants to run {call.name}"
         texts = {
-            "approval": f"{self.agent_type} wants to run {call.name}; approve, reject or modify.",
+            "approval": f"{wants} ({detail}); approve, reject or modify."
+            if detail
+            else f"{wants}; approve, reject or modify.",
             "crash_recovery": f"{call.name} was started before the process stopped and may or "
             "may not have taken effect. Approve to run it again, reject to tell the agent it "
             "did not complete, or modify its arguments.",
@@ -421,10 +448,17 @@ class Session:
         )
 
     def ask(
-        self, call_id: str, tool_name: str, arguments: dict[str, object], kind: str
+        self,
+        call_id: str,
+        tool_name: str,
+        arguments: dict[str, object],
+        kind: str,
+        detail: str | None = None,
     ) -> RunPaused:
-        """The pause to raise for a question about one of this session's tool calls."""
-        return RunPaused(self._question(ToolCall(call_id, tool_name, dict(arguments)), kind))
+        """The pause to raise for a question about one of this session's tool calls;
+        ``detail`` says why it asks, when there is more to say than the tool's name."""
+        call = ToolCall(call_id, tool_name, dict(arguments))
+        return RunPaused(self._question(call, kind, detail))
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -497,6 +531,12 @@ class Session:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result
 
+
+_CUT_OFF = (
+    "the model's answer was cut off at its output token limit (max_tokens), so it is "
+    "incomplete; the output holds what it wrote. Ask for a shorter answer or split the work, "
+    "or resume the task to let the model continue"
+)
 
 _INTERRUPTED = (
     "This call was started before the process stopped and did not report back, so it may or "

@@ -122,11 +122,51 @@ def import_task(store: Store, directory: Path, *, replace: bool = False) -> str:
     """Read an exported task back into ``store``; returns its id.
 
     A task with that id already in the store is a StoreError unless ``replace``.
+
+    An imported task is not trusted: the workspace, permission mode and headless policy it
+    names are set aside (kept under ``settings["imported"]`` for people to read), so that a
+    resume runs it where and how the person resuming it says, and the tool calls it left
+    pending are listed there too, to be asked about again (see ``Runtime.resume``).
     """
     folder = _task_folder(Path(directory))
     bundle = _read_bundle(folder)
+    _mark_imported(bundle, folder)
     store.restore_bundle(bundle, replace=replace)
     return bundle.task.id
+
+
+def _mark_imported(bundle: TaskBundle, folder: Path) -> None:
+    task = bundle.task
+    task.settings = {
+        "imported": {
+            "from": str(folder),
+            "at": utc_now().isoformat(),
+            "workspace": task.workspace,
+            "settings": _bounded_settings(task.settings),
+            "pending_calls": sorted(_pending_calls(bundle)),
+        }
+    }
+
+
+def _bounded_settings(settings: dict[str, Any]) -> dict[str, str]:
+    """The archive's own settings, as short strings: shown to people, never acted on."""
+    return {str(key)[:100]: str(value)[:200] for key, value in list(settings.items())[:20]}
+
+
+def _pending_calls(bundle: TaskBundle) -> set[str]:
+    """Ids of the tool calls in the archive that have no result yet, in every session."""
+    pending: set[str] = set()
+    for messages in bundle.messages.values():
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        for message in messages:
+            if message.get("role") != "assistant":
+                continue
+            calls = message.get("tool_calls")
+            for call in calls if isinstance(calls, list) else ():
+                call_id = call.get("id") if isinstance(call, dict) else None
+                if isinstance(call_id, str) and call_id not in answered:
+                    pending.add(call_id)
+    return pending
 
 
 def _task_folder(directory: Path) -> Path:

@@ -45,7 +45,9 @@ class Tool:
 
     ``input_model`` validates arguments before the call; ``parameters`` is its JSON Schema as
     shown to the model. ``fallback_tools`` are tried in order when this tool fails or times out.
-    ``needs_approval`` defaults to ``not read_only``.
+    ``needs_approval`` defaults to ``not read_only``. ``writes_paths`` names the arguments
+    that are paths of files the tool writes: the permission layer checks them against the
+    protected paths (see :mod:`subagents.tools.protected`).
     """
 
     name: str
@@ -60,6 +62,9 @@ class Tool:
     read_only: bool = False
     idempotent: bool = False
     needs_approval: bool | None = None
+    writes_paths: tuple[str, ...] = ()
+    mcp_server: str | None = None
+    """The MCP server the tool comes from (``None`` for every other tool)."""
     _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -113,6 +118,10 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def mcp_servers(self) -> dict[str, str]:
+        """Tool name -> MCP server, for the tools that come from an MCP server."""
+        return {name: t.mcp_server for name, t in self._tools.items() if t.mcp_server is not None}
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A registry holding only the named tools that exist here, in the given order."""

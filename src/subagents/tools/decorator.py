@@ -39,6 +39,7 @@ def tool(
     idempotent: bool = False,
     needs_approval: bool | None = None,
     run_in_thread: bool = True,
+    writes_paths: Sequence[str] = (),
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -54,6 +55,7 @@ def tool(
     idempotent: bool = False,
     needs_approval: bool | None = None,
     run_in_thread: bool = True,
+    writes_paths: Sequence[str] = (),
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a :class:`Tool` of a typed function; usable bare (``@tool``) or with options.
 
@@ -64,6 +66,9 @@ def tool(
     a worker thread so they cannot block the event loop; ``run_in_thread=False`` calls them on
     the loop instead, which saves the thread hand-off (tens to hundreds of microseconds) and
     is right only for functions that return in microseconds and never block.
+
+    ``writes_paths`` names the parameters that are paths of files the tool writes, so that
+    writes to protected files (``.subagents/``, ``.git/``, ``.mcp.json``, ...) ask a person.
     """
 
     def build(function: ToolFunction) -> Tool:
@@ -77,6 +82,7 @@ def tool(
             idempotent=idempotent,
             needs_approval=needs_approval,
             run_in_thread=run_in_thread,
+            writes_paths=tuple(writes_paths),
         )
 
     if func is not None:
@@ -95,6 +101,7 @@ def _build_tool(
     idempotent: bool,
     needs_approval: bool | None,
     run_in_thread: bool,
+    writes_paths: tuple[str, ...] = (),
 ) -> Tool:
     if isinstance(function, Tool):
         raise ToolDefinitionError(
@@ -118,6 +125,13 @@ def _build_tool(
         )
     docs = parse_docstring(inspect.getdoc(function))
     input_model, takes_context = _input_model(function, tool_name, docs.params)
+    unknown = [name for name in writes_paths if name not in input_model.model_fields]
+    if unknown:
+        raise ToolDefinitionError(
+            f"writes_paths of tool {tool_name!r} names {', '.join(map(repr, unknown))}, which "
+            "is not one of its parameters.",
+            hint="list the names of the parameters that hold file paths the tool writes",
+        )
     return Tool(
         name=tool_name,
         description=description if description is not None else docs.description,
@@ -130,6 +144,7 @@ def _build_tool(
         read_only=read_only,
         idempotent=idempotent,
         needs_approval=needs_approval,
+        writes_paths=writes_paths,
     )
 
 

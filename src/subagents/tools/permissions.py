@@ -7,11 +7,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from subagents.errors import ConfigError
+from subagents.errors import ConfigError, ToolError
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
     from subagents.tools.base import Tool, ToolContext
+    from subagents.tools.protected import ProtectedPaths
 
 __all__ = [
     "EDIT_TOOL_NAMES",
@@ -22,6 +23,7 @@ __all__ = [
     "HeadlessPolicy",
     "PermissionMode",
     "PermissionPolicy",
+    "narrower_mode",
 ]
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
@@ -30,6 +32,25 @@ PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 
 # The tools ``acceptEdits`` approves without asking: they only change files in the workspace.
 EDIT_TOOL_NAMES: frozenset[str] = frozenset({"Write", "Edit"})
+
+# How much each mode lets through, from the most restrictive up.
+_PERMISSIVENESS: dict[str, int] = {
+    "plan": 0,
+    "default": 1,
+    "acceptEdits": 2,
+    "bypassPermissions": 3,
+}
+
+
+def narrower_mode(current: PermissionMode, requested: PermissionMode | None) -> PermissionMode:
+    """``requested`` where it is at most as permissive as ``current``, else ``current``.
+
+    A subagent may ask for a stricter mode than its parent runs in, never a looser one: a
+    ``plan`` run stays read-only all the way down, whatever the agent files say.
+    """
+    if requested is None or _PERMISSIVENESS[requested] >= _PERMISSIVENESS[current]:
+        return current
+    return requested
 
 
 @dataclass(slots=True)
@@ -41,6 +62,8 @@ class ApprovalRequest:
     agent_id: str
     agent_type: str
     tool_call_id: str
+    reason: str | None = None
+    """Why this call asks, when it is more than "the tool changes things" (a protected path)."""
 
 
 @dataclass(slots=True)
@@ -66,9 +89,14 @@ class PermissionPolicy:
     - ``default``: tools that need approval ask the approver.
 
     Read-only tools never ask. With no approver (a headless run) ``headless`` decides.
+
+    Whatever the mode, a write to a protected path (see :mod:`subagents.tools.protected`) asks
+    the approver with the reason, and is refused when there is none, ``headless="allow"`` or
+    not. Every session of a run gets its policy from its parent's through :meth:`narrowed`, so
+    no subagent is ever more permissive than the session that started it.
     """
 
-    __slots__ = ("approver", "headless", "mode")
+    __slots__ = ("approver", "headless", "mode", "protected")
 
     def __init__(
         self,
@@ -76,6 +104,7 @@ class PermissionPolicy:
         *,
         approver: Approver | None = None,
         headless: HeadlessPolicy = "deny",
+        protected: ProtectedPaths | None = None,
     ) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(
@@ -90,16 +119,29 @@ class PermissionPolicy:
         self.mode: PermissionMode = mode
         self.approver = approver
         self.headless: HeadlessPolicy = headless
+        self.protected = protected
 
     def __repr__(self) -> str:
         return f"PermissionPolicy(mode={self.mode!r}, headless={self.headless!r})"
 
+    def narrowed(self, mode: PermissionMode | None) -> PermissionPolicy:
+        """The policy of a session started under this one whose definition asks for ``mode``
+        (``None``: the same mode); it is never more permissive than this policy."""
+        narrowed = narrower_mode(self.mode, mode)
+        if narrowed == self.mode:
+            return self
+        return PermissionPolicy(
+            narrowed, approver=self.approver, headless=self.headless, protected=self.protected
+        )
+
     def needs_check(self, tool: Tool) -> bool:
         """Whether :meth:`check` could answer anything but "approved" for ``tool``."""
-        if self.mode == "bypassPermissions":
-            return False
         if self.mode == "plan":
             return not tool.read_only
+        if tool.writes_paths and self.protected is not None:
+            return True
+        if self.mode == "bypassPermissions":
+            return False
         return tool.requires_approval
 
     async def check(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> ApprovalDecision:
@@ -113,11 +155,38 @@ class PermissionPolicy:
                 "so it is not allowed. Use read-only tools to investigate and describe the "
                 "changes you would make instead.",
             )
+        protected = self._protected_write(tool, call, ctx)
+        if protected is not None:
+            if self.approver is None:
+                return _protected_refusal(tool, protected)
+            return await self._ask(tool, call, ctx, reason=protected)
+        if self.mode == "bypassPermissions" or not tool.requires_approval:
+            return _APPROVED
         if self.mode == "acceptEdits" and tool.name in EDIT_TOOL_NAMES:
             return _APPROVED
         if self.approver is None:
             return self._headless_decision(tool)
         return await self._ask(tool, call, ctx)
+
+    def _protected_write(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> str | None:
+        """What makes this call write a protected path, if it does."""
+        if self.protected is None or not tool.writes_paths:
+            return None
+        from subagents.tools.workspace import workspace_of
+
+        workspace = workspace_of(ctx)
+        for argument in tool.writes_paths:
+            value = call.arguments.get(argument)
+            if not isinstance(value, str):
+                continue
+            try:
+                path = workspace.resolve(value)
+            except ToolError:
+                continue  # outside the workspace: the tool itself refuses it
+            why = self.protected.reason(path)
+            if why is not None:
+                return f"{tool.name} would write {workspace.display(path)}, and {why}"
+        return None
 
     def _headless_decision(self, tool: Tool) -> ApprovalDecision:
         if self.headless == "allow":
@@ -130,7 +199,9 @@ class PermissionPolicy:
             "headless='allow'.",
         )
 
-    async def _ask(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> ApprovalDecision:
+    async def _ask(
+        self, tool: Tool, call: ToolCall, ctx: ToolContext, *, reason: str | None = None
+    ) -> ApprovalDecision:
         assert self.approver is not None
         request = ApprovalRequest(
             tool_name=tool.name,
@@ -138,6 +209,7 @@ class PermissionPolicy:
             agent_id=ctx.agent_id,
             agent_type=ctx.agent_type,
             tool_call_id=call.id,
+            reason=reason,
         )
         try:
             decision: object = await self.approver(request)
@@ -161,3 +233,13 @@ class PermissionPolicy:
                 "another approach or ask the user how to proceed.",
             )
         return decision
+
+
+def _protected_refusal(tool: Tool, why: str) -> ApprovalDecision:
+    return ApprovalDecision(
+        approved=False,
+        reason=f"{why}. Writing it needs a person's approval and nobody can give it in this "
+        "run, so it was not written. Do the task without changing it, or tell the user which "
+        "change to make themselves (a project can allow such paths in [permissions] "
+        "allow_protected of .subagents/config.toml).",
+    )

@@ -71,4 +71,4 @@ def edit_file(
     return f"Edited {shown}: replaced {plural(found, 'occurrence')}."
 
 
-edit_tool = tool(name="Edit", description=_DESCRIPTION)(edit_file)
+edit_tool = tool(name="Edit", description=_DESCRIPTION, writes_paths=("file_path",))(edit_file)

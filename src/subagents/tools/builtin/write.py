@@ -41,4 +41,4 @@ def write_file(
     return f"{verb} {shown}: wrote {plural(len(data), 'byte')} ({plural(lines, 'line')})."
 
 
-write_tool = tool(name="Write", description=_DESCRIPTION)(write_file)
+write_tool = tool(name="Write", description=_DESCRIPTION, writes_paths=("file_path",))(write_file)
