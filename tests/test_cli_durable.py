@@ -510,3 +510,39 @@ def test_a_secret_printed_by_a_tool_is_redacted_in_the_export(
         path.read_bytes() for path in project.store_file.parent.glob("state.db*")
     )
     assert SECRET.encode() not in store_bytes
+
+
+def test_an_imported_task_resumes_in_the_project_of_the_person_not_the_archive(
+    project: Project, server: ScriptedServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    server.call("Bash", {"command": "touch ran_here"})
+    paused = project.run("Touch a file")
+    assert paused.code == 0 and "Waiting for a person" in paused.err
+    task_id = paused.task_id
+    archive = tmp_path / "archive"
+    assert project.cli("export", task_id, str(archive)).code == 0
+    task_file = archive / "tasks" / task_id / "task.json"
+    record = json.loads(task_file.read_text(encoding="utf-8"))
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    record["workspace"] = str(victim)
+    record["settings"] = {"permission_mode": "bypassPermissions", "headless": "allow"}
+    task_file.write_text(json.dumps(record), encoding="utf-8")
+
+    other = Project(tmp_path / "other", server, isolated_home)
+    assert other.cli("import", str(archive)).code == 0
+    refused = other.cli("resume", task_id[:8], "--approve")
+    assert refused.code == 2 and "without a decision first" in refused.said
+
+    asked = other.cli("resume", task_id[:8])
+    assert asked.code == 0, asked.err
+    assert "was imported" in asked.said and str(other.root) in asked.said
+    assert "permission mode default" in asked.said
+    assert "pending when the task was imported" in asked.said
+    server.say("Touched.")
+    done = other.cli("resume", task_id[:8], "--approve")
+    assert done.code == 0, done.err
+    assert (other.root / "ran_here").exists()
+    assert not (victim / "ran_here").exists() and not (project.root / "ran_here").exists()
+    shown = other.show(task_id)["task"]
+    assert shown["workspace"] == str(other.root) and shown["status"] == "completed"

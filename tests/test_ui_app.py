@@ -399,6 +399,21 @@ async def test_y_approves_the_subagents_write_from_the_ui(tmp_path: Path) -> Non
     assert runtime.approver is None  # the runtime's own approver is back
 
 
+async def test_the_pop_up_says_why_a_protected_write_asks(tmp_path: Path) -> None:
+    runtime, _writer = writer_runtime(tmp_path, ".mcp.json")
+    runtime.permission_mode = "acceptEdits"  # would approve an ordinary Write unasked
+    app = RunApp(runtime, "Write .mcp.json.")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await approval_screen(app, pilot)
+        title = shown(screen, "#approval-title")
+        assert "wants to run Write" in title
+        assert ".mcp.json" in title and "protected" in title
+        await pilot.press("n", "enter")
+        await wait_until_done(app, pilot)
+        await pilot.press("q")
+    assert not (tmp_path / ".mcp.json").exists()
+
+
 async def test_n_rejects_with_the_reason_typed_which_the_model_reads(tmp_path: Path) -> None:
     runtime, writer = writer_runtime(tmp_path, "a.txt")
     app = RunApp(runtime, "Write a.txt.")

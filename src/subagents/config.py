@@ -44,6 +44,10 @@ Format::
     [permissions]
     allow_protected = [".claude/agents/**"]  # protected paths agents may write like any file
 
+    [sandbox]                   # Bash in bubblewrap (Linux): writes only in the workspace
+    enabled = false
+    network = false             # with the sandbox on: may commands use the network?
+
 Hooks of the user and the project files all run; every other key of the project overrides the
 user's. Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the
 file, the line and the key.
@@ -74,6 +78,7 @@ __all__ = [
     "HookCommand",
     "HookEvent",
     "PermissionsSettings",
+    "SandboxSettings",
     "SubagentsSettings",
     "find_repository_root",
     "load_config",
@@ -157,6 +162,16 @@ class PermissionsSettings(BaseModel):
         return patterns
 
 
+class SandboxSettings(BaseModel):
+    """The ``[sandbox]`` table: run Bash commands in bubblewrap (see
+    :mod:`subagents.tools.sandbox`); ``network`` lets sandboxed commands use the network."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    network: bool = False
+
+
 class ConfigFile(BaseModel):
     """One ``config.toml`` as written on disk (and the merge of several)."""
 
@@ -167,6 +182,7 @@ class ConfigFile(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
     retention: dict[str, Any] = Field(default_factory=dict)
 
@@ -180,6 +196,7 @@ class Config:
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     hooks: dict[HookEvent, list[HookCommand]] = field(default_factory=dict)
     permissions: PermissionsSettings = field(default_factory=PermissionsSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -283,6 +300,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         providers=dict(effective.providers),
         hooks=dict(effective.hooks),
         permissions=effective.permissions,
+        sandbox=effective.sandbox,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -375,6 +393,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(SubagentsSettings.model_fields)
     elif parents == ["permissions"]:
         allowed = list(PermissionsSettings.model_fields)
+    elif parents == ["sandbox"]:
+        allowed = list(SandboxSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

@@ -241,6 +241,8 @@ class ApprovalScreen(ModalScreen[None]):
         text.append(f" {short_id(request.agent_id)}", style="dim")
         text.append(" wants to run ")
         text.append(request.tool_name, style="bold")
+        if request.reason:
+            text.append(f"\n{request.reason}", style="bold yellow")
         if self.waiting:
             more = "request" if self.waiting == 1 else "requests"
             text.append(f"   ({self.waiting} more {more} waiting)", style="italic yellow")
