@@ -198,14 +198,14 @@ class _ChunkAssembler:
                 self.finish_reason = finish_reason
             delta = wire.field(choice, "delta")
             text += wire.text(wire.field(delta, "content"))
-            for position, piece in enumerate(_list(wire.field(delta, "tool_calls"))):
-                self._add_call_piece(position, piece)
+            for piece in _list(wire.field(delta, "tool_calls")):
+                self._add_call_piece(piece)
         if text:
             self.text_parts.append(text)
         return text
 
-    def _add_call_piece(self, position: int, piece: Any) -> None:
-        partial = self.calls.setdefault(self._index(position, piece), _PartialCall())
+    def _add_call_piece(self, piece: Any) -> None:
+        partial = self.calls.setdefault(self._index(piece), _PartialCall())
         call_id = wire.tool_call_id(wire.field(piece, "id"))
         if call_id:
             partial.id = call_id
@@ -220,17 +220,18 @@ class _ChunkAssembler:
         elif arguments is not None:
             partial.decoded_arguments = arguments
 
-    def _index(self, position: int, piece: Any) -> int:
+    def _index(self, piece: Any) -> int:
         index = wire.field(piece, "index")
         if isinstance(index, int) and not isinstance(index, bool):
             return index
-        # No index (older Ollama sends each call whole, one per chunk): a new id is a new call.
+        # No index (older Ollama sends each call whole, one per chunk): a new id is a new
+        # call, a piece without an id continues the last one.
         call_id = wire.tool_call_id(wire.field(piece, "id"))
         for known, partial in self.calls.items():
             if call_id and partial.id == call_id:
                 return known
         if call_id or not self.calls:
-            return max(self.calls, default=-1) + 1 + position
+            return max(self.calls, default=-1) + 1
         return max(self.calls)
 
     def finish(self, model_name: str) -> ModelResponse:
