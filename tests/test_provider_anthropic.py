@@ -343,19 +343,21 @@ async def test_stream_error_event_before_output_is_retried(
     assert len(sleep.waits) == 1
 
 
-async def test_request_timeout_is_retried(
+async def test_a_timed_out_answer_is_not_retried(
     server: FakeAnthropicServer, sleep: RecordingSleep
 ) -> None:
     model = AnthropicModel(
         "claude-test", base_url=server.base_url, api_key=SECRET, timeout_seconds=0.3, sleep=sleep
     )
-    server.reply_slowly(10)
-    server.reply_message([text_block("in time")])
-    response = await model.request(_request())
+    server.hang()
+    server.reply_message([text_block("never asked for")])
+    with pytest.raises(ModelError) as caught:
+        await model.request(_request())
     await model.aclose()
-    assert response.text == "in time"
-    assert len(server.requests) == 2
-    assert len(sleep.waits) == 1
+    assert not isinstance(caught.value, ModelRetriesExhaustedError)
+    assert "[providers.anthropic] timeout_seconds" in str(caught.value)
+    assert len(server.requests) == 1
+    assert sleep.waits == []
 
 
 def test_missing_key_names_the_variable(monkeypatch: Any) -> None:

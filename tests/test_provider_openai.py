@@ -358,17 +358,21 @@ async def test_streamed_error_status_before_first_chunk_is_retried(
     assert sleep.waits == [1.0]
 
 
-async def test_request_timeout_is_retried(server: FakeOpenAIServer, sleep: RecordingSleep) -> None:
+async def test_a_timed_out_answer_is_not_retried(
+    server: FakeOpenAIServer, sleep: RecordingSleep
+) -> None:
     model = OpenAIChatModel(
         "gpt-test", base_url=server.base_url, api_key=SECRET, timeout_seconds=0.3, sleep=sleep
     )
-    server.reply_slowly(10)
-    server.reply_text("in time")
-    response = await model.request(_request())
+    server.hang()
+    server.reply_text("never asked for")
+    with pytest.raises(ModelError) as caught:
+        await model.request(_request())
     await model.aclose()
-    assert response.text == "in time"
-    assert len(server.requests) == 2
-    assert len(sleep.waits) == 1
+    assert not isinstance(caught.value, ModelRetriesExhaustedError)
+    assert "[providers.openai] timeout_seconds" in str(caught.value)
+    assert len(server.requests) == 1
+    assert sleep.waits == []
 
 
 async def test_unreachable_server_exhausts_retries_naming_the_url(sleep: RecordingSleep) -> None:

@@ -112,7 +112,7 @@ def test_dry_run_lists_without_removing(tmp_path: Path) -> None:
         expected = {ids[name] for name in EXPIRED}
         assert {task.id for task in expired_tasks(store, POLICY, NOW)} == expected
         listed = cleanup(store, POLICY, now=NOW, dry_run=True)
-        assert {task.id for task in listed} == expected
+        assert {task.id for task in listed.removed} == expected
         assert len(store.list_tasks(limit=None)) == len(ids)
 
 
@@ -120,7 +120,7 @@ def test_cleanup_removes_expired_tasks_with_everything_of_them(tmp_path: Path) -
     path = tmp_path / "state.db"
     with SQLiteStore(path) as store:
         ids = _populate(store)
-        removed = cleanup(store, POLICY, now=NOW)
+        removed = cleanup(store, POLICY, now=NOW).removed
         assert {task.id for task in removed} == {ids[name] for name in EXPIRED}
         remaining = {task.id for task in store.list_tasks(limit=None)}
         assert remaining == {ids[name] for name in ids if name not in EXPIRED}
@@ -130,7 +130,7 @@ def test_cleanup_removes_expired_tasks_with_everything_of_them(tmp_path: Path) -
             assert store.traces(ids[name]) == []
         assert store.messages("young_completed-session") != []
         assert store.integrity_check() == []
-        assert cleanup(store, POLICY, now=NOW) == []
+        assert cleanup(store, POLICY, now=NOW).removed == []
     raw = sqlite3.connect(path)
     assert raw.execute("SELECT count(*) FROM sessions").fetchone() == (len(ids) - len(EXPIRED),)
     raw.close()
@@ -146,7 +146,7 @@ def test_a_task_resumed_meanwhile_is_kept(tmp_path: Path) -> None:
         resumed = other.get_task(task.id)
         resumed.status = "running"
         other.update_task(resumed)
-        assert cleanup(store, POLICY, now=NOW) == []
+        assert cleanup(store, POLICY, now=NOW).removed == []
         assert store.get_task(task.id).status == "running"
 
 
@@ -155,14 +155,14 @@ def test_daily_guard_runs_at_most_once_a_day(tmp_path: Path) -> None:
     with SQLiteStore(path) as store, SQLiteStore(path) as other_process:
         ids = _populate(store)
         first = maybe_cleanup_daily(store, POLICY, now=NOW)
-        assert first is not None and {t.id for t in first} == {ids[n] for n in EXPIRED}
+        assert first is not None and {t.id for t in first.removed} == {ids[n] for n in EXPIRED}
         late = make_task(**_finished(30))
         store.create_task(late)
         assert maybe_cleanup_daily(store, POLICY, now=NOW + timedelta(hours=1)) is None
         assert maybe_cleanup_daily(other_process, POLICY, now=NOW + timedelta(hours=23)) is None
         assert store.get_task(late.id).id == late.id
         later = maybe_cleanup_daily(other_process, POLICY, now=NOW + timedelta(days=1))
-        assert later is not None and late.id in {t.id for t in later}
+        assert later is not None and late.id in {t.id for t in later.removed}
 
 
 def _project(tmp_path: Path) -> Path:

@@ -1,9 +1,11 @@
 """A real HTTP server on 127.0.0.1, scripted per test with a queue of planned replies.
 
-Each request pops the next :class:`PlannedReply`: a JSON body with a status and headers, a
-list of Server-Sent-Event frames (optionally cut off after N frames by dropping the
-connection), and an optional delay before answering (to make a client time out). Every
-request received is recorded so tests can assert what the SDK actually sent.
+Each request pops the next :class:`PlannedReply`: a JSON body with a status and headers, raw
+bytes under any content type (a body that is not JSON, an HTML page from a proxy), a list of
+Server-Sent-Event frames (optionally cut off after N frames by dropping the connection), and an
+optional delay before answering (to make a client time out; :meth:`FakeHTTPServer.hang` never
+answers at all). Every request received is recorded so tests can assert what the SDK actually
+sent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from types import TracebackType
 from typing import Any, Self
 
 __all__ = ["FakeHTTPServer", "PlannedReply", "RecordedRequest", "sse_frame"]
+
+_FOREVER = 3600.0
 
 
 def sse_frame(data: Any, event: str | None = None) -> str:
@@ -35,6 +39,11 @@ class PlannedReply:
     sse_frames: list[str] | None = None
     drop_after: int | None = None
     delay_seconds: float = 0.0
+    raw_body: bytes | None = None
+    """Sent as is instead of ``json_body``, with ``content_type``."""
+    content_type: str = "application/json"
+    frame_gap_seconds: float = 0.0
+    """A pause before each SSE frame after the first: a slow model that keeps streaming."""
 
 
 @dataclass(slots=True)
@@ -78,9 +87,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send_json(self, reply: PlannedReply) -> None:
-        payload = json.dumps(reply.json_body if reply.json_body is not None else {}).encode()
+        if reply.raw_body is not None:
+            payload = reply.raw_body
+        else:
+            payload = json.dumps(reply.json_body if reply.json_body is not None else {}).encode()
         self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(payload)))
         for name, value in reply.headers.items():
             self.send_header(name, value)
@@ -97,6 +109,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for index, frame in enumerate(reply.sse_frames):
             if reply.drop_after is not None and index >= reply.drop_after:
+                self._drop()
+                return
+            if (
+                index
+                and reply.frame_gap_seconds
+                and self.server.owner.released.wait(reply.frame_gap_seconds)
+            ):
                 self._drop()
                 return
             data = frame.encode()
@@ -159,6 +178,10 @@ class FakeHTTPServer:
     def plan(self, reply: PlannedReply) -> None:
         with self._lock:
             self._planned.append(reply)
+
+    def hang(self) -> None:
+        """Take the next request and never answer it (until the server stops)."""
+        self.plan(PlannedReply(delay_seconds=_FOREVER))
 
     @property
     def unused_replies(self) -> int:

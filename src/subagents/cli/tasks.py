@@ -29,6 +29,7 @@ from subagents.cli.common import (
 if TYPE_CHECKING:
     from rich.tree import Tree
 
+    from subagents.store.base import UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
     from subagents.store.sqlite import SQLiteStore
 
@@ -97,24 +98,35 @@ def list_command(
     cwd: CwdOption = None,
     store: StoreOption = None,
 ) -> None:
-    """List stored tasks, newest first."""
+    """List stored tasks, newest first. Tasks whose record cannot be read are named on stderr
+    (with the command that inspects them) after the ones that can."""
     with user_errors():
         path = store_path(cwd, store)
         if not path.exists():
             tasks: list[TaskRecord] = []
+            unreadable: list[UnreadableTask] = []
             if status is not None:
                 _check_status(status)
         else:
             with _opened(path) as opened:
-                tasks = opened.list_tasks(status=status, limit=limit)
+                scan = opened.scan_tasks(status=status, limit=limit)
+            tasks, unreadable = scan.tasks, scan.unreadable
     if as_json:
         _print_json([task.model_dump(mode="json") for task in tasks])
-        return
+    else:
+        _print_task_table(path, tasks, status, unreadable)
+    _report_unreadable(path, unreadable, "not listed")
+
+
+def _print_task_table(
+    path: Path, tasks: list[TaskRecord], status: str | None, unreadable: list[UnreadableTask]
+) -> None:
     console = make_console()
     if not tasks:
-        where = str(path) if path.exists() else f"{path} (no store yet)"
-        which = f" with status {status}" if status else ""
-        console.print(f"No tasks{which} in {where}.", highlight=False)
+        if not unreadable:
+            where = str(path) if path.exists() else f"{path} (no store yet)"
+            which = f" with status {status}" if status else ""
+            console.print(f"No tasks{which} in {where}.", highlight=False)
         return
 
     from rich import box
@@ -133,6 +145,16 @@ def list_command(
             _short(task.description or task.prompt),
         )
     console.print(table)
+
+
+def _report_unreadable(path: Path, unreadable: list[UnreadableTask], outcome: str) -> None:
+    """Name the tasks that could not be read, on stderr, with the command to inspect them."""
+    if not unreadable:
+        return
+    typer.echo(f"warning: could not read {len(unreadable)} task(s) in {path}; {outcome}:", err=True)
+    for item in unreadable:
+        typer.echo(f"  {item.task_id}  {item.reason}", err=True)
+    typer.echo(f"hint: inspect them with: subagents tasks check --store {path}", err=True)
 
 
 def _check_status(status: str) -> None:
@@ -325,7 +347,8 @@ def cleanup_command(
     store: StoreOption = None,
 ) -> None:
     """Remove tasks older than the retention policy allows, with their sessions, messages,
-    checkpoints, ledger and traces."""
+    checkpoints, ledger and traces. Tasks whose record cannot be read are kept and named (exit
+    code 1)."""
     with user_errors():
         from subagents.store.retention import cleanup, load_retention_policy
 
@@ -335,12 +358,15 @@ def cleanup_command(
             typer.echo(f"Nothing to clean: no store at {path}.")
             return
         with _opened(path) as opened:
-            removed = cleanup(opened, policy, dry_run=dry_run)
+            report = cleanup(opened, policy, dry_run=dry_run)
     verb = "Would remove" if dry_run else "Removed"
-    typer.echo(f"{verb} {len(removed)} task(s) from {path}.")
-    for task in removed:
+    typer.echo(f"{verb} {len(report.removed)} task(s) from {path}.")
+    for task in report.removed:
         finished = _when(task.completed_at or task.updated_at)
         typer.echo(f"  {task.id}  {task.status:<10}  {finished}  {_short(task.description, 60)}")
+    _report_unreadable(path, report.unreadable, "kept, since their age cannot be judged")
+    if report.unreadable:
+        raise typer.Exit(EXIT_PROBLEMS)
 
 
 def export_command(

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from subagents.errors import ModelConfigurationError, ModelError
+from subagents.errors import ModelConfigurationError
 from subagents.messages import (
     AssistantMessage,
     Message,
@@ -22,6 +22,7 @@ from subagents.messages import (
     ToolResultMessage,
     Usage,
 )
+from subagents.models import wire
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
@@ -33,20 +34,22 @@ from subagents.models.base import (
 )
 from subagents.models.retry import (
     Failure,
+    MalformedResponseError,
     Sleep,
     call_with_retries,
     error_message_from_body,
-    network_error_types,
     status_failure,
     stream_with_retries,
 )
 from subagents.models.sdk import SDKModel
-from subagents.models.tool_arguments import parse_tool_arguments, tool_call_from_object
+from subagents.models.settings import (
+    DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+)
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
-    from anthropic.types import Message as AnthropicMessage
-    from anthropic.types import RawMessageStreamEvent
 
 __all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
 
@@ -115,32 +118,46 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def _stop_reason(stop_reason: str | None, has_tool_calls: bool) -> StopReason:
+def _stop_reason(stop_reason: Any, has_tool_calls: bool) -> StopReason:
     if has_tool_calls:
         return "tool_use"
-    return _STOP_REASONS.get(stop_reason or "", "other")
+    return _STOP_REASONS.get(stop_reason if isinstance(stop_reason, str) else "", "other")
 
 
-def _response_from_message(message: AnthropicMessage, model_name: str) -> ModelResponse:
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _usage(usage: Any) -> Usage:
+    return Usage(
+        input_tokens=wire.count(wire.field(usage, "input_tokens")),
+        output_tokens=wire.count(wire.field(usage, "output_tokens")),
+        cache_read_tokens=wire.count(wire.field(usage, "cache_read_input_tokens")),
+        cache_write_tokens=wire.count(wire.field(usage, "cache_creation_input_tokens")),
+        requests=1,
+    )
+
+
+def _response_from_message(message: Any, model_name: str) -> ModelResponse:
+    if not hasattr(message, "content"):
+        raise MalformedResponseError(f"a body that is not a message: {message!r:.200}")
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            calls.append(tool_call_from_object(block.id, block.name, block.input))
-    usage = message.usage
+    for block in _list(message.content):
+        kind = wire.field(block, "type")
+        if kind == "text":
+            texts.append(wire.text(wire.field(block, "text")))
+        elif kind == "tool_use":
+            calls.append(
+                wire.decoded_tool_call(
+                    wire.field(block, "id"), wire.field(block, "name"), wire.field(block, "input")
+                )
+            )
     return ModelResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cache_read_tokens=usage.cache_read_input_tokens or 0,
-            cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            requests=1,
-        ),
-        stop_reason=_stop_reason(message.stop_reason, bool(calls)),
+        usage=_usage(wire.field(message, "usage")),
+        stop_reason=_stop_reason(wire.field(message, "stop_reason"), bool(calls)),
         model_name=model_name,
     )
 
@@ -148,10 +165,15 @@ def _response_from_message(message: AnthropicMessage, model_name: str) -> ModelR
 @dataclass(slots=True)
 class _Block:
     kind: str
-    id: str = ""
-    name: str = ""
+    id: Any = None
+    name: Any = None
     initial_input: Any = None
     parts: list[str] = field(default_factory=list)
+
+    def tool_call(self) -> ToolCall:
+        if self.parts:
+            return wire.wire_tool_call(self.id, self.name, "".join(self.parts))
+        return wire.decoded_tool_call(self.id, self.name, self.initial_input)
 
 
 @dataclass(slots=True)
@@ -163,66 +185,89 @@ class _EventAssembler:
     stop_reason: str | None = None
     stopped: bool = False
 
-    def add(self, event: RawMessageStreamEvent) -> str:
+    def add(self, event: Any) -> str:
         """Take one event in; return its new text (may be empty)."""
-        if event.type == "content_block_delta":
-            block = self.blocks.get(event.index)
-            delta = event.delta
-            if block is None:
-                return ""
-            if delta.type == "text_delta":
-                block.parts.append(delta.text)
-                return delta.text
-            if delta.type == "input_json_delta":
-                block.parts.append(delta.partial_json)
-        elif event.type == "content_block_start":
-            content = event.content_block
-            if content.type == "text":
-                self.blocks[event.index] = _Block("text", parts=[content.text])
-                return content.text
-            if content.type == "tool_use":
-                self.blocks[event.index] = _Block(
-                    "tool_use", id=content.id, name=content.name, initial_input=content.input
-                )
-        elif event.type == "message_start":
-            usage = event.message.usage
-            self.usage.input_tokens = usage.input_tokens or 0
-            self.usage.output_tokens = usage.output_tokens or 0
-            self.usage.cache_read_tokens = usage.cache_read_input_tokens or 0
-            self.usage.cache_write_tokens = usage.cache_creation_input_tokens or 0
-        elif event.type == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self._add_final_usage(event)
-        elif event.type == "message_stop":
+        kind = wire.field(event, "type")
+        if not isinstance(kind, str):
+            raise MalformedResponseError(f"a stream event without a type: {event!r:.200}")
+        if kind == "content_block_delta":
+            return self._add_delta(event)
+        if kind == "content_block_start":
+            return self._start_block(event)
+        if kind == "message_start":
+            usage = _usage(wire.field(wire.field(event, "message"), "usage"))
+            self.usage.input_tokens = usage.input_tokens
+            self.usage.output_tokens = usage.output_tokens
+            self.usage.cache_read_tokens = usage.cache_read_tokens
+            self.usage.cache_write_tokens = usage.cache_write_tokens
+        elif kind == "message_delta":
+            stop_reason = wire.field(wire.field(event, "delta"), "stop_reason")
+            if isinstance(stop_reason, str) and stop_reason:
+                self.stop_reason = stop_reason
+            self._add_final_usage(wire.field(event, "usage"))
+        elif kind == "message_stop":
             self.stopped = True
         return ""
 
-    def _add_final_usage(self, event: Any) -> None:
+    def _start_block(self, event: Any) -> str:
+        content = wire.field(event, "content_block")
+        index = wire.field(event, "index")
+        if not isinstance(index, int):
+            return ""
+        kind = wire.field(content, "type")
+        if kind == "text":
+            text = wire.text(wire.field(content, "text"))
+            self.blocks[index] = _Block("text", parts=[text])
+            return text
+        if kind == "tool_use":
+            self.blocks[index] = _Block(
+                "tool_use",
+                id=wire.field(content, "id"),
+                name=wire.field(content, "name"),
+                initial_input=wire.field(content, "input"),
+            )
+        return ""
+
+    def _add_delta(self, event: Any) -> str:
+        index = wire.field(event, "index")
+        block = self.blocks.get(index) if isinstance(index, int) else None
+        if block is None:
+            return ""
+        delta = wire.field(event, "delta")
+        kind = wire.field(delta, "type")
+        if kind == "text_delta":
+            text = wire.text(wire.field(delta, "text"))
+            block.parts.append(text)
+            return text
+        if kind == "input_json_delta":
+            piece = wire.field(delta, "partial_json")
+            if isinstance(piece, str):
+                block.parts.append(piece)
+        return ""
+
+    def _add_final_usage(self, usage: Any) -> None:
         # message_delta carries cumulative counts; newer servers may restate input tokens.
-        usage = event.usage
-        self.usage.output_tokens = usage.output_tokens or self.usage.output_tokens
-        if usage.input_tokens is not None:
-            self.usage.input_tokens = usage.input_tokens
-        if usage.cache_read_input_tokens is not None:
-            self.usage.cache_read_tokens = usage.cache_read_input_tokens
-        if usage.cache_creation_input_tokens is not None:
-            self.usage.cache_write_tokens = usage.cache_creation_input_tokens
+        output = wire.count(wire.field(usage, "output_tokens"))
+        self.usage.output_tokens = output or self.usage.output_tokens
+        for name, attribute in (
+            ("input_tokens", "input_tokens"),
+            ("cache_read_input_tokens", "cache_read_tokens"),
+            ("cache_creation_input_tokens", "cache_write_tokens"),
+        ):
+            value = wire.field(usage, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self.usage, attribute, max(value, 0))
 
     def finish(self, model_name: str) -> ModelResponse:
         if not self.stopped and self.stop_reason is None:
-            raise ModelError(
-                f"{model_name} stream ended before the model finished its answer",
-                hint="the server closed the stream early; run the prompt again",
-            )
+            raise MalformedResponseError("the stream ended before the model finished its answer")
         texts: list[str] = []
         calls: list[ToolCall] = []
         for _, block in sorted(self.blocks.items()):
             if block.kind == "text":
                 texts.append("".join(block.parts))
-            elif block.parts:
-                calls.append(parse_tool_arguments(block.id, block.name, "".join(block.parts)))
             else:
-                calls.append(tool_call_from_object(block.id, block.name, block.initial_input or {}))
+                calls.append(block.tool_call())
         return ModelResponse(
             text="".join(texts),
             tool_calls=tuple(calls),
@@ -237,8 +282,11 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``. ``max_tokens`` is the answer budget sent
     with every request unless the request's settings give one (the API requires it).
-    ``sleep`` replaces ``asyncio.sleep`` in the retry backoff (tests use it to observe waits).
+    The timeouts are those of :mod:`subagents.models.settings`. ``sleep`` replaces
+    ``asyncio.sleep`` in the retry backoff (tests use it to observe waits).
     """
+
+    _sdk_module = "anthropic"
 
     def __init__(
         self,
@@ -246,8 +294,9 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout_seconds: float = 600.0,
-        max_retries: int = 4,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         max_tokens: int = 8192,
         api_key_source: str | None = None,
         sleep: Sleep | None = None,
@@ -260,7 +309,9 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             )
         self.model_name = model_name
         self.base_url = base_url
+        self.provider = "anthropic"
         self.timeout_seconds = timeout_seconds
+        self.connect_timeout_seconds = connect_timeout_seconds
         self.max_tokens = max_tokens
         self._key_source = api_key_source or (
             "ANTHROPIC_API_KEY (or the variable named by [providers.anthropic] api_key_env)"
@@ -281,7 +332,7 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
     def _new_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
-        return AsyncAnthropic(**self._client_options(self._api_key, self.timeout_seconds))
+        return AsyncAnthropic(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request.system, request.messages)
@@ -290,7 +341,7 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             "model": self.model_name,
             "messages": messages,
             "max_tokens": settings.max_tokens or self.max_tokens,
-            "timeout": settings.timeout_seconds or self.timeout_seconds,
+            "timeout": self._timeout(settings.timeout_seconds),
         }
         if system:
             params["system"] = system
@@ -306,7 +357,7 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
         params = self._params(request)
 
         async def attempt() -> ModelResponse:
-            message: AnthropicMessage = await self._client().messages.create(**params)
+            message = await self._client().messages.create(**params)
             return _response_from_message(message, self.name)
 
         return await call_with_retries(
@@ -330,9 +381,6 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
         )
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***")
-
     def _classify(self, exc: BaseException) -> Failure | None:
         import anthropic
 
@@ -350,15 +398,16 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
                 self._redact(message),
                 exc.response.headers,
                 auth_hint=f"check the API key in {self._key_source}",
-                model_hint=f"check the model name {self.model_name!r}"
-                + (f" and the server at {self.base_url}" if self.base_url else ""),
+                model_hint=f"check the model name {self.model_name!r} and the server at "
+                f"{self.endpoint}",
             )
-        if isinstance(exc, anthropic.APITimeoutError):
-            return Failure(f"no answer within {self.timeout_seconds:g}s", retryable=True)
-        if isinstance(exc, (anthropic.APIConnectionError, *network_error_types())):
-            cause = exc.__cause__ or exc
-            where = self.base_url or "https://api.anthropic.com"
-            return Failure(f"connection to {where} failed ({cause})", retryable=True)
+        transport = self._transport_failure(
+            exc,
+            timeout_error=anthropic.APITimeoutError,
+            connection_error=anthropic.APIConnectionError,
+        )
+        if transport is not None:
+            return transport
         if isinstance(exc, anthropic.APIError):
             return Failure(
                 self._redact(error_message_from_body(exc.body, exc.message)),

@@ -18,9 +18,11 @@ from subagents.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
+    ToolCall,
     ToolResultMessage,
     Usage,
 )
+from subagents.models import wire
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
@@ -32,20 +34,23 @@ from subagents.models.base import (
 )
 from subagents.models.retry import (
     Failure,
+    MalformedResponseError,
     Sleep,
     call_with_retries,
     error_message_from_body,
-    network_error_types,
     status_failure,
     stream_with_retries,
 )
 from subagents.models.sdk import SDKModel
-from subagents.models.tool_arguments import arguments_text, parse_tool_arguments
+from subagents.models.settings import (
+    DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+)
+from subagents.models.tool_arguments import arguments_text
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.completion_usage import CompletionUsage
 
 __all__ = [
     "OLLAMA_DEFAULT_BASE_URL",
@@ -113,25 +118,41 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def _usage(usage: CompletionUsage | None) -> Usage:
+def _usage(usage: Any) -> Usage:
     """Provider token counts as reported (OpenAI's prompt tokens include cached ones)."""
     if usage is None:
         return Usage(requests=1)
-    details = usage.prompt_tokens_details
+    details = wire.field(usage, "prompt_tokens_details")
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
-        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+        input_tokens=wire.count(wire.field(usage, "prompt_tokens")),
+        output_tokens=wire.count(wire.field(usage, "completion_tokens")),
+        cache_read_tokens=wire.count(wire.field(details, "cached_tokens")),
+        cache_write_tokens=wire.count(wire.field(details, "cache_write_tokens")),
         requests=1,
     )
 
 
-def _stop_reason(finish_reason: str | None, has_tool_calls: bool) -> StopReason:
+def _stop_reason(finish_reason: Any, has_tool_calls: bool) -> StopReason:
     # Some compatible servers (older Ollama) say "stop" even when they called tools.
     if has_tool_calls:
         return "tool_use"
-    return _FINISH_REASONS.get(finish_reason or "", "other")
+    return _FINISH_REASONS.get(finish_reason if isinstance(finish_reason, str) else "", "other")
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _tool_call(call: Any) -> ToolCall:
+    """One tool call of a whole answer, whatever its shape: ``type`` is not checked (servers
+    send ``null`` or other values), a ``custom`` call's input is read as its arguments."""
+    function = wire.field(call, "function")
+    if function is None:
+        function = wire.field(call, "custom")
+        arguments = wire.field(function, "input")
+    else:
+        arguments = wire.field(function, "arguments")
+    return wire.wire_tool_call(wire.field(call, "id"), wire.field(function, "name"), arguments)
 
 
 @dataclass(slots=True)
@@ -139,53 +160,85 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     argument_parts: list[str] = field(default_factory=list)
+    decoded_arguments: Any = None
+    """Arguments some servers send whole, as an object instead of JSON text."""
+
+    def add_name(self, piece: str) -> None:
+        # OpenAI sends the name once, in pieces; some servers resend it whole in every chunk.
+        if piece != self.name:
+            self.name += piece
+
+    def tool_call(self, index: int) -> ToolCall:
+        arguments: Any = "".join(self.argument_parts)
+        if self.decoded_arguments is not None and not arguments:
+            arguments = self.decoded_arguments
+        return wire.wire_tool_call(self.id or f"call_{index}", self.name, arguments)
 
 
 @dataclass(slots=True)
 class _ChunkAssembler:
-    """Builds one response from streamed chunks; tool calls arrive in pieces keyed by index."""
+    """Builds one response from streamed chunks; tool calls arrive in pieces keyed by index
+    (or, from servers that send no index, by id)."""
 
     text_parts: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
-    usage: CompletionUsage | None = None
+    usage: Any = None
 
-    def add(self, chunk: ChatCompletionChunk) -> str:
+    def add(self, chunk: Any) -> str:
         """Take one chunk in; return its new text (may be empty)."""
-        if chunk.usage is not None:
+        if not hasattr(chunk, "choices"):
+            raise MalformedResponseError(f"a stream event that is not a chunk: {chunk!r:.200}")
+        if wire.field(chunk, "usage") is not None:
             self.usage = chunk.usage
         text = ""
-        for choice in chunk.choices or ():
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            if delta.content:
-                text += delta.content
-            for position, piece in enumerate(delta.tool_calls or ()):
-                index = piece.index if piece.index is not None else position
-                partial = self.calls.setdefault(index, _PartialCall())
-                if piece.id:
-                    partial.id = piece.id
-                if piece.function is not None:
-                    if piece.function.name:
-                        partial.name += piece.function.name
-                    if piece.function.arguments:
-                        partial.argument_parts.append(piece.function.arguments)
+        for choice in _list(chunk.choices):
+            finish_reason = wire.field(choice, "finish_reason")
+            if isinstance(finish_reason, str) and finish_reason:
+                self.finish_reason = finish_reason
+            delta = wire.field(choice, "delta")
+            text += wire.text(wire.field(delta, "content"))
+            for piece in _list(wire.field(delta, "tool_calls")):
+                self._add_call_piece(piece)
         if text:
             self.text_parts.append(text)
         return text
 
+    def _add_call_piece(self, piece: Any) -> None:
+        partial = self.calls.setdefault(self._index(piece), _PartialCall())
+        call_id = wire.tool_call_id(wire.field(piece, "id"))
+        if call_id:
+            partial.id = call_id
+        function = wire.field(piece, "function")
+        name = wire.field(function, "name")
+        if name is not None:
+            partial.add_name(wire.tool_name(name))
+        arguments = wire.field(function, "arguments")
+        if isinstance(arguments, str):
+            if arguments:
+                partial.argument_parts.append(arguments)
+        elif arguments is not None:
+            partial.decoded_arguments = arguments
+
+    def _index(self, piece: Any) -> int:
+        index = wire.field(piece, "index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+        # No index (older Ollama sends each call whole, one per chunk): a new id is a new
+        # call, a piece without an id continues the last one.
+        call_id = wire.tool_call_id(wire.field(piece, "id"))
+        for known, partial in self.calls.items():
+            if call_id and partial.id == call_id:
+                return known
+        if call_id or not self.calls:
+            return max(self.calls, default=-1) + 1
+        return max(self.calls)
+
     def finish(self, model_name: str) -> ModelResponse:
         if self.finish_reason is None:
-            raise ModelError(
-                f"{model_name} stream ended before the model finished its answer",
-                hint="the server closed the stream early; run the prompt again",
-            )
+            raise MalformedResponseError("the stream ended before the model finished its answer")
         tool_calls = tuple(
-            parse_tool_arguments(
-                partial.id or f"call_{index}", partial.name, "".join(partial.argument_parts)
-            )
-            for index, partial in sorted(self.calls.items())
+            partial.tool_call(index) for index, partial in sorted(self.calls.items())
         )
         return ModelResponse(
             text="".join(self.text_parts),
@@ -196,24 +249,25 @@ class _ChunkAssembler:
         )
 
 
-def _response_from_completion(completion: ChatCompletion, model_name: str) -> ModelResponse:
-    if not completion.choices:
+def _response_from_completion(completion: Any, model_name: str) -> ModelResponse:
+    if not hasattr(completion, "choices"):
+        raise MalformedResponseError(f"a body that is not a chat completion: {completion!r:.200}")
+    choices = _list(completion.choices)
+    if not choices:
         raise ModelError(
             f"{model_name} returned no choices",
             hint="check that the server really speaks the Chat Completions API at its base_url",
         )
-    choice = completion.choices[0]
-    message = choice.message
-    tool_calls = tuple(
-        parse_tool_arguments(call.id, call.function.name, call.function.arguments)
-        for call in message.tool_calls or ()
-        if call.type == "function"
-    )
+    choice = choices[0]
+    message = wire.field(choice, "message")
+    if message is None:
+        raise MalformedResponseError("a choice without a message")
+    tool_calls = tuple(_tool_call(call) for call in _list(wire.field(message, "tool_calls")))
     return ModelResponse(
-        text=message.content or message.refusal or "",
+        text=wire.text(wire.field(message, "content")) or wire.text(wire.field(message, "refusal")),
         tool_calls=tool_calls,
-        usage=_usage(completion.usage),
-        stop_reason=_stop_reason(choice.finish_reason, bool(tool_calls)),
+        usage=_usage(wire.field(completion, "usage")),
+        stop_reason=_stop_reason(wire.field(choice, "finish_reason"), bool(tool_calls)),
         model_name=model_name,
     )
 
@@ -222,9 +276,12 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     """A Chat Completions model; ``name`` is ``"{provider}:{model_name}"``.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` for the official service. A server at a custom
-    ``base_url`` and ``ollama`` work without a key. ``sleep`` replaces ``asyncio.sleep`` in the
-    retry backoff (tests use it to observe waits).
+    ``base_url`` and ``ollama`` work without a key. The timeouts are those of
+    :mod:`subagents.models.settings`. ``sleep`` replaces ``asyncio.sleep`` in the retry backoff
+    (tests use it to observe waits).
     """
+
+    _sdk_module = "openai"
 
     def __init__(
         self,
@@ -233,8 +290,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         base_url: str | None = None,
         api_key: str | None = None,
         provider: str = "openai",
-        timeout_seconds: float = 600.0,
-        max_retries: int = 4,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         api_key_source: str | None = None,
         sleep: Sleep | None = None,
     ) -> None:
@@ -250,6 +308,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         self.provider = provider
         self.base_url = base_url
         self.timeout_seconds = timeout_seconds
+        self.connect_timeout_seconds = connect_timeout_seconds
         self._key_source = api_key_source or (
             f"OPENAI_API_KEY (or the variable named by [providers.{provider}] api_key_env)"
         )
@@ -274,7 +333,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     def _new_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
-        return AsyncOpenAI(**self._client_options(self._api_key, self.timeout_seconds))
+        return AsyncOpenAI(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -292,14 +351,14 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             key = "max_completion_tokens" if self.base_url is None else "max_tokens"
             params[key] = settings.max_tokens
         if settings.timeout_seconds is not None:
-            params["timeout"] = settings.timeout_seconds
+            params["timeout"] = self._timeout(settings.timeout_seconds)
         return params
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         params = self._params(request)
 
         async def attempt() -> ModelResponse:
-            completion: ChatCompletion = await self._client().chat.completions.create(**params)
+            completion = await self._client().chat.completions.create(**params)
             return _response_from_completion(completion, self.name)
 
         return await call_with_retries(
@@ -326,9 +385,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         )
 
     def _redact(self, text: str) -> str:
-        if self._api_key and self._api_key != _NO_KEY_NEEDED:
-            return text.replace(self._api_key, "***")
-        return text
+        if self._api_key == _NO_KEY_NEEDED:
+            return text
+        return super()._redact(text)
 
     def _classify(self, exc: BaseException) -> Failure | None:
         import openai
@@ -341,14 +400,13 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 exc.response.headers,
                 auth_hint=f"check the API key in {self._key_source}",
                 model_hint=f"check the model name {self.model_name!r} and the server at "
-                f"{self.base_url or 'https://api.openai.com/v1'}",
+                f"{self.endpoint}",
             )
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(f"no answer within {self.timeout_seconds:g}s", retryable=True)
-        if isinstance(exc, (openai.APIConnectionError, *network_error_types())):
-            cause = exc.__cause__ or exc
-            where = self.base_url or "https://api.openai.com/v1"
-            return Failure(f"connection to {where} failed ({cause})", retryable=True)
+        transport = self._transport_failure(
+            exc, timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError
+        )
+        if transport is not None:
+            return transport
         if isinstance(exc, openai.APIError):
             return Failure(
                 self._redact(error_message_from_body(exc.body, exc.message)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError
 
@@ -114,6 +114,16 @@ def _missing_key(spec: str, provider: str, settings: ProviderSettings | None) ->
     )
 
 
+def _connection_options(settings: ProviderSettings | None) -> dict[str, Any]:
+    if settings is None:
+        return {}  # the models' defaults are those of ProviderSettings
+    return {
+        "timeout_seconds": settings.timeout_seconds,
+        "connect_timeout_seconds": settings.connect_timeout_seconds,
+        "max_retries": settings.max_retries,
+    }
+
+
 def build_model(
     spec: str,
     *,
@@ -132,8 +142,7 @@ def build_model(
     environment = os.environ if env is None else env
     key = _api_key(provider, settings, environment)
     base_url = settings.base_url if settings is not None else None
-    timeout = settings.timeout_seconds if settings is not None else 600.0
-    retries = settings.max_retries if settings is not None else 4
+    options = _connection_options(settings)
     source = _key_source(provider, settings)
 
     if provider == "anthropic":
@@ -145,9 +154,8 @@ def build_model(
             model_name,
             base_url=base_url,
             api_key=key,
-            timeout_seconds=timeout,
-            max_retries=retries,
             api_key_source=source,
+            **options,
         )
     if provider in ("openai", "ollama") or base_url is not None:
         if key is None and provider == "openai" and base_url is None:
@@ -159,9 +167,8 @@ def build_model(
             base_url=base_url,
             api_key=key,
             provider=provider,
-            timeout_seconds=timeout,
-            max_retries=retries,
             api_key_source=source,
+            **options,
         )
     raise ModelConfigurationError(
         f"Unknown provider {provider!r} in the model {spec!r}.",

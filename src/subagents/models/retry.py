@@ -1,9 +1,12 @@
 """Our one retry layer for provider calls (the SDKs are built with ``max_retries=0``).
 
-Exponential backoff with full jitter on rate limits, server errors, timeouts and dropped
-connections; a server's ``Retry-After`` / ``retry-after-ms`` wins over the computed backoff.
-Errors retrying cannot fix raise :class:`~subagents.errors.ModelError` at once, with the
-provider's own message and status code.
+Exponential backoff with full jitter on rate limits, server errors, connection failures and
+malformed answers (a body that is not JSON, a stream cut short); a server's ``Retry-After`` /
+``retry-after-ms`` wins over the computed backoff. Errors retrying cannot fix raise
+:class:`~subagents.errors.ModelError` at once, with the provider's own message and status code.
+A provider that took the connection but gave no answer within its timeout is one of them: it
+already had the whole ``timeout_seconds``, and another attempt would double the wait (see
+:mod:`subagents.models.settings` for the timeouts).
 
 The provider modules translate their SDK's exceptions into a :class:`Failure` with a
 ``classify`` function; this module knows nothing about any SDK.
@@ -12,7 +15,9 @@ The provider modules translate their SDK's exceptions into a :class:`Failure` wi
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import json
 import math
 import random
 import time
@@ -27,13 +32,17 @@ from subagents.errors import ModelError, ModelRetriesExhaustedError
 __all__ = [
     "RETRYABLE_STATUS_CODES",
     "Failure",
+    "MalformedResponseError",
     "RetryPolicy",
     "call_with_retries",
+    "connect_timeout_types",
     "error_message_from_body",
+    "malformed_failure",
     "network_error_types",
     "parse_retry_after",
     "status_failure",
     "stream_with_retries",
+    "timeout_types",
 ]
 
 T = TypeVar("T")
@@ -58,6 +67,17 @@ class Failure:
 Classifier = Callable[[BaseException], Failure | None]
 """Turns an exception into a :class:`Failure`; ``None`` means "not a provider error"."""
 
+_MALFORMED_HINT = (
+    "the server (or a proxy in front of it) did not answer in the provider's protocol; if this "
+    "persists, check that base_url points at the provider's API"
+)
+
+
+class MalformedResponseError(Exception):
+    """A provider answered, but not in its protocol: a body of the wrong shape, a stream that
+    ended before the answer did. Raised by the provider modules; retried like a dropped
+    connection, since such answers usually come from a server or proxy in trouble."""
+
 
 @dataclass(slots=True, frozen=True)
 class RetryPolicy:
@@ -67,6 +87,7 @@ class RetryPolicy:
     ``n`` (0-based) is uniform in ``[0, min(max_delay, initial_delay * 2**n)]``; a server's
     ``Retry-After`` is used instead, capped at ``max_retry_after``. ``sleep`` and ``jitter``
     (a uniform [0, 1) source) are injectable so tests can observe waits without waiting.
+    ``settings`` names the config table a person would change (in error hints).
     """
 
     max_retries: int = 4
@@ -75,6 +96,7 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     sleep: Sleep = field(default=asyncio.sleep)
     jitter: Callable[[], float] = field(default=random.random)
+    settings: str = "[providers.NAME]"
 
     def delay(self, retry_index: int, failure: Failure) -> float:
         if failure.retry_after is not None:
@@ -118,25 +140,50 @@ def _seconds_until(http_date: str) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
-_network_errors: tuple[type[BaseException], ...] | None = None
+@functools.cache
+def _http_library_types(*names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes ``names`` of the HTTP library under the SDKs (``httpx2``, or
+    ``httpx`` for older SDKs), imported on first use only."""
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.extend(getattr(module, name) for name in names)
+    return tuple(found)
 
 
 def network_error_types() -> tuple[type[BaseException], ...]:
     """Transport-level exceptions of the HTTP library under the SDKs (timeouts, resets).
 
-    Some SDKs re-raise these unwrapped when a stream breaks. Imported on first use only.
+    Some SDKs re-raise these unwrapped when a stream breaks.
     """
-    global _network_errors
-    if _network_errors is None:
-        found: list[type[BaseException]] = []
-        for module_name in ("httpx2", "httpx"):
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                continue
-            found.append(module.TransportError)
-        _network_errors = tuple(found)
-    return _network_errors
+    return _http_library_types("TransportError")
+
+
+def timeout_types() -> tuple[type[BaseException], ...]:
+    """Every timeout of the HTTP library (a stream's read timeout escapes unwrapped)."""
+    return _http_library_types("TimeoutException")
+
+
+def connect_timeout_types() -> tuple[type[BaseException], ...]:
+    """The timeouts that happen before a request reaches the provider (opening a connection,
+    waiting for a free one): retried, unlike a provider that never answers."""
+    return _http_library_types("ConnectTimeout", "PoolTimeout")
+
+
+def malformed_failure(exc: BaseException, where: str) -> Failure | None:
+    """A retryable Failure for an answer that breaks the protocol: our own
+    :class:`MalformedResponseError`, or a body or Server-Sent Event that is not JSON (the SDKs
+    let ``json.JSONDecodeError`` out unwrapped); ``None`` for anything else."""
+    if isinstance(exc, MalformedResponseError):
+        detail = str(exc)
+    elif isinstance(exc, json.JSONDecodeError):
+        detail = f"a body or event that is not JSON: {exc.msg} at position {exc.pos}"
+    else:
+        return None
+    return Failure(f"{where} sent a malformed answer ({detail})", True, hint=_MALFORMED_HINT)
 
 
 def error_message_from_body(body: object, fallback: str) -> str:
@@ -207,8 +254,8 @@ async def _wait_or_give_up(
         raise ModelRetriesExhaustedError(
             f"{what} kept failing: {failure.message} "
             f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''})",
-            hint="try again later, or raise [providers.NAME] max_retries / timeout_seconds "
-            "in config.toml",
+            hint=failure.hint
+            or f"try again later, or raise {policy.settings} max_retries in config.toml",
             status_code=failure.status_code,
         ) from cause
     await policy.sleep(policy.delay(retry_index, failure))

@@ -1,10 +1,43 @@
-"""Per-provider settings, as read from ``[providers.NAME]`` in config.toml."""
+"""Per-provider settings, as read from ``[providers.NAME]`` in config.toml.
+
+Timeouts, and why these defaults. A provider that takes the connection and then never answers
+must not hold a run for long: with the defaults it ends in a ``ModelError`` naming
+``[providers.NAME] timeout_seconds`` after about two minutes (one attempt of
+:data:`DEFAULT_TIMEOUT_SECONDS`; a timed-out answer is not retried, since the provider already
+had the whole timeout and a retry would double the wait). A slow but working model keeps
+working:
+
+- streamed answers reset the timeout with every chunk, so only a silence of
+  ``timeout_seconds`` ends them, however long the whole answer takes;
+- a non-streamed answer (what a session asks for unless it streams to a live display) arrives
+  in one piece, so ``timeout_seconds`` bounds the whole generation. 120 s covers a long answer
+  from the hosted providers; a slow local model writing long answers (or reading a long prompt
+  first) needs more: raise ``timeout_seconds`` for that provider.
+
+Opening a connection has its own short timeout (:data:`DEFAULT_CONNECT_TIMEOUT_SECONDS`), and
+failing to connect is retried like any dropped connection: a server that is down is reported in
+seconds, not minutes.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-__all__ = ["ProviderSettings"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_SECONDS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "ProviderSettings",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 120.0
+"""The longest a provider may stay silent in one attempt: until a non-streamed answer is
+whole, until a stream's first chunk, and between two chunks."""
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
+"""The longest to wait for a connection to open (retried on failure)."""
+DEFAULT_MAX_RETRIES = 4
+"""Retries after the first attempt, for rate limits, server errors, dropped connections and
+malformed answers."""
 
 
 class ProviderSettings(BaseModel):
@@ -12,7 +45,8 @@ class ProviderSettings(BaseModel):
 
     The API key is looked up, in order, from ``api_key`` (discouraged: it sits in a file), the
     environment variable named by ``api_key_env``, then the provider's usual variable
-    (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
+    (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``). The timeouts are explained in the module
+    docstring.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -20,5 +54,6 @@ class ProviderSettings(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     api_key_env: str | None = None
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=4, ge=0, le=20)
+    timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
+    connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
+    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)

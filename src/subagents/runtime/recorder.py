@@ -4,6 +4,14 @@ A step is one atomic commit: the messages the session added since its last step,
 record (status, turns, usage), a checkpoint, trace records and, for side-effecting tools, the
 tool ledger. Everything written passes through the redactor first, so secrets never reach
 the store. The same records are what ``subagents trace`` and the export show.
+
+Each value is stored whole once. A tool call's arguments live in the assistant message that
+made the call, its result in the tool result message; the ledger entries, the trace record and
+a paused run's question describe the call with the arguments (and, in the trace, the result)
+whole while small and a bounded preview otherwise (see :mod:`subagents.tracing.preview`: the
+first characters and entries, and a note saying the full value is in the session's messages).
+Crash recovery needs no arguments from the ledger: it re-reads the call from the messages and
+only the ledger's status and result (kept whole: the result may exist nowhere else yet).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from subagents.store.records import (
     ToolLedgerEntry,
     TraceRecord,
 )
+from subagents.tracing.preview import preview_arguments, preview_text
 
 if TYPE_CHECKING:
     from subagents.messages import Message, ToolCall
@@ -127,7 +136,7 @@ class Recorder:
             position=position,
             state=state,
             awaiting_human=question is not None,
-            question=question.to_dict() if question is not None else None,
+            question=self._question(question) if question is not None else None,
             created_at=_now(),
         )
         # The session record changes rarely (its turns and usage are in every checkpoint):
@@ -185,7 +194,7 @@ class Recorder:
             session_id=session.agent_id,
             tool_call_id=call.id,
             tool_name=call.name,
-            arguments=self.redactor.value(call.arguments),
+            arguments=self._arguments(call.arguments)[0],
             status=status,
             read_only=tool.read_only,
             idempotent=tool.idempotent,
@@ -194,6 +203,19 @@ class Recorder:
             started_at=now,
             finished_at=now if outcome is not None else None,
         )
+
+    def _arguments(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Redacted whole (a secret must not survive half cut), then previewed."""
+        return preview_arguments(self.redactor.value(arguments))
+
+    def _text(self, text: str) -> tuple[str, bool]:
+        return preview_text(self.redactor.text(text))
+
+    def _question(self, question: HumanQuestion) -> dict[str, Any]:
+        data = question.to_dict()
+        data["arguments"], data["arguments_preview"] = self._arguments(question.arguments)
+        data["text"] = self.redactor.text(question.text)
+        return data
 
     def write_ledger(self, entry: ToolLedgerEntry) -> None:
         """One ledger change on its own: 'started' must be durable before the tool runs."""
@@ -227,6 +249,8 @@ class Recorder:
     def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> TraceRecord:
         failed = outcome.status != "ok"
         server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
+        arguments, arguments_cut = self._arguments(call.arguments)
+        content, content_cut = self._text(outcome.message.content)
         return TraceRecord(
             task_id=self.task.id,
             session_id=session.agent_id,
@@ -241,9 +265,11 @@ class Recorder:
                 "server": server,
                 "tool": outcome.tool_name,
                 "tool_call_id": call.id,
-                "arguments": self.redactor.value(call.arguments),
-                "result": None if failed else self.redactor.text(outcome.message.content),
-                "error": self.redactor.text(outcome.message.content) if failed else None,
+                "arguments": arguments,
+                "arguments_preview": arguments_cut,
+                "result": None if failed else content,
+                "error": content if failed else None,
+                "result_preview": content_cut,
             },
         )
 

@@ -19,7 +19,15 @@ from subagents.store.records import (
     TraceRecord,
 )
 
-__all__ = ["StepWrite", "Store", "StoredMessage", "TaskBundle", "TaskOwner"]
+__all__ = [
+    "StepWrite",
+    "Store",
+    "StoredMessage",
+    "TaskBundle",
+    "TaskOwner",
+    "TaskScan",
+    "UnreadableTask",
+]
 
 StoredMessage = tuple[str, int, dict[str, Any]]
 """``(session_id, seq, message dict)``: ``seq`` is 0-based and contiguous per session."""
@@ -90,6 +98,24 @@ class TaskBundle:
     traces: list[TraceRecord] = field(default_factory=list)
 
 
+@dataclass(slots=True, frozen=True)
+class UnreadableTask:
+    """A stored task whose record cannot be read (damaged, or written by a newer subagents):
+    listed by id so that a person can inspect it, never judged or removed blindly."""
+
+    task_id: str
+    reason: str
+    """Why, e.g. ``its record is unreadable (Expecting value: line 1 column 1 (char 0))``."""
+
+
+@dataclass(slots=True)
+class TaskScan:
+    """What :meth:`Store.scan_tasks` found: the readable tasks, and the ones it could not read."""
+
+    tasks: list[TaskRecord] = field(default_factory=list)
+    unreadable: list[UnreadableTask] = field(default_factory=list)
+
+
 class Store(Protocol):
     """Durable storage of tasks. Every method raises ``StoreError`` (or a subclass) on failure."""
 
@@ -108,6 +134,11 @@ class Store(Protocol):
 
     def list_tasks(self, *, status: str | None = None, limit: int | None = 100) -> list[TaskRecord]:
         """Tasks, newest first; ``limit=None`` lists them all."""
+        ...
+
+    def scan_tasks(self, *, status: str | None = None, limit: int | None = 100) -> TaskScan:
+        """Like :meth:`list_tasks`, but a task whose record cannot be read is reported in
+        ``unreadable`` instead of failing the whole listing."""
         ...
 
     def update_task(self, task: TaskRecord) -> None:

@@ -9,7 +9,10 @@ How many days a task is kept, first rule that applies:
 4. ``default_days`` (7; so completed tasks are kept 7 days by default).
 
 Age counts from ``completed_at``, or ``updated_at`` for a task that never finished (a
-``pending`` one nobody started). ``running`` and ``awaiting_human`` tasks are never removed.
+``pending`` one nobody started). ``running`` and ``awaiting_human`` tasks are never removed,
+and neither is a task whose record cannot be read: its age is unknown, so :func:`cleanup` keeps
+it and reports it (:class:`CleanupReport`) for a person to inspect with ``subagents tasks
+check``.
 
 Where the policy comes from, later sources overriding earlier ones key by key: the
 ``[retention]`` table of the user's ``config.toml``, the user's
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,14 +46,15 @@ from subagents.config import (
     project_directories,
     resolve_home,
 )
-from subagents.errors import ConfigError, StoreError
-from subagents.store.base import Store
+from subagents.errors import ConfigError, StoreCorruptError, StoreError
+from subagents.store.base import Store, UnreadableTask
 from subagents.store.records import TaskRecord, TaskStatus, utc_now
 
 __all__ = [
     "CLEANUP_JOB",
     "PROTECTED_STATUSES",
     "RETENTION_FILE_NAME",
+    "CleanupReport",
     "RetentionPolicy",
     "cleanup",
     "expired_tasks",
@@ -100,12 +105,27 @@ class RetentionPolicy(BaseModel):
         return expires is not None and expires <= now
 
 
+@dataclass(slots=True)
+class CleanupReport:
+    """What :func:`cleanup` did."""
+
+    removed: list[TaskRecord] = field(default_factory=list)
+    """The tasks removed (in a dry run: the ones that would be), newest first."""
+    unreadable: list[UnreadableTask] = field(default_factory=list)
+    """Tasks whose record could not be read: they could not be judged and were kept."""
+
+
 def expired_tasks(
     store: Store, policy: RetentionPolicy, now: datetime | None = None
 ) -> list[TaskRecord]:
-    """The tasks ``cleanup`` would remove at ``now``, newest first."""
-    moment = _aware(now)
-    return [task for task in store.list_tasks(limit=None) if policy.is_expired(task, moment)]
+    """The readable tasks ``cleanup`` would remove at ``now``, newest first."""
+    return _expired(store, policy, _aware(now)).removed
+
+
+def _expired(store: Store, policy: RetentionPolicy, moment: datetime) -> CleanupReport:
+    scan = store.scan_tasks(limit=None)
+    expired = [task for task in scan.tasks if policy.is_expired(task, moment)]
+    return CleanupReport(removed=expired, unreadable=list(scan.unreadable))
 
 
 def cleanup(
@@ -114,30 +134,34 @@ def cleanup(
     *,
     now: datetime | None = None,
     dry_run: bool = False,
-) -> list[TaskRecord]:
-    """Remove the expired tasks with everything of them; returns what was (or would be)
-    removed. Each task is checked again inside its delete transaction, so one that was resumed
-    meanwhile by another process is kept."""
+) -> CleanupReport:
+    """Remove the expired tasks with everything of them; report what was (or would be)
+    removed, and the tasks that could not be read and were kept. Each task is checked again
+    inside its delete transaction, so one that was resumed meanwhile by another process is
+    kept."""
     moment = _aware(now)
-    expired = expired_tasks(store, policy, moment)
+    found = _expired(store, policy, moment)
     if dry_run:
-        return expired
-    removed = []
-    for task in expired:
+        return found
+    report = CleanupReport(unreadable=found.unreadable)
+    for task in found.removed:
         with store.transaction():
             try:
                 current = store.get_task(task.id)
+            except StoreCorruptError as error:  # damaged meanwhile: not judged, kept
+                report.unreadable.append(UnreadableTask(task.id, error.message))
+                continue
             except StoreError:
                 continue  # removed meanwhile
             if policy.is_expired(current, moment):
                 store.delete_task(current.id)
-                removed.append(current)
-    return removed
+                report.removed.append(current)
+    return report
 
 
 def maybe_cleanup_daily(
     store: Store, policy: RetentionPolicy, *, now: datetime | None = None
-) -> list[TaskRecord] | None:
+) -> CleanupReport | None:
     """Run :func:`cleanup` when it last ran a day or more ago (recorded in the store, so one
     process of many does it); None when it was not due."""
     moment = _aware(now)

@@ -12,7 +12,19 @@ an operating-system crash or power cut can lose the last few steps.
 Damage. A file that is not SQLite, or a truncated one, is detected when the store opens (the
 header is checked by hand) or at the first query that reads a damaged page; either way the
 caller gets :class:`~subagents.errors.StoreCorruptError` naming the file and how to move it
-aside.
+aside. One damaged record is not the whole store's damage: :meth:`SQLiteStore.scan_tasks` lists
+the readable tasks and names the others, and :meth:`SQLiteStore.integrity_check` names every
+record that cannot be read.
+
+Read-only stores. A colleague's project or a mounted backup may be readable but not writable.
+Reading a WAL database needs its ``-shm`` index beside it, which SQLite creates when it is
+missing: that needs a writable folder. So when the store cannot be opened for writing it is
+opened read-only (``mode=ro``), and when even that fails because the ``-wal`` / ``-shm`` files
+cannot be created, as ``immutable=1`` (no locks, no index; only safe because, without a
+``-wal`` file, every committed change is in the main file). A non-empty ``-wal`` with no way to
+index it cannot be read faithfully, so that case is refused with a way out. Reading works in
+every read-only mode; every write raises a :class:`~subagents.errors.StoreError` naming the file
+and what to do.
 """
 
 from __future__ import annotations
@@ -30,7 +42,14 @@ from typing import Any, TypeVar, get_args
 from pydantic import BaseModel
 
 from subagents.errors import StoreCorruptError, StoreError, StoreVersionError
-from subagents.store.base import StepWrite, StoredMessage, TaskBundle, TaskOwner
+from subagents.store.base import (
+    StepWrite,
+    StoredMessage,
+    TaskBundle,
+    TaskOwner,
+    TaskScan,
+    UnreadableTask,
+)
 from subagents.store.codec import (
     UPGRADE_ADVICE,
     dump_json,
@@ -59,7 +78,14 @@ _TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
 _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 13, 14, 26
+_SQLITE_READONLY_DIRECTORY = _SQLITE_READONLY | (6 << 8)
 _CLOSED_HINT = "open it again with subagents.store.open_store()"
+_RECORD_TABLES = (
+    ("sessions", "session_id", SessionRecord, "session"),
+    ("checkpoints", "task_id", CheckpointRecord, "a checkpoint of task"),
+    ("ledger", "tool_call_id", ToolLedgerEntry, "the ledger entry of tool call"),
+    ("traces", "task_id", TraceRecord, "a trace record of task"),
+)
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -101,10 +127,17 @@ _SET_META = (
 class SQLiteStore:
     """The :class:`~subagents.store.base.Store` on one SQLite file (created when missing)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        """Open the store at ``path``, creating it when missing. A store that cannot be
+        written here is opened read-only (see the module docstring); ``read_only=True`` opens
+        it so in any case (it must exist then)."""
         self._path = Path(path).expanduser().absolute()
         self._lock = threading.RLock()
-        self._connection: sqlite3.Connection | None = self._connect()
+        self._read_only: str | None = None
+        """Why the store cannot be written here, or None when it can."""
+        self._connection: sqlite3.Connection | None = (
+            self._connect_read_only("it was opened read-only") if read_only else self._connect()
+        )
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -135,9 +168,87 @@ class SQLiteStore:
         except BaseException as error:
             connection.close()
             if isinstance(error, sqlite3.Error):
+                if _not_writable(error) and self._path.is_file():
+                    return self._connect_read_only(self._why_not_writable(error))
                 raise self._translate(error) from error
             raise
         return connection
+
+    def _connect_read_only(self, reason: str) -> sqlite3.Connection:
+        """A connection that never writes: ``mode=ro``, else ``immutable=1`` when SQLite
+        cannot create the ``-shm`` index it needs and no ``-wal`` holds changes."""
+        if not self._path.is_file():
+            raise StoreError(
+                f"no store at {self._path} to open read-only",
+                hint="run a task first ('subagents run'), or name the store with --store",
+            )
+        _check_file(self._path, self._corrupt)
+        self._read_only = reason
+        try:
+            return self._open_uri("mode=ro")
+        except sqlite3.Error as error:
+            if not _not_writable(error):
+                raise self._translate(error) from error
+            wal = Path(f"{self._path}-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise self._unindexable_log(wal) from error
+        try:
+            return self._open_uri("mode=ro&immutable=1")
+        except sqlite3.Error as error:
+            raise self._translate(error) from error
+
+    def _open_uri(self, parameters: str) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            f"{self._path.as_uri()}?{parameters}",
+            uri=True,
+            timeout=BUSY_TIMEOUT_SECONDS,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            version = self._schema_version(connection)  # the first read: may refuse the open
+        except BaseException:
+            connection.close()
+            raise
+        if version != STORE_SCHEMA_VERSION:
+            connection.close()
+            raise StoreError(
+                f"{self._path} is read-only here and its schema (version {version}) needs an "
+                f"upgrade to version {STORE_SCHEMA_VERSION} before this subagents can read it",
+                hint="open it once where it is writable (any subagents command upgrades it)",
+            )
+        return connection
+
+    def _why_not_writable(self, error: sqlite3.Error) -> str:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code == _SQLITE_READONLY_DIRECTORY:
+            return f"its folder {self._path.parent} is not writable"
+        if isinstance(code, int) and code & 0xFF == _SQLITE_CANTOPEN:
+            return f"SQLite cannot create its -wal and -shm files in {self._path.parent}"
+        return "the file is not writable"
+
+    def _unindexable_log(self, wal: Path) -> StoreError:
+        return StoreError(
+            f"{self._path} cannot be read here: its write-ahead log {wal} holds changes, and "
+            f"SQLite needs to create {self._path}-shm beside it to read them, but the folder "
+            f"{self._path.parent} is not writable",
+            hint=f"copy the store with its log to a writable folder (cp {self._path} {wal} "
+            "DIR/) and name the copy with --store DIR/" + self._path.name,
+        )
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store refuses writes (the file or its folder is not writable here)."""
+        return self._read_only is not None
+
+    def _refuse_writes(self, reason: str) -> StoreError:
+        return StoreError(
+            f"{self._path} is read-only here ({reason}), and this needs to write to it",
+            hint="reading commands (tasks list, tasks show, trace, export) work on it; to run "
+            "or change tasks, make the file and its folder writable, or copy the store to a "
+            f"writable folder (cp {self._path} DIR/) and name the copy with --store",
+        )
 
     def _prepare_schema(self, connection: sqlite3.Connection) -> None:
         if self._schema_version(connection) == STORE_SCHEMA_VERSION:
@@ -230,6 +341,8 @@ class SQLiteStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; a savepoint when inside :meth:`transaction`."""
+        if self._read_only is not None:
+            raise self._refuse_writes(self._read_only)
         with self._use() as connection:
             if connection.in_transaction:
                 connection.execute("SAVEPOINT step")
@@ -285,11 +398,7 @@ class SQLiteStore:
                 hint="wait for the other subagents process to finish, or stop it, and run again",
             )
         if primary == _SQLITE_READONLY:
-            return StoreError(
-                f"cannot write to {self._path} ({text})",
-                hint="check the permissions of the file and its directory, or use another "
-                "store path",
-            )
+            return self._refuse_writes(self._read_only or f"SQLite refused to write: {text}")
         if primary == _SQLITE_CANTOPEN:
             return StoreError(
                 f"cannot open {self._path} ({text})",
@@ -377,23 +486,22 @@ class SQLiteStore:
         return self._decode(TaskRecord, row[0], f"task {task_id}")
 
     def list_tasks(self, *, status: str | None = None, limit: int | None = 100) -> list[TaskRecord]:
-        sql = "SELECT id, data FROM tasks"
-        parameters: list[Any] = []
-        if status is not None:
-            if status not in _TASK_STATUSES:
-                raise StoreError(
-                    f"unknown task status {status!r}",
-                    hint=f"use one of: {', '.join(_TASK_STATUSES)}",
-                )
-            sql += " WHERE status = ?"
-            parameters.append(status)
-        sql += " ORDER BY created_ts DESC, rowid DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            parameters.append(max(limit, 0))
+        sql, parameters = _task_query(status, limit)
         with self._use() as connection:
             rows = connection.execute(sql, parameters).fetchall()
         return [self._decode(TaskRecord, data, f"task {task_id}") for task_id, data in rows]
+
+    def scan_tasks(self, *, status: str | None = None, limit: int | None = 100) -> TaskScan:
+        sql, parameters = _task_query(status, limit)
+        with self._use() as connection:
+            rows = connection.execute(sql, parameters).fetchall()
+        scan = TaskScan()
+        for task_id, data in rows:
+            try:
+                scan.tasks.append(load_record(TaskRecord, data, where="its record"))
+            except StoreError as error:  # damaged, or written by a newer subagents
+                scan.unreadable.append(UnreadableTask(str(task_id), error.message))
+        return scan
 
     def update_task(self, task: TaskRecord) -> None:
         row = _task_row(task)
@@ -663,15 +771,18 @@ class SQLiteStore:
             try:
                 problems.extend(_sqlite_problems(connection))
                 problems.extend(_invariant_problems(connection))
+                problems.extend(_record_problems(connection))
             except sqlite3.DatabaseError as error:
                 problems.append(f"sqlite: {error}")
         return problems
 
 
-def open_store(path: Path | None = None, *, cwd: Path | None = None) -> SQLiteStore:
+def open_store(
+    path: Path | None = None, *, cwd: Path | None = None, read_only: bool = False
+) -> SQLiteStore:
     """Open (creating when missing) the store at ``path``, else the default location for
-    ``cwd`` (see :mod:`subagents.store.location`)."""
-    return SQLiteStore(path if path is not None else default_store_path(cwd))
+    ``cwd`` (see :mod:`subagents.store.location`); ``read_only`` as for :class:`SQLiteStore`."""
+    return SQLiteStore(path if path is not None else default_store_path(cwd), read_only=read_only)
 
 
 def _check_file(path: Path, corrupt: Callable[[str], StoreCorruptError]) -> None:
@@ -699,6 +810,30 @@ def _check_file(path: Path, corrupt: Callable[[str], StoreCorruptError]) -> None
     quiet = not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
     if header_size_valid and quiet and size < pages * page_size:
         raise corrupt(f"the file is truncated: {size} bytes, its header says {pages * page_size}")
+
+
+def _task_query(status: str | None, limit: int | None) -> tuple[str, list[Any]]:
+    sql = "SELECT id, data FROM tasks"
+    parameters: list[Any] = []
+    if status is not None:
+        if status not in _TASK_STATUSES:
+            raise StoreError(
+                f"unknown task status {status!r}",
+                hint=f"use one of: {', '.join(_TASK_STATUSES)}",
+            )
+        sql += " WHERE status = ?"
+        parameters.append(status)
+    sql += " ORDER BY created_ts DESC, rowid DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        parameters.append(max(limit, 0))
+    return sql, parameters
+
+
+def _not_writable(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed because it may not write the file or create files beside it."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
 
 
 def _insert_checkpoint(
@@ -824,3 +959,32 @@ def _invariant_problems(connection: sqlite3.Connection) -> list[str]:
         )
     )
     return problems
+
+
+def _record_problems(connection: sqlite3.Connection) -> list[str]:
+    """Every stored record that cannot be read, by table, with the reason."""
+    problems = [
+        f"task {task_id}: {reason}"
+        for task_id, reason in _unreadable(connection, "tasks", "id", TaskRecord)
+    ]
+    for table, key, record, what in _RECORD_TABLES:
+        problems.extend(
+            f"{what} {owner}: {reason}"
+            for owner, reason in _unreadable(connection, table, key, record)
+        )
+    for session_id, seq, data in connection.execute("SELECT session_id, seq, data FROM messages"):
+        try:
+            _message(load_json(data, where="its JSON"), "it")
+        except StoreError as error:
+            problems.append(f"message {seq} of session {session_id}: {error.message}")
+    return problems
+
+
+def _unreadable(
+    connection: sqlite3.Connection, table: str, key: str, record: type[BaseModel]
+) -> Iterator[tuple[str, str]]:
+    for owner, data in connection.execute(f"SELECT {key}, data FROM {table}"):
+        try:
+            load_record(record, data, where="its record")
+        except StoreError as error:
+            yield str(owner), error.message

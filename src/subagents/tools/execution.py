@@ -224,6 +224,8 @@ async def _fallback(
 
 def _unknown_tool(name: str, registry: ToolRegistry) -> _Attempt:
     available = ", ".join(registry.names()) or "(none)"
+    if not name.strip():  # servers send null or "" names; the model can still fix its call
+        return _Attempt("error", f"tool call without a name: call one of {available} by name.")
     return _Attempt(
         "error",
         f"tool {name!r} is not available to this agent; available: {available}. "

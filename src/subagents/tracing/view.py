@@ -2,8 +2,11 @@
 tool calls and durations, and the JSON "seed format" of ``subagents trace --json``.
 
 Everything here is built from what the recorder wrote (trace records, session records and
-checkpoints); nothing is recomputed from messages. The recorder already redacts secrets; the
-view redacts again, so a record written by an older or foreign writer cannot leak one.
+checkpoints); nothing is recomputed from messages. Large tool arguments and results are
+recorded as bounded previews (``arguments_preview`` / ``result_preview`` say so); the whole
+values are in the session's messages, which the export writes out. The recorder already
+redacts secrets; the view redacts again, so a record written by an older or foreign writer
+cannot leak one.
 
 Times: a model-call or tool-call record is stamped when the call ended, so its start is the
 stamp minus its duration. A session lasts from its first checkpoint or call to its last one.
@@ -60,6 +63,11 @@ class ToolCallTrace:
     finished_at: datetime
     child_session_id: str | None = None
     """For a Task call: the subagent session it started."""
+    arguments_preview: bool = False
+    """The arguments were large: ``arguments`` is a bounded preview (see
+    :mod:`subagents.tracing.preview`); the whole arguments are in the session's messages."""
+    result_preview: bool = False
+    """Likewise for ``result`` / ``error``: the whole text is the tool result message."""
 
 
 @dataclass(slots=True)
@@ -296,6 +304,8 @@ def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
         duration_ms=duration,
         started_at=started,
         finished_at=finished,
+        arguments_preview=data.get("arguments_preview") is True,
+        result_preview=data.get("result_preview") is True,
     )
 
 
@@ -475,8 +485,10 @@ def _tool_call_json(session: SessionTrace, call: ToolCallTrace) -> dict[str, Any
         "server": call.server,
         "tool": call.tool,
         "arguments": call.arguments,
+        "arguments_preview": call.arguments_preview,
         "result": call.result,
         "error": call.error,
+        "result_preview": call.result_preview,
         "status": "error" if call.failed else "ok",
         "outcome": call.outcome,
         "duration_ms": call.duration_ms,
