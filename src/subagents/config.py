@@ -41,6 +41,16 @@ Format::
     matcher = "Bash"
     command = "./scripts/check-command.sh"
 
+    [tools]
+    pass_env = ["OPENAI_API_KEY"]    # provider keys the Bash tool and shell hooks may see
+
+The Bash tool, shell hooks and the other commands run for a model get this process's
+environment without the providers' API keys (``[providers.NAME] api_key_env``,
+``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and any variable holding one of those keys): a model
+that runs ``env`` must not see them. ``[tools] pass_env`` names the ones to hand over anyway.
+Other tokens (``GITHUB_TOKEN``, which ``gh`` needs) are passed on; they are still redacted from
+everything stored or printed (see :mod:`subagents.secrets`).
+
 Hooks of the user and the project files all run; every other key of the project overrides the
 user's. Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the
 file, the line and the key.
@@ -57,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
@@ -71,6 +81,7 @@ __all__ = [
     "HookCommand",
     "HookEvent",
     "SubagentsSettings",
+    "ToolsSettings",
     "find_repository_root",
     "load_config",
     "project_config_path",
@@ -103,6 +114,23 @@ class SubagentsSettings(BaseModel):
     interrupted_tool_calls: Literal["ask", "rerun", "fail"] = "ask"
 
 
+class ToolsSettings(BaseModel):
+    """The ``[tools]`` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Variables the scrubbed tool environment keeps although they hold a provider's key.
+    pass_env: list[str] = Field(default_factory=list)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return names
+
+
 HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
 
 
@@ -127,6 +155,7 @@ class ConfigFile(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
     retention: dict[str, Any] = Field(default_factory=dict)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +166,7 @@ class Config:
     models: dict[str, str] = field(default_factory=dict)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     hooks: dict[HookEvent, list[HookCommand]] = field(default_factory=dict)
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -239,6 +269,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         models=dict(effective.models),
         providers=dict(effective.providers),
         hooks=dict(effective.hooks),
+        tools=effective.tools,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -329,6 +360,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(ConfigFile.model_fields)
     elif parents == ["subagents"]:
         allowed = list(SubagentsSettings.model_fields)
+    elif parents == ["tools"]:
+        allowed = list(ToolsSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

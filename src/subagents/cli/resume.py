@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,6 +14,7 @@ from subagents.cli.common import CwdOption, StoreOption, TaskArgument, store_pat
 
 if TYPE_CHECKING:
     from subagents.runtime.pause import HumanDecision
+    from subagents.tracing.redact import Redactor
 
 __all__ = ["parse_decision", "resume_command"]
 
@@ -42,18 +45,23 @@ def resume_command(
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Continue TASK where it stopped: after a crash, or with a decision when it waits for one."""
+    """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
+    Secrets are redacted from everything printed."""
     from rich.console import Console
     from rich.markup import escape
 
-    from subagents.cli.progress import progress_printer
+    from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
+    from subagents.secrets import known_credentials
     from subagents.store.sqlite import SQLiteStore
+    from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
-    with user_errors():
+    redactor = Redactor()  # the environment's secrets, until the task's config is read
+    printer: ProgressPrinter | None = None
+    with user_errors(), _redacted_errors(lambda: redactor):
         decision = parse_decision(approve, reject, modify, set_values or [])
         path = store_path(cwd, store)
         if not path.exists():  # opening it would create an empty store as a side effect
@@ -65,15 +73,24 @@ def resume_command(
         with SQLiteStore(path) as database:
             record = database.get_task(task)
             settings = record.settings
+            events = EventBus()
             runtime = Runtime(
                 cwd=Path(record.workspace),
                 model=record.model,
                 permission_mode=settings.get("permission_mode", "default"),
                 headless=settings.get("headless", "pause"),
-                events=EventBus([] if as_json else [progress_printer(err)]),
+                events=events,
                 store=database,
             )
-            result = runtime.resume_sync(record.id, decision, force=force)
+            redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+            if not as_json:
+                printer = progress_printer(err, redactor)
+                events.subscribe(printer)
+            try:
+                result = runtime.resume_sync(record.id, decision, force=force)
+            finally:
+                if printer is not None:
+                    printer.close()
     if as_json:
         question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {
@@ -83,18 +100,34 @@ def resume_command(
             "error": result.error,
             "question": question,
         }
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
-        Console().print(result.output, markup=False, highlight=False)
+        Console().print(redactor.text(result.output), markup=False, highlight=False)
         if result.question is not None:
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(result.question.text)}\n"
+                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
+            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
     if result.status not in ("completed", "awaiting_human"):
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _redacted_errors(redactor: Callable[[], Redactor]) -> Iterator[None]:
+    """Redact the message and hint of a SubagentsError on its way out (``redactor`` returns
+    the redactor, which changes once the task's config is read)."""
+    from subagents.errors import SubagentsError
+
+    try:
+        yield
+    except SubagentsError as error:
+        current = redactor()
+        error.message = current.text(error.message)
+        if error.hint:
+            error.hint = current.text(error.hint)
+        raise
 
 
 def parse_decision(
