@@ -80,11 +80,10 @@ async def durable_run(iters: int, store_dir: Path, workload: Tool) -> tuple[floa
     """Median CPU µs per step of a durable run, and the redactor's median µs per step."""
     registry = ToolRegistry([workload])
     store = open_store(store_dir / "state.db")
-    redactor = Redactor()
     steps = W1_STEPS + 1
 
     async def one() -> tuple[float, float]:
-        watch = Stopwatch(redactor)
+        watch = Stopwatch(Redactor())  # one per run, as a Runtime makes one per run
         session = Session(
             model=fake_model(W1_STEPS, "echo"),
             system_prompt="agent",

@@ -16,16 +16,16 @@ Three kinds of secret become ``[REDACTED]``:
    not a plain name, so that ``token = get_token()`` and ``password=password`` in code stay.
 
 Cost. The redactor runs on every step of every stored run, so a text without secrets must be
-cheap. Known credentials are found with ``in``. The token formats are one regular expression
-run once over the text, and only when the text holds one of the characters a format starts
-with. Every token format starts at such an *anchor* character (``_ - : / I z J``), and what it
-needs before it (``ghp`` before ``_``) is checked with a look-behind: starting every
-alternative with a literal lets the engine jump from anchor to anchor instead of trying every
-format at every position. Keyed secrets are found from their keys: a few substring searches in
-the lower-cased text (``word``, ``oken``, ``key``, ...), then one anchored match at each hit.
-(Keys found by look-behinds at every ``=`` and ``:`` cost five times more on code and logs;
-``bench/bench_redact.py`` measures it.) Every repetition that could fail after it is bounded
-or possessive, so the time is linear in the text.
+cheap. Known credentials are found with ``in``. Every token format starts at an *anchor*
+character (``_ - : / I z J``) and checks what must come before it (``ghp`` before ``_``)
+with a look-behind; the formats of one anchor are one regular expression, which starts with
+that literal, so the engine jumps from one occurrence of it to the next, and it only runs when
+the anchor is in the text at all (a ``memchr``). Keyed secrets are found from their keys: a
+few substring searches in the lower-cased text (``word``, ``oken``, ``key``, ...), only when
+the text holds ``=`` or ``:``, then one anchored match at each hit. (One expression for all
+formats, trying every key at every ``=`` and ``:``, costs two to five times more on code and
+logs; ``bench/bench_redact.py`` measures it.) Every repetition that could fail after it is
+bounded or possessive, so the time is linear in the text.
 
 :meth:`Redactor.value` walks nested JSON-like values to :data:`DEPTH_LIMIT` levels; deeper
 parts become :data:`TRUNCATED`, so no input can exhaust the stack, here or in the JSON encoder
@@ -67,8 +67,8 @@ TRUNCATED = f"[TRUNCATED: nested deeper than {DEPTH_LIMIT} levels]"
 _MIN_SECRET_LENGTH = 8
 # No format matches fewer characters than this (``://u:p@`` is the shortest).
 _MIN_MATCH_LENGTH = 7
-# Below this length a search is cheaper than first looking for what it could start with.
-_PRECHECK_MIN_LENGTH = 64
+# Up to this length one expression for all token formats is cheaper than one per anchor.
+_SHORT_TEXT = 256
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ KEYED_FORMATS: tuple[KeyedFormat, ...] = (
         "authorization-header",
         ("authorization", "api-key"),
         rf"""{_OPERATOR}["']?(?:(?i:bearer|basic|token|apikey)[ \t]{{1,8}})?"""
-        r"(?P<secret>[A-Za-z0-9._~+/=][A-Za-z0-9._~+/=-]{7,4095})",
+        r"(?P<secret>[A-Za-z0-9_.~+/=][A-Za-z0-9_.~+/=-]{7,4095})",
     ),
     KeyedFormat(
         "secret-assignment",
@@ -262,8 +262,8 @@ class _Keyed:
 
 @dataclass(frozen=True, slots=True)
 class _Scanner:
-    tokens: re.Pattern[str]
-    anchors: str
+    tokens: tuple[tuple[str, re.Pattern[str]], ...]  # (anchor, its formats)
+    all_tokens: re.Pattern[str]  # every anchor's formats in one expression, for short texts
     keyed: tuple[_Keyed, ...]
     all_keys: tuple[str, ...]
     longest_key: int
@@ -271,7 +271,8 @@ class _Scanner:
 
 @functools.cache
 def _scanner() -> _Scanner:
-    """The formats compiled: tokens as one expression with alternatives grouped by anchor.
+    """The formats compiled: one expression per anchor, holding every token format that
+    starts with it, and one per keyed format.
 
     Built on first use, not at import, so that the CLI's start-up does not pay for it.
     """
@@ -287,7 +288,10 @@ def _scanner() -> _Scanner:
         for pattern in token_format.patterns:
             anchor, rest = pattern[0], pattern[1:]
             groups.setdefault(anchor, []).append(re.sub(r"\(\?P<secret>", number_secret, rest))
-    alternatives = [f"{re.escape(anchor)}(?:{'|'.join(rests)})" for anchor, rests in groups.items()]
+    by_anchor = [f"{re.escape(anchor)}(?:{'|'.join(rests)})" for anchor, rests in groups.items()]
+    tokens = tuple(
+        (anchor, re.compile(pattern)) for anchor, pattern in zip(groups, by_anchor, strict=True)
+    )
     keyed = tuple(
         _Keyed(keyed_format.keys, re.compile(re.sub(r"\(\?P<secret>", number_secret, value)))
         for keyed_format in KEYED_FORMATS
@@ -298,7 +302,7 @@ def _scanner() -> _Scanner:
     if unfound:  # a key the search would never find
         raise ValueError(f"keys {unfound} end with none of {_KEY_ENDINGS}")
     longest = max(len(key) for key in all_keys)
-    return _Scanner(re.compile("|".join(alternatives)), "".join(groups), keyed, all_keys, longest)
+    return _Scanner(tokens, re.compile("|".join(by_anchor)), keyed, all_keys, longest)
 
 
 # A secret found: where the text it was recognised by starts (a key, a token's prefix), and
@@ -309,20 +313,18 @@ _Found = tuple[int, int, int]
 def _found(text: str) -> list[_Found]:
     scanner = _scanner()
     found: list[_Found] = []
-    if _may_hold_token(text, scanner):
-        for match in scanner.tokens.finditer(text):
+    if len(text) <= _SHORT_TEXT:
+        patterns = [scanner.all_tokens]
+    else:  # the cheap check: no format of an anchor absent from the text can be there
+        patterns = [pattern for anchor, pattern in scanner.tokens if anchor in text]
+    for pattern in patterns:
+        for match in pattern.finditer(text):
             group = match.lastgroup
             start, end = match.span(group) if group is not None else match.span()
             found.append((match.start(), start, end))
     if "=" in text or ":" in text:
         found += _keyed(text, scanner)
     return found
-
-
-def _may_hold_token(text: str, scanner: _Scanner) -> bool:
-    if len(text) <= _PRECHECK_MIN_LENGTH:
-        return True
-    return any(anchor in text for anchor in scanner.anchors)
 
 
 def _keyed(text: str, scanner: _Scanner) -> list[_Found]:
@@ -443,7 +445,7 @@ class Redactor:
 
     def _value(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(value) if len(value) >= _MIN_MATCH_LENGTH else value
         if not isinstance(value, dict | list | tuple):
             return value
         if depth >= DEPTH_LIMIT:
@@ -455,7 +457,8 @@ class Redactor:
     def _mapping(self, mapping: dict[Any, Any], depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for key, item in mapping.items():
-            if isinstance(key, str):
+            # keys are mostly short names: skip the call for those (and for short strings)
+            if isinstance(key, str) and len(key) >= _MIN_MATCH_LENGTH:
                 key = self.text(key)
                 if key in result:  # two secrets as keys: keep both entries
                     key = _unused_key(key, result)
@@ -514,6 +517,11 @@ class StreamRedactor:
         if end > _STREAM_MAX_PENDING:
             return end
         cut = max(end - self._hold, text.rfind("\n") + 1)
+        block = text.rfind("-----BEGIN")
+        if block >= 0:
+            closing = text.find("-----END", block)
+            if closing < 0 or text.find("-----", closing + 8) < 0:  # a key block still coming
+                cut = min(cut, block)
         if cut <= 0:
             return 0
         for start, stop in reversed(self._redactor.spans(text)):
