@@ -46,13 +46,18 @@ MCP_TOKEN = "mcpsrv0tok3nQ8w7e6r5t4y3u2i1"  # a literal in .mcp.json
 GITHUB_ENV_TOKEN = "gh-cli-token-value-4815162342"
 FILE_GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 FILE_AWS = "AKIAIOSFODNN7EXAMPLE"
+FILE_GITHUB_FINE = "github_pat_11ABCDEFG0123456789abc_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCd"
+FILE_SLACK = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 PEM_LINES = [
     "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
     "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK",
 ]
 PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA PRIVATE KEY-----"
 DATABASE_URL = "postgres://u:pw@h/db"
-SECRETS_FILE = f"github: {FILE_GITHUB}\naws: {FILE_AWS}\n{PEM}\ndatabase: {DATABASE_URL}\n"
+SECRETS_FILE = (
+    f"github: {FILE_GITHUB}\nfine-grained: {FILE_GITHUB_FINE}\nslack: {FILE_SLACK}\n"
+    f"aws: {FILE_AWS}\n{PEM}\ndatabase: {DATABASE_URL}\n"
+)
 # what must never show: every value above, and the password of the URL in its place
 NEVER_SHOWN = [
     PROVIDER_KEY,
@@ -60,6 +65,8 @@ NEVER_SHOWN = [
     MCP_TOKEN,
     GITHUB_ENV_TOKEN,
     FILE_GITHUB,
+    FILE_GITHUB_FINE,
+    FILE_SLACK,
     FILE_AWS,
     *PEM_LINES,
     ":pw@",

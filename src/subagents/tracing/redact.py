@@ -403,19 +403,18 @@ class Redactor:
         size = len(value)
         if size < _MIN_MATCH_LENGTH:  # shorter than any secret
             return value
-        if size < _CACHE_MIN_LENGTH:
-            cache = self._short_cache
-            if len(cache) >= _SHORT_CACHE_SIZE:
-                cache.clear()
-        elif size <= _CACHE_MAX_LENGTH:
-            cache = self._cache
-            if len(cache) >= _CACHE_SIZE:
-                del cache[next(iter(cache))]
-        else:
+        if size > _CACHE_MAX_LENGTH:
             return self._redact(value)
+        short = size < _CACHE_MIN_LENGTH
+        cache = self._short_cache if short else self._cache
         redacted = cache.get(value)
         if redacted is None:
-            redacted = cache[value] = self._redact(value)
+            redacted = self._redact(value)
+            if short and len(cache) >= _SHORT_CACHE_SIZE:
+                cache.clear()
+            elif not short and len(cache) >= _CACHE_SIZE:
+                del cache[next(iter(cache))]  # the oldest
+            cache[value] = redacted
         return redacted
 
     def _redact(self, value: str) -> str:
