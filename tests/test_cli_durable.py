@@ -493,10 +493,12 @@ def test_a_secret_printed_by_a_tool_is_redacted_in_the_export(
     done = project.run("Show me the token", "--yes", env={"MY_SERVICE_TOKEN": SECRET})
 
     assert done.code == 0, done.err
-    # the tool really printed it: the model got the real output, the person the real answer
+    # the tool really printed it (it is no provider key, so Bash had it): the model got the real
+    # output; the person sees the answer redacted, like everything the CLI prints
     [result] = _tool_results(server.bodies()[1])
     assert SECRET in result["content"]
-    assert SECRET in done.out
+    assert "The token is [REDACTED]." in done.out
+    assert SECRET not in done.out + done.err
     task_id = done.task_id
     exported = project.cli("export", task_id, str(tmp_path / "archive"))
     assert exported.code == 0, exported.err

@@ -326,7 +326,7 @@ def test_secrets_never_reach_the_view(recorded: RecordedRun) -> None:
     fetch = by_agent(trace)["level1"].tool_calls[0]
     assert fetch.result == "body of https://example.test/a; token=[REDACTED]"
     leaky = next(c for c in by_agent(trace)["main"].tool_calls if c.call_id == "call_leaky")
-    assert leaky.result == "key is [REDACTED]"
+    assert leaky.result == "key is sk-[REDACTED]"  # the kind of key is kept, not the key
     assert "[REDACTED]" in leaky.arguments["command"]
 
 

@@ -48,6 +48,16 @@ Format::
     enabled = false
     network = false             # with the sandbox on: may commands use the network?
 
+    [tools]
+    pass_env = ["OPENAI_API_KEY"]    # provider keys the Bash tool and shell hooks may see
+
+The Bash tool, shell hooks and the other commands run for a model get this process's
+environment without the providers' API keys (``[providers.NAME] api_key_env``,
+``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and any variable holding one of those keys): a model
+that runs ``env`` must not see them. ``[tools] pass_env`` names the ones to hand over anyway.
+Other tokens (``GITHUB_TOKEN``, which ``gh`` needs) are passed on; they are still redacted from
+everything stored or printed (see :mod:`subagents.secrets`).
+
 Hooks of the user and the project files all run; every other key of the project overrides the
 user's. Unknown keys and bad values raise :class:`~subagents.errors.ConfigError` naming the
 file, the line and the key.
@@ -80,6 +90,7 @@ __all__ = [
     "PermissionsSettings",
     "SandboxSettings",
     "SubagentsSettings",
+    "ToolsSettings",
     "find_repository_root",
     "load_config",
     "project_config_path",
@@ -110,6 +121,23 @@ class SubagentsSettings(BaseModel):
     # After a crash, a side-effecting tool call that started but never finished: ask a person
     # (the run pauses), run it again, or tell the agent it failed.
     interrupted_tool_calls: Literal["ask", "rerun", "fail"] = "ask"
+
+
+class ToolsSettings(BaseModel):
+    """The ``[tools]`` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Variables the scrubbed tool environment keeps although they hold a provider's key.
+    pass_env: list[str] = Field(default_factory=list)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return names
 
 
 HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
@@ -185,6 +213,7 @@ class ConfigFile(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
     retention: dict[str, Any] = Field(default_factory=dict)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +226,7 @@ class Config:
     hooks: dict[HookEvent, list[HookCommand]] = field(default_factory=dict)
     permissions: PermissionsSettings = field(default_factory=PermissionsSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -301,6 +331,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         hooks=dict(effective.hooks),
         permissions=effective.permissions,
         sandbox=effective.sandbox,
+        tools=effective.tools,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -395,6 +426,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(PermissionsSettings.model_fields)
     elif parents == ["sandbox"]:
         allowed = list(SandboxSettings.model_fields)
+    elif parents == ["tools"]:
+        allowed = list(ToolsSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

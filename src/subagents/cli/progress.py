@@ -1,4 +1,9 @@
-"""Live progress of a run, one line per step, for the terminal."""
+"""Live progress of a run, one line per step, for the terminal.
+
+Everything printed passes through a redactor first: tool arguments, errors, questions and the
+main agent's streamed text (a secret split across two streamed pieces is caught whole, see
+:class:`~subagents.tracing.redact.StreamRedactor`).
+"""
 
 from __future__ import annotations
 
@@ -8,72 +13,115 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from subagents.runtime.events import Event, EventHandler
+    from subagents.runtime.events import Event
+    from subagents.tracing.redact import Redactor, StreamRedactor
 
-__all__ = ["progress_printer"]
+__all__ = ["ProgressPrinter", "progress_printer"]
+
+_ARGUMENTS_WIDTH = 120
+_ERROR_WIDTH = 200
 
 
-def progress_printer(console: Console) -> EventHandler:
-    """An event handler that prints one line per step to stderr."""
-    from rich.markup import escape
+class ProgressPrinter:
+    """An event handler that prints one line per step; :meth:`close` prints what streamed
+    text is still held back."""
 
-    from subagents.runtime import events as ev
+    def __init__(self, console: Console, redactor: Redactor) -> None:
+        self._console = console
+        self._redactor = redactor
+        self._names: dict[str, str] = {}
+        self._streams: dict[str, StreamRedactor] = {}
 
-    names: dict[str, str] = {}
-    streaming: dict[str, bool] = {}
+    def __call__(self, event: Event) -> None:
+        from subagents.runtime import events as ev
 
-    def label(agent_id: str) -> str:
-        return names.get(agent_id, "main")
-
-    def handle(event: Event) -> None:
         if isinstance(event, ev.SessionStarted):
-            names[event.agent_id] = event.agent_type
+            self._names[event.agent_id] = event.agent_type
             return
         if isinstance(event, ev.TextDelta):
-            if event.agent_id in names and names[event.agent_id] != "main":
-                return  # subagent text shows up in its summary
-            streaming[event.agent_id] = True
-            console.print(event.text, end="", markup=False, highlight=False, style="dim")
+            self._stream_text(event.agent_id, event.text)
             return
-        if streaming.pop(getattr(event, "agent_id", ""), False):
-            console.print()
+        self._end_stream(getattr(event, "agent_id", ""))
+        self._print_step(event)
+
+    def close(self) -> None:
+        for agent_id in list(self._streams):
+            self._end_stream(agent_id)
+
+    def _label(self, agent_id: str) -> str:
+        return self._names.get(agent_id, "main")
+
+    def _stream_text(self, agent_id: str, text: str) -> None:
+        if self._names.get(agent_id, "main") != "main":
+            return  # subagent text shows up in its summary
+        stream = self._streams.get(agent_id)
+        if stream is None:
+            stream = self._streams[agent_id] = self._redactor.stream()
+        self._print_text(stream.feed(text))
+
+    def _end_stream(self, agent_id: str) -> None:
+        stream = self._streams.pop(agent_id, None)
+        if stream is not None:
+            self._print_text(stream.close())
+            self._console.print()
+
+    def _print_text(self, text: str) -> None:
+        if text:
+            self._console.print(text, end="", markup=False, highlight=False, style="dim")
+
+    def _print_step(self, event: Event) -> None:
+        from rich.markup import escape
+
+        from subagents.runtime import events as ev
+
+        console, redact = self._console, self._redactor
         if isinstance(event, ev.ToolCallStarted):
-            args = json.dumps(event.call.arguments, ensure_ascii=False)
-            if len(args) > 120:
-                args = args[:117] + "..."
+            args = json.dumps(redact.value(event.call.arguments), ensure_ascii=False)
+            if len(args) > _ARGUMENTS_WIDTH:
+                args = args[: _ARGUMENTS_WIDTH - 3] + "..."
             console.print(
-                f"[cyan]{label(event.agent_id)}[/] → {event.call.name} {args}",
-                markup=True,
+                f"[cyan]{self._label(event.agent_id)}[/] → {escape(event.call.name)} "
+                f"{escape(args)}",
                 highlight=False,
             )
         elif isinstance(event, ev.ToolCallFinished) and event.outcome.status != "ok":
-            first_line = (event.outcome.message.content.splitlines() or [""])[0][:200]
+            content = redact.text(event.outcome.message.content)
+            first_line = (content.splitlines() or [""])[0][:_ERROR_WIDTH]
             console.print(
-                f"[cyan]{label(event.agent_id)}[/] [yellow]{event.call.name} "
+                f"[cyan]{self._label(event.agent_id)}[/] [yellow]{escape(event.call.name)} "
                 f"{event.outcome.status}[/]: {escape(first_line)}",
                 highlight=False,
             )
         elif isinstance(event, ev.SubagentStarted):
             mode = " (background)" if event.background else ""
             console.print(
-                f"[magenta]⮑ {event.subagent_type}[/] started{mode}: {escape(event.description)} "
-                f"[dim]({event.resolved_model})[/]"
+                f"[magenta]⮑ {escape(event.subagent_type)}[/] started{mode}: "
+                f"{escape(redact.text(event.description))} [dim]({escape(event.resolved_model)})[/]"
             )
         elif isinstance(event, ev.SubagentFinished):
             spawn = event.result
             state = "[green]done[/]" if spawn.success else f"[red]{spawn.status}[/]"
             console.print(
-                f"[magenta]⮐ {spawn.subagent_type}[/] {state} in {spawn.duration_ms / 1000:.1f}s, "
-                f"{spawn.tool_use_count} tool calls"
+                f"[magenta]⮐ {escape(spawn.subagent_type)}[/] {state} in "
+                f"{spawn.duration_ms / 1000:.1f}s, {spawn.tool_use_count} tool calls"
             )
         elif isinstance(event, ev.MCPServerFailed):
             console.print(
-                f"[yellow]MCP server {escape(event.server)} is left out:[/] {escape(event.error)}"
+                f"[yellow]MCP server {escape(event.server)} is left out:[/] "
+                f"{escape(redact.text(event.error))}"
             )
         elif isinstance(event, ev.SessionPaused):
             console.print(
-                f"[yellow]{label(event.agent_id)} waits for a person:[/] "
-                f"{escape(event.question.text)}"
+                f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "
+                f"{escape(redact.text(event.question.text))}"
             )
 
-    return handle
+
+def progress_printer(console: Console, redactor: Redactor | None = None) -> ProgressPrinter:
+    """An event handler that prints one line per step to ``console``, redacted with
+    ``redactor`` (default: the environment's secrets and the token formats)."""
+    if redactor is None:
+        from subagents.tracing.redact import Redactor
+
+        redactor = Redactor()
+    return ProgressPrinter(console, redactor)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from subagents.runtime.pause import HumanDecision
     from subagents.store.records import TaskRecord
     from subagents.tools.permissions import PermissionMode
+    from subagents.tracing.redact import Redactor
 
 __all__ = ["parse_decision", "resume_command"]
 
@@ -51,18 +54,23 @@ def resume_command(
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Continue TASK where it stopped: after a crash, or with a decision when it waits for one."""
+    """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
+    Secrets are redacted from everything printed."""
     from rich.console import Console
     from rich.markup import escape
 
-    from subagents.cli.progress import progress_printer
+    from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
+    from subagents.secrets import known_credentials
     from subagents.store.sqlite import SQLiteStore
+    from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
-    with user_errors():
+    redactor = Redactor()  # the environment's secrets, until the task's config is read
+    printer: ProgressPrinter | None = None
+    with user_errors(), _redacted_errors(lambda: redactor):
         decision = parse_decision(approve, reject, modify, set_values or [])
         _check_mode(permission_mode)
         path = store_path(cwd, store)
@@ -81,15 +89,24 @@ def resume_command(
                     f"{escape(str(workspace))} in permission mode {mode}; the tool calls it "
                     "left pending ask before they run."
                 )
+            events = EventBus()
             runtime = Runtime(
                 cwd=workspace,
                 model=record.model,
                 permission_mode=mode,
                 headless=headless,
-                events=EventBus([] if as_json else [progress_printer(err)]),
+                events=events,
                 store=database,
             )
-            result = runtime.resume_sync(record.id, decision, force=force)
+            redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+            if not as_json:
+                printer = progress_printer(err, redactor)
+                events.subscribe(printer)
+            try:
+                result = runtime.resume_sync(record.id, decision, force=force)
+            finally:
+                if printer is not None:
+                    printer.close()
     if as_json:
         question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {
@@ -99,16 +116,16 @@ def resume_command(
             "error": result.error,
             "question": question,
         }
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
-        Console().print(result.output, markup=False, highlight=False)
+        Console().print(redactor.text(result.output), markup=False, highlight=False)
         if result.question is not None:
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(result.question.text)}\n"
+                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
+            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
     if result.status not in ("completed", "awaiting_human"):
         raise typer.Exit(1)
 
@@ -144,6 +161,22 @@ def _how_to_continue(
     if headless not in ("allow", "deny", "pause"):
         headless = "pause"
     return Path(record.workspace), cast("PermissionMode", chosen), str(headless)
+
+
+@contextlib.contextmanager
+def _redacted_errors(redactor: Callable[[], Redactor]) -> Iterator[None]:
+    """Redact the message and hint of a SubagentsError on its way out (``redactor`` returns
+    the redactor, which changes once the task's config is read)."""
+    from subagents.errors import SubagentsError
+
+    try:
+        yield
+    except SubagentsError as error:
+        current = redactor()
+        error.message = current.text(error.message)
+        if error.hint:
+            error.hint = current.text(error.hint)
+        raise
 
 
 def parse_decision(

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
+    from subagents.tracing.redact import Redactor
 
 __all__ = ["run_command"]
 
@@ -69,18 +70,21 @@ def run_command(
 
     The run is recorded as a task in the project's store (.subagents/state.db): a tool that
     needs approval in a run nobody watches pauses it, and `subagents resume TASK` continues it,
-    after a decision or a crash.
+    after a decision or a crash. Secrets are redacted from everything printed.
     """
     from rich.console import Console
     from rich.markup import escape
 
-    from subagents.cli.progress import progress_printer
+    from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
+    from subagents.secrets import known_credentials
     from subagents.tools.permissions import PERMISSION_MODES
+    from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
+    redactor = Redactor()  # the environment's secrets, until the project's config is read
     if permission_mode not in PERMISSION_MODES:
         err.print(
             f"[red]Unknown permission mode {permission_mode!r}[/] - use one of: "
@@ -92,7 +96,8 @@ def run_command(
         raise typer.Exit(2)
     # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
     interactive = sys.stdin.isatty() and not yes and not as_json and not ui
-    events = EventBus([] if as_json or ui else [progress_printer(err)])
+    events = EventBus()
+    printer: ProgressPrinter | None = None
     database = None
     try:
         if not no_store:
@@ -102,12 +107,17 @@ def run_command(
             cwd=cwd,
             model=model,
             permission_mode=permission_mode,  # type: ignore[arg-type]
-            approver=_ask_person(err) if interactive else None,
             headless=headless,
             events=events,
             stream=not as_json,
             store=database,
         )
+        redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+        if interactive:
+            runtime.approver = _ask_person(err, redactor)
+        if not (as_json or ui):
+            printer = progress_printer(err, redactor)
+            events.subscribe(printer)
         if ui:
             from subagents.cli.ui import run_in_ui
 
@@ -131,12 +141,14 @@ def run_command(
         else:
             result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
     except SubagentsError as error:
-        err.print(f"[red]Error:[/] {escape(str(error))}")
+        err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
         raise typer.Exit(130) from None
     finally:
+        if printer is not None:
+            printer.close()
         if database is not None:
             database.close()
     if as_json:
@@ -159,18 +171,18 @@ def run_command(
             "duration_ms": round(result.duration_ms, 1),
             "subagents": [spawn.to_dict() for spawn in spawns],
         }
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
         out = Console()
         out.print()
-        out.print(result.output, markup=False, highlight=False)
+        out.print(redactor.text(result.output), markup=False, highlight=False)
         if result.question is not None:
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(result.question.text)}\n"
+                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(result.error or '')}")
+            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
         if result.task_id is not None:
             err.print(f"[dim]task {result.task_id}[/]")
     if result.status not in ("completed", "awaiting_human"):
@@ -191,15 +203,18 @@ def _open_store(cwd: Path | None) -> Any:
     return database
 
 
-def _ask_person(console: Console) -> Any:
+def _ask_person(console: Console, redactor: Redactor) -> Any:
+    from rich.markup import escape
+
     from subagents.tools.permissions import ApprovalDecision
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
         import asyncio
 
-        args = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        args = json.dumps(redactor.value(request.arguments), indent=2, ensure_ascii=False)
         console.print(
-            f"\n[bold]{request.agent_type}[/] wants to run [bold]{request.tool_name}[/]:\n{args}"
+            f"\n[bold]{request.agent_type}[/] wants to run [bold]{request.tool_name}[/]:\n"
+            f"{escape(args)}"
         )
         answer = await asyncio.to_thread(input, "Allow? [y/N/reason to deny] ")
         if answer.strip().lower() in {"y", "yes"}:

@@ -3,7 +3,8 @@ export, import), registered by cli/app.py.
 
 Only typer is imported at module level; the store, Rich and JSON come in inside each command
 so that ``subagents --help`` stays fast. Every store or config error is printed as a message
-and a hint, exit code 2, never a traceback.
+and a hint, exit code 2, never a traceback. What is printed or exported passes through the
+redactor once more: the store holds redacted records, but an imported task may not.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -27,11 +28,15 @@ from subagents.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from rich.tree import Tree
 
     from subagents.store.base import UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
     from subagents.store.sqlite import SQLiteStore
+    from subagents.tracing.redact import Redactor
+
+    RecordT = TypeVar("RecordT", bound=BaseModel)
 
 __all__ = ["cleanup_command", "export_command", "import_command", "tasks_app"]
 
@@ -68,6 +73,14 @@ def _print_json(data: object) -> None:
     import json
 
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _redacted(records: list[RecordT], redactor: Redactor) -> list[RecordT]:
+    """The records with every string redacted."""
+    return [
+        type(record).model_validate(redactor.value(record.model_dump(mode="json")))
+        for record in records
+    ]
 
 
 def _when(moment: datetime | None) -> str:
@@ -111,6 +124,10 @@ def list_command(
             with _opened(path) as opened:
                 scan = opened.scan_tasks(status=status, limit=limit)
             tasks, unreadable = scan.tasks, scan.unreadable
+    if tasks:
+        from subagents.secrets import workspace_redactor
+
+        tasks = _redacted(tasks, workspace_redactor(cwd))
     if as_json:
         _print_json([task.model_dump(mode="json") for task in tasks])
     else:
@@ -187,6 +204,13 @@ def show_command(
             sessions = opened.sessions(record.id)
             last = opened.latest_checkpoint(record.id)
             waiting = _waiting_checkpoints(opened, record.id, sessions)
+    from subagents.secrets import workspace_redactor
+
+    redactor = workspace_redactor(cwd)
+    [record] = _redacted([record], redactor)
+    sessions = _redacted(sessions, redactor)
+    waiting = _redacted(waiting, redactor)
+    last = _redacted([last], redactor)[0] if last is not None else None
     if as_json:
         _print_json(
             {
@@ -386,7 +410,33 @@ def export_command(
         _require_store(path)
         with _opened(path) as opened:
             target = export_task(opened, task, directory)
+        _redact_files(target, cwd)
     typer.echo(f"Exported to {target}")
+
+
+def _redact_files(folder: Path, cwd: Path | None) -> None:
+    """Rewrite the exported JSON files that hold a secret, redacted."""
+    import json
+
+    from subagents.errors import StoreError
+    from subagents.secrets import workspace_redactor
+
+    redactor = workspace_redactor(cwd)
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            data = json.loads(path.read_bytes())
+            redacted = redactor.value(data)
+            if redacted != data:
+                try:
+                    encoded = json.dumps(redacted, indent=2, ensure_ascii=False).encode()
+                except UnicodeEncodeError:  # lone surrogates: JSON's escapes keep them exact
+                    encoded = json.dumps(redacted, indent=2).encode("ascii")
+                path.write_bytes(encoded + b"\n")
+        except (OSError, ValueError) as error:
+            raise StoreError(
+                f"cannot redact the exported file {path} ({error})",
+                hint="check that the export directory is writable, then export again",
+            ) from None
 
 
 def import_command(

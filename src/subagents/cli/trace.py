@@ -2,7 +2,8 @@
 them, with durations, tokens, tool calls and errors), or ``--json`` for the seed format.
 
 Only typer is imported at module level; the store, the trace view and Rich come in inside the
-command so that ``subagents --help`` stays fast. Every value shown has been redacted.
+command so that ``subagents --help`` stays fast. Every value shown has been redacted: when it
+was stored, and again here with the project's credentials (an imported task may hold some).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def trace_command(
     """Show what a task did: its sessions (subagents nested under the Task calls that started
     them), model calls, tool calls, durations, tokens and errors."""
     with user_errors():
-        trace = _load(store_path(cwd, store), task)
+        trace = _load(store_path(cwd, store), task, cwd)
     if as_json:
         import json
 
@@ -67,8 +68,9 @@ def trace_command(
     console.print(render_tree(trace))
 
 
-def _load(path: Path, task_id: str) -> TaskTrace:
+def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:
     from subagents.errors import StoreError
+    from subagents.secrets import workspace_redactor
     from subagents.store.sqlite import SQLiteStore
     from subagents.tracing.view import build_trace
 
@@ -78,7 +80,7 @@ def _load(path: Path, task_id: str) -> TaskTrace:
             hint="run a task first ('subagents run'), or name the store with --store",
         )
     with SQLiteStore(path) as opened:
-        return build_trace(opened, task_id)
+        return build_trace(opened, task_id, redactor=workspace_redactor(cwd))
 
 
 def render_tree(trace: TaskTrace) -> Tree:

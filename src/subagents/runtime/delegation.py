@@ -261,6 +261,7 @@ class Delegation:
             recorder=parent.recorder,
             parent_tool_call_id=tool_call_id,
             description=description,
+            tool_env=parent.tool_env,
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         self.handles[session.agent_id] = handle

@@ -17,7 +17,7 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -86,17 +86,25 @@ HookCallable = Callable[[HookPayload], "Awaitable[HookResult | None] | HookResul
 
 @dataclass(slots=True)
 class CommandHook:
-    """A shell command run with the payload as JSON on stdin."""
+    """A shell command run with the payload as JSON on stdin.
+
+    ``env`` is its environment; ``None`` means :func:`~subagents.secrets.tool_environment` of
+    the process without config (no provider keys: a hook runs on a model's tool calls).
+    """
 
     command: str
     timeout_seconds: float = 60.0
+    env: Mapping[str, str] | None = None
 
     async def __call__(self, payload: HookPayload) -> HookResult | None:
+        from subagents.secrets import tool_environment
+
         process = await asyncio.create_subprocess_shell(
             self.command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            env=dict(self.env) if self.env is not None else tool_environment(),
         )
         data = json.dumps(payload.to_json()).encode()
         try:

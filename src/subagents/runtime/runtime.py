@@ -116,6 +116,7 @@ class Runtime:
         self._mcp_config: MCPServersConfig | None = None
         self.mcp: MCPManager | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
+        self._tool_env: dict[str, str] | None = None
         if headless == "pause" and store is None:
             raise ConfigError(
                 "headless='pause' needs a store to pause the run in.",
@@ -134,7 +135,9 @@ class Runtime:
             self._config_hooks_added = True
             for event, commands in self._config.hooks.items():
                 for entry in commands:
-                    hook = CommandHook(entry.command, timeout_seconds=entry.timeout)
+                    hook = CommandHook(
+                        entry.command, timeout_seconds=entry.timeout, env=self.tool_environment()
+                    )
                     self.hooks.add(event, hook, matcher=entry.matcher)
         return self._config
 
@@ -151,6 +154,15 @@ class Runtime:
                 tool_names=[tool.name for tool in (*self._mcp_tools, *self._extra_tools)],
             )
         return self._inventory
+
+    def tool_environment(self) -> dict[str, str]:
+        """The environment of the commands tools and hooks start (see
+        :func:`subagents.secrets.tool_environment`), computed once."""
+        if self._tool_env is None:
+            from subagents.secrets import tool_environment
+
+            self._tool_env = tool_environment(self.config)
+        return self._tool_env
 
     def mcp_config(self) -> MCPServersConfig:
         """The MCP servers of this runtime: as passed in, else read from the config files."""
@@ -330,6 +342,7 @@ class Runtime:
             stream=self.stream,
             hooks=self.hooks,
             delegation=delegation,
+            tool_env=self.tool_environment(),
         )
         delegation.main = session
         return session
@@ -527,14 +540,10 @@ class Runtime:
         return HumanQuestion.from_dict(checkpoint.question)
 
     def _redactor(self) -> Any:
+        from subagents.secrets import known_credentials
         from subagents.tracing.redact import Redactor
 
-        keys = [
-            settings.api_key.get_secret_value()
-            for settings in self.config.providers.values()
-            if settings.api_key is not None
-        ]
-        return Redactor(keys)
+        return Redactor(known_credentials(self.config, self.mcp_config()))
 
     def _new_recorder(
         self,
@@ -616,6 +625,7 @@ class Runtime:
             tool_call_count=int(state.get("tool_calls", record.tool_calls)),
             persisted_messages=len(messages),
             recorded_status=record.status,
+            tool_env=self.tool_environment(),
         )
 
     def _rebuilt_tools(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +92,7 @@ class Session:
     tool_call_count: int = 0
     persisted_messages: int = 0
     recorded_status: SessionStatus | None = None  # the status last written to the store
+    tool_env: Mapping[str, str] | None = None  # for tools' subprocesses (see ToolContext.env)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
@@ -387,7 +388,9 @@ class Session:
         if tracked:
             assert recorder is not None and tool is not None
             recorder.write_ledger(recorder.ledger_entry(self, call, tool))
-        ctx = ToolContext(self.workspace, self.agent_id, self.agent_type, call.id, self)
+        ctx = ToolContext(
+            self.workspace, self.agent_id, self.agent_type, call.id, self, env=self.tool_env
+        )
         policy = self.permissions if permissions is True else permissions or None
         outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)
         if tracked:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,8 @@ class ToolContext:
 
     ``workspace`` is the root every file tool is confined to. ``session`` is the runtime
     session that issued the call (``None`` outside a session); the Task tool uses it to
-    delegate.
+    delegate. ``env`` is the environment for subprocesses a tool starts; ``None`` means
+    :func:`~subagents.secrets.tool_environment` of the process without config.
     """
 
     workspace: Path
@@ -33,6 +34,7 @@ class ToolContext:
     agent_type: str = ""
     tool_call_id: str = ""
     session: Any = None
+    env: Mapping[str, str] | None = None
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import Field
 
 from subagents.errors import ToolError
+from subagents.secrets import tool_environment
 from subagents.tools.base import ToolContext
 from subagents.tools.decorator import tool
 from subagents.tools.workspace import workspace_of
@@ -120,7 +121,7 @@ async def run_bash(
             "-c",
             command,
             cwd=root,
-            env=dict(os.environ),
+            env=dict(ctx.env) if ctx.env is not None else tool_environment(),
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,

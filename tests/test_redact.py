@@ -1,0 +1,468 @@
+"""The redactor on its own: one example per format, ordinary text and code left alone, nested
+values of any depth, dict keys, streamed text, and properties over random text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from subagents.tracing.redact import (
+    DEPTH_LIMIT,
+    KEYED_FORMATS,
+    REDACTED,
+    TOKEN_FORMATS,
+    TRUNCATED,
+    Redactor,
+    looks_like_secret_name,
+    secret_env_values,
+)
+
+# Made-up values in the real formats (none of them was ever a live credential).
+GITHUB_CLASSIC = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+GITHUB_FINE = (
+    "github_pat_11ABCDEFG0123456789abc_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIjKlMnOpQrStUvW"
+)
+AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SLACK_BOT = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+SLACK_APP = "xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef0123456789"
+SLACK_HOOK_PATH = "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+PEM_BODY = (
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
+    "Lxoj3PD8qYLDM1rL1yLc0a8A2z9mBvW1X3xP+pQ==\n"
+)
+PEM_BLOCK = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----"
+GOOGLE_KEY = "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+STRIPE_LIVE = "sk_live_51H8x9AbCdEfGhIjKlMnOpQrSt"
+GITLAB = "glpat-AbCdEfGhIj0123456789"
+NPM = "npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+HUGGING_FACE = "hf_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Qr"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+OPENAI_KEY = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+ANTHROPIC_KEY = "sk-ant-api03-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6-AA"
+BEARER = "abcDEF0123456789.xyz_-A1"
+
+# format name -> (text, the secret it holds, the text redacted)
+EXAMPLES: dict[str, list[tuple[str, str, str]]] = {
+    "github-token": [
+        (f"push with {GITHUB_CLASSIC} now", GITHUB_CLASSIC, "push with ghp_[REDACTED] now"),
+        *[
+            (f"{prefix}_{GITHUB_CLASSIC[4:]}", GITHUB_CLASSIC[4:], f"{prefix}_[REDACTED]")
+            for prefix in ("gho", "ghu", "ghs", "ghr")
+        ],
+    ],
+    "github-fine-grained-token": [
+        (f"GH={GITHUB_FINE}", GITHUB_FINE, "GH=github_pat_[REDACTED]"),
+    ],
+    "aws-access-key-id": [
+        (f"id {AWS_KEY_ID}.", AWS_KEY_ID, "id AKIA[REDACTED]."),
+        ("ASIAY34FZKBOKMUTVV7A,", "ASIAY34FZKBOKMUTVV7A", "ASIA[REDACTED],"),
+    ],
+    "aws-secret-access-key": [
+        (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "aws_secret_access_key = [REDACTED]"),
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n", AWS_SECRET, "AWS_SECRET_ACCESS_KEY=[REDACTED]\n"),
+    ],
+    "slack-token": [
+        (f"token {SLACK_BOT}", SLACK_BOT, "token xoxb-[REDACTED]"),
+        *[
+            (f"{kind}-{SLACK_BOT[5:]}", SLACK_BOT[5:], f"{kind}-[REDACTED]")
+            for kind in ("xoxp", "xoxa", "xoxr", "xoxs")
+        ],
+    ],
+    "slack-app-token": [(SLACK_APP, SLACK_APP, "xapp-[REDACTED]")],
+    "slack-webhook": [
+        (
+            f"POST https://hooks.slack.com/services/{SLACK_HOOK_PATH} ok",
+            SLACK_HOOK_PATH,
+            "POST https://hooks.slack.com/services/[REDACTED] ok",
+        )
+    ],
+    "private-key": [
+        (f"key:\n{PEM_BLOCK}\nafter", PEM_BODY.splitlines()[1], "key:\n[REDACTED]\nafter"),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n"
+            "-----END OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=",
+            REDACTED,
+        ),
+        (  # an encrypted key with headers
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+            "DEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n"
+            f"{PEM_BODY}-----END RSA PRIVATE KEY-----",
+            PEM_BODY.splitlines()[2],
+            REDACTED,
+        ),
+        (  # inside a JSON string, as in a service account file
+            json.dumps({"private_key": f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}"}),
+            PEM_BODY.splitlines()[0],
+            '{"private_key": "[REDACTED]"}',
+        ),
+        (  # cut off before its end: what came is redacted
+            f"-----BEGIN EC PRIVATE KEY-----\n{PEM_BODY}",
+            PEM_BODY.splitlines()[1],
+            REDACTED,
+        ),
+    ],
+    "url-password": [
+        (
+            "postgres://admin:hunter2@db.internal:5432/app",
+            "hunter2",
+            "postgres://admin:[REDACTED]@db.internal:5432/app",
+        ),
+        (
+            "clone https://bot:s3cr3t!x@git.example.com/r.git",
+            "s3cr3t!x",
+            "clone https://bot:[REDACTED]@git.example.com/r.git",
+        ),
+    ],
+    "google-api-key": [(f"key={GOOGLE_KEY}&q=1", GOOGLE_KEY, "key=AIza[REDACTED]&q=1")],
+    "stripe-live-key": [
+        (STRIPE_LIVE, STRIPE_LIVE, "sk_live_[REDACTED]"),
+        (
+            "rk_live_51H8x9AbCdEfGhIjKlMnOpQrSt",
+            "rk_live_51H8x9AbCdEfGhIjKlMnOpQrSt",
+            "rk_live_[REDACTED]",
+        ),
+    ],
+    "gitlab-token": [(f"{GITLAB} ", GITLAB, "glpat-[REDACTED] ")],
+    "npm-token": [
+        (
+            f"//registry.npmjs.org/:_authToken={NPM}",
+            NPM,
+            "//registry.npmjs.org/:_authToken=[REDACTED]",
+        )
+    ],
+    "huggingface-token": [(f"HF {HUGGING_FACE}", HUGGING_FACE, "HF hf_[REDACTED]")],
+    "jwt": [(f"jwt {JWT} end", JWT, "jwt eyJ[REDACTED] end")],
+    "openai-anthropic-key": [
+        (f"key {OPENAI_KEY}", OPENAI_KEY, "key sk-[REDACTED]"),
+        (f"'{ANTHROPIC_KEY}'", ANTHROPIC_KEY, "'sk-[REDACTED]'"),
+    ],
+    "authorization-header": [
+        (f"Authorization: Bearer {BEARER}", BEARER, "Authorization: Bearer [REDACTED]"),
+        (
+            '{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}',
+            "dXNlcjpwYXNzd29yZA==",
+            '{"authorization": "Basic [REDACTED]"}',
+        ),
+        ("x-api-key: k3y-0123456789abcdef", "k3y-0123456789abcdef", "x-api-key: [REDACTED]"),
+        (
+            f"curl -H 'Authorization: token {GITHUB_CLASSIC}'",
+            GITHUB_CLASSIC,
+            "curl -H 'Authorization: token [REDACTED]'",
+        ),
+    ],
+    "secret-assignment": [
+        ("password=hunter2!", "hunter2!", "password=[REDACTED]"),
+        (
+            '{"password": "correct horse battery"}',
+            "correct horse battery",
+            '{"password": "[REDACTED]"}',
+        ),
+        ("secret: s3cr3t-value\n", "s3cr3t-value", "secret: [REDACTED]\n"),
+        ("?token=abc123def&x=1", "abc123def", "?token=[REDACTED]&x=1"),
+        ("DB_PASSWORD  =  'pa55word'", "pa55word", "DB_PASSWORD  =  '[REDACTED]'"),
+        ('client_secret = "9f8e7d6c"', "9f8e7d6c", 'client_secret = "[REDACTED]"'),
+        ("--api-key=A1B2C3D4", "A1B2C3D4", "--api-key=[REDACTED]"),
+        ("GITHUB_TOKEN: 'whatever it is'", "whatever it is", "GITHUB_TOKEN: '[REDACTED]'"),
+    ],
+}
+
+# Ordinary text and code: nothing in it may change.
+ORDINARY = [
+    "request 3f2a9c1e-7b2d-4e6f-9a8b-0c1d2e3f4a5b finished",  # a UUID
+    "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 (HEAD -> main)",  # a git sha
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA",
+    "password_hash = hash(pw)",
+    "token = get_token(request)\nif token is None:\n    raise PermissionError(token)\n",
+    "self.token = token\nheaders = {'Authorization': f'Bearer {token}'}",
+    "def login(password: str) -> bool:\n    return check(password=password)",
+    "max_tokens = 4096\ntoken_count: int = 12\n",
+    '{"token": null, "password": true, "secret": 123}',
+    "if password == other or token != expected:",
+    "The tokenizer splits text into tokens; the secret is patience.",
+    "task-0123456789abcdef0123 and disk-usage-monitoring-service",
+    "https://user@example.com/path and http://localhost:8080/x?y=1",
+    "ask-0123456789abcdefghij, mask-ABCDEFGHIJKLMNOPQRST",
+    "version: 3.11.7\nname: subagents\ndescription: Claude-Code-style subagents",
+    "A1B2C3 KIA AKIAFOO ASIA-pacific",
+    "export PATH=/usr/local/bin:$PATH",
+    "token=$GITHUB_TOKEN gh api user",
+]
+
+
+def redactor() -> Redactor:
+    return Redactor(include_environment=False)
+
+
+def test_every_format_has_an_example() -> None:
+    names = [f.name for f in TOKEN_FORMATS] + [f.name for f in KEYED_FORMATS]
+    assert len(names) == len(set(names))
+    assert set(EXAMPLES) == set(names)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "secret", "expected"),
+    [(name, *example) for name, examples in EXAMPLES.items() for example in examples],
+)
+def test_each_format_is_redacted(name: str, text: str, secret: str, expected: str) -> None:
+    assert secret in text
+    redacted = redactor().text(text)
+    assert secret not in redacted, name
+    assert redacted == expected
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_and_code_are_left_alone(text: str) -> None:
+    assert redactor().text(text) == text
+
+
+def test_known_credentials_are_redacted_wherever_they_appear() -> None:
+    secret = "Zq9-plain-looking-credential"
+    redacted = Redactor([secret], include_environment=False).text(f"x{secret}y {secret}")
+    assert redacted == f"x{REDACTED}y {REDACTED}"
+
+
+def test_short_known_values_are_not_secrets() -> None:
+    assert Redactor(["1", "true", "short"], include_environment=False).text("1 true short") == (
+        "1 true short"
+    )
+
+
+def test_environment_secrets_are_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_LLM_CRED", "cred-value-0001")
+    monkeypatch.setenv("SERVICE_PASSWORD", "pw-value-0002")
+    monkeypatch.setenv("HOME_PAGE", "not-a-secret-0003")
+    assert "cred-value-0001" in secret_env_values()
+    text = Redactor().text("cred-value-0001 pw-value-0002 not-a-secret-0003")
+    assert text == f"{REDACTED} {REDACTED} not-a-secret-0003"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("GITHUB_TOKEN", True),
+        ("DB_PASSWORD", True),
+        ("DBPASSWORD", True),
+        ("apiKey", True),
+        ("X-Api-Key", True),
+        ("Authorization", True),
+        ("MY_LLM_CRED", True),
+        ("client_secret", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("PATH", False),
+        ("HOME", False),
+        ("SSH_AUTH_SOCK", False),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("KEYBOARD", False),
+        ("", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert looks_like_secret_name(name) is secret
+
+
+# -- nested values -----------------------------------------------------------------------------
+
+
+def nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def depth_of(value: Any) -> int:
+    depth = 0
+    while isinstance(value, dict | list):
+        value = value["k"] if isinstance(value, dict) else value[0]
+        depth += 1
+    return depth
+
+
+def test_a_value_nested_100_000_deep_is_cut_with_a_marker() -> None:
+    result = Redactor(include_environment=False).value(nested(100_000, GITHUB_CLASSIC))
+    assert depth_of(result) == DEPTH_LIMIT
+    leaf = result
+    for _ in range(DEPTH_LIMIT):
+        leaf = leaf["k"] if isinstance(leaf, dict) else leaf[0]
+    assert leaf == TRUNCATED
+    json.dumps(result)  # the store can write it
+
+
+def test_a_value_within_the_limit_is_kept_whole() -> None:
+    result = Redactor(include_environment=False).value(nested(DEPTH_LIMIT - 1, GITHUB_CLASSIC))
+    assert depth_of(result) == DEPTH_LIMIT - 1
+    assert "ghp_[REDACTED]" in json.dumps(result)
+
+
+def test_a_value_that_contains_itself_ends() -> None:
+    loop: list[Any] = ["x"]
+    loop.append(loop)
+    result = Redactor(include_environment=False).value(loop)
+    assert TRUNCATED in json.dumps(result)
+
+
+def test_dict_keys_that_are_secrets_are_redacted_and_kept_apart() -> None:
+    value = {
+        GITHUB_CLASSIC: 1,
+        f"ghp_{'Z' * 36}": 2,
+        "plain": {"password=hunter2!": [OPENAI_KEY, ("tuple", AWS_KEY_ID)]},
+        "n": 3,
+        7: None,
+    }
+    result = Redactor(include_environment=False).value(value)
+    assert result == {
+        "ghp_[REDACTED]": 1,
+        "ghp_[REDACTED] (2)": 2,
+        "plain": {"password=[REDACTED]": ["sk-[REDACTED]", ["tuple", "AKIA[REDACTED]"]]},
+        "n": 3,
+        7: None,
+    }
+
+
+# -- pathological input ------------------------------------------------------------------------
+
+# Each would take hours with a pattern that backtracks over what it scanned; linear, they pass
+# in a moment. Nothing is asserted about time: a regression shows as a hang.
+PATHOLOGICAL = [
+    "eyJ" * 60_000,
+    "token=" * 30_000 + "1",
+    "password=" + "1" * 200_000 + "(",
+    "-----BEGIN PRIVATE KEY-----" * 5_000,
+    "://a:" * 40_000,
+    "ghp_" * 50_000,
+    "A" + "KIA" * 60_000,
+    '"token": "' * 20_000,
+    "x" * 100_000 + "=" + "y" * 100_000,
+]
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL, ids=lambda text: repr(text[:12]))
+def test_pathological_text_is_redacted_in_linear_time(text: str) -> None:
+    assert isinstance(redactor().text(text), str)
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+SECRETS = [secret for examples in EXAMPLES.values() for _, secret, _ in examples]
+FORMAT_SECRETS = [
+    GITHUB_CLASSIC,
+    GITHUB_FINE,
+    AWS_KEY_ID,
+    SLACK_BOT,
+    SLACK_APP,
+    PEM_BLOCK,
+    GOOGLE_KEY,
+    STRIPE_LIVE,
+    GITLAB,
+    NPM,
+    HUGGING_FACE,
+    JWT,
+    OPENAI_KEY,
+    ANTHROPIC_KEY,
+    f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}",
+]
+KNOWN = "kn0wn-Credential-value-42"
+SEPARATORS = st.sampled_from([" ", "\n", "\t", ", ", "; ", "(", ")", '"', "'", " = ", ": "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.text(max_size=80),
+    after=st.text(max_size=80),
+    secret=st.sampled_from(FORMAT_SECRETS),
+    left=SEPARATORS,
+    right=SEPARATORS,
+)
+def test_a_secret_inserted_anywhere_in_any_text_does_not_survive(
+    before: str, after: str, secret: str, left: str, right: str
+) -> None:
+    text = before + left + secret + right + after
+    assert secret not in Redactor([KNOWN], include_environment=False).text(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200), position=st.integers(min_value=0, max_value=200))
+def test_a_known_credential_inserted_at_any_position_does_not_survive(
+    text: str, position: int
+) -> None:
+    at = min(position, len(text))
+    redacted = Redactor([KNOWN], include_environment=False).text(text[:at] + KNOWN + text[at:])
+    assert KNOWN not in redacted
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=300))
+def test_any_text_redacts_without_error_and_twice_is_once(text: str) -> None:
+    once = redactor().text(text)
+    assert redactor().text(once) == once
+
+
+# -- streams -------------------------------------------------------------------------------------
+
+STREAMED = (
+    f'Here: {GITHUB_CLASSIC} and postgres://u:pw@h/db, and password = "correct horse".\n'
+    f"{PEM_BLOCK}\nAuthorization: Bearer {JWT} {KNOWN} and the rest of a long line "
+    + "of plain words " * 40
+    + f"then {AWS_KEY_ID}.\nDone."
+)
+
+
+def stream_in_pieces(text: str, cuts: list[int]) -> list[str]:
+    stream = Redactor([KNOWN], include_environment=False).stream()
+    shown, start = [], 0
+    for cut in sorted({min(cut, len(text)) for cut in cuts}):
+        shown.append(stream.feed(text[start:cut]))
+        start = cut
+    shown.append(stream.feed(text[start:]))
+    shown.append(stream.close())
+    return shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(STREAMED)), max_size=60))
+def test_a_stream_cut_anywhere_shows_what_the_whole_text_redacts_to(cuts: list[int]) -> None:
+    shown = "".join(stream_in_pieces(STREAMED, cuts))
+    assert shown == Redactor([KNOWN], include_environment=False).text(STREAMED)
+    for secret in (GITHUB_CLASSIC, "pw@", "correct horse", PEM_BODY.splitlines()[0], JWT, KNOWN):
+        assert secret not in shown
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(max_size=60),
+    after=st.text(max_size=60),
+    secret=st.sampled_from([*FORMAT_SECRETS, KNOWN]),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=20),
+)
+def test_a_secret_split_across_pieces_never_shows(
+    before: str, after: str, secret: str, cuts: list[int]
+) -> None:
+    shown = "".join(stream_in_pieces(f"{before} {secret} {after}", cuts))
+    assert secret not in shown
+
+
+def test_a_stream_shows_text_before_it_ends() -> None:
+    stream = Redactor(include_environment=False).stream()
+    first = stream.feed("A first line without secrets.\nAnd the start of ")
+    assert first == "A first line without secrets.\n"
+    long = "word " * 200
+    assert stream.feed(long)  # a long line is shown before its end, all but a tail
+    assert stream.close().endswith("word ")
+
+
+def test_a_token_split_in_two_pieces_is_held_until_it_is_whole() -> None:
+    stream = Redactor(include_environment=False).stream()
+    shown = stream.feed("token: ghp_A1b2C3d4E5f6G7h8")
+    shown += stream.feed("I9j0K1l2M3n4O5p6Q7r8\nnext")
+    shown += stream.close()
+    assert shown == "token: [REDACTED]\nnext"
