@@ -683,3 +683,102 @@ def test_protected_paths_module_is_independent_of_the_cwd(tmp_path: Path) -> Non
     assert protected.reason(tmp_path / ".git") is not None
     assert protected.reason(tmp_path / "a" / ".Claude" / "x") is not None
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# -- a secret never comes back as "[REDACTED]" in a file -----------------------------------------
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+async def test_an_approved_call_whose_secret_was_not_stored_is_made_again(tmp_path: Path) -> None:
+    """The run pauses on a Write whose content holds a token; the store keeps it redacted.
+    Approving must not write "[REDACTED]" into the file: the model sends the call again and
+    that call runs without asking a second time."""
+    content = f"GITHUB_TOKEN={TOKEN}\n"
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results or "Make exactly the same call again" in results[-1].content:
+            if len(results) < 2:
+                return tool_call_response("Write", {"file_path": ".env.local", "content": content})
+        return text_response("written: " + " | ".join(r.content for r in results))
+
+    store = open_store(tmp_path / "state.db")
+    try:
+        runtime = Runtime(
+            cwd=tmp_path,
+            model=FunctionModel(turn),
+            permission_mode="default",
+            headless="pause",
+            store=store,
+        )
+        paused = await runtime.run("save the token")
+        assert paused.status == "awaiting_human"
+        stored = json.dumps(store.messages(paused.agent_id))
+        assert TOKEN not in stored
+        done = await runtime.resume(paused.task_id or "", HumanDecision("approve"))
+        assert done.status == "completed", done.error
+        assert (tmp_path / ".env.local").read_text() == content
+        assert "[REDACTED]" not in (tmp_path / ".env.local").read_text()
+        assert store.get_task(paused.task_id or "").status == "completed"
+    finally:
+        store.close()
+
+
+async def test_an_interrupted_call_that_lost_a_secret_is_not_rerun(tmp_path: Path) -> None:
+    """A crash (here: the run is cancelled) while a Write holding a token runs; even with
+    ``interrupted_tool_calls = "rerun"`` the stored, redacted call is not run again."""
+    import asyncio
+
+    config = tmp_path / ".subagents" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[subagents]\ninterrupted_tool_calls = "rerun"\n')
+    started = asyncio.Event()
+
+    async def slow_write(ctx: Any = None, **arguments: Any) -> str:
+        started.set()
+        await asyncio.Event().wait()  # never finishes: the "process" dies here
+        return "unreachable"
+
+    from subagents.tools.base import Tool
+
+    slow = Tool(
+        name="SlowWrite",
+        description="Writes slowly.",
+        parameters={"type": "object", "properties": {"content": {"type": "string"}}},
+        function=slow_write,
+    )
+    store = open_store(tmp_path / "state.db")
+    try:
+        first = attacker("main", [("SlowWrite", {"content": f"token {TOKEN}"})])
+        runtime = Runtime(
+            cwd=tmp_path,
+            model=first,
+            tools=[slow],
+            permission_mode="bypassPermissions",
+            store=store,
+        )
+        running = asyncio.ensure_future(runtime.run("write"))
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        (task_record,) = store.list_tasks()
+        second = attacker("main", [])
+        again = Runtime(
+            cwd=tmp_path,
+            model=second,
+            tools=[slow],
+            permission_mode="bypassPermissions",
+            store=store,
+        )
+        started.clear()
+        resumed = await again.resume(task_record.id, force=True)
+        assert resumed.status == "completed"
+        assert not started.is_set()  # the tool was not called with "[REDACTED]"
+        (outcome,) = results_of(second)
+        assert outcome.is_error and "secret" in outcome.content
+        ledger = store.ledger(task_record.id)
+        assert [entry.status for entry in ledger] == ["failed"]
+    finally:
+        store.close()

@@ -14,6 +14,7 @@ after it runs. :meth:`Session.resume` continues from whatever the history holds.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -98,6 +99,9 @@ class Session:
     _tool_specs: Sequence[ToolSpec] | None = None
     _traces: list[TraceRecord] = field(default_factory=list)  # committed with the next step
     _call_ids: set[str] | None = None  # every tool call id of this session so far
+    # (tool name, stored form of its arguments) a person approved, whose arguments lost a
+    # secret to redaction: the model's identical new call runs without asking again
+    _approved_again: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def model_name(self) -> str:
@@ -338,9 +342,13 @@ class Session:
 
     async def _settled_or_run(self, call: ToolCall, recovering: bool) -> ToolOutcome:
         tool = self.tools.get(call.name)
+        if self._approved_again and self._approved_before(call):
+            return await self._execute(call, tool, permissions=False)
         decision = self._decision_for(call)
         if decision is not None:
             return await self._apply_decision(call, tool, decision)
+        if recovering and tool is not None and _lost_a_secret(call):
+            return self._not_run(call, tool, _SECRET_LOST)
         if recovering and tool is not None and not tool.read_only and self._imported_call(call):
             raise RunPaused(
                 self._question(call, "approval", "it was pending when the task was imported")
@@ -424,8 +432,32 @@ class Session:
             return outcome
         if decision.action == "modify" and decision.arguments is not None:
             call = ToolCall(call.id, call.name, dict(decision.arguments))
+        elif _lost_a_secret(call) and self.recorder is not None:
+            # The stored arguments are not the model's: running them would write
+            # "[REDACTED]" where a secret was. Let the model send the call again instead.
+            self._approved_again.add((call.name, _stored_form(call.arguments)))
+            return self._not_run(call, tool, _SECRET_LOST_APPROVED)
         # the person approved: no second permission check
         return await self._execute(call, tool, permissions=False)
+
+    def _approved_before(self, call: ToolCall) -> bool:
+        """Whether a person approved this very call (as stored) before the pause."""
+        recorder = self.recorder
+        if recorder is None:
+            return False
+        key = (call.name, _stored_form(recorder.redactor.value(call.arguments)))
+        if key not in self._approved_again:
+            return False
+        self._approved_again.discard(key)
+        return True
+
+    def _not_run(self, call: ToolCall, tool: Tool | None, text: str) -> ToolOutcome:
+        """Answer ``call`` without running it, closing the ledger entry it may have left."""
+        outcome = _error_outcome(call, text, "error")
+        recorder = self.recorder
+        if recorder is not None and tool is not None and not tool.read_only:
+            recorder.write_ledger(recorder.ledger_entry(self, call, tool, outcome))
+        return outcome
 
     def _question(self, call: ToolCall, kind: str, detail: str | None = None) -> HumanQuestion:
         wants = f"{self.agent_type} wants to run {call.name}"
@@ -540,6 +572,41 @@ _CUT_OFF = (
     "incomplete; the output holds what it wrote. Ask for a shorter answer or split the work, "
     "or resume the task to let the model continue"
 )
+
+_SECRET_LOST = (
+    "This call was not run: the run stopped before it finished, and its arguments held a "
+    "secret, which is never stored, so they did not survive. Make the call again (read the "
+    "value again first if you need it)."
+)
+_SECRET_LOST_APPROVED = (
+    "A person approved this call, but its arguments held a secret, which is never stored, so "
+    "they did not survive the pause and the call was not run. Make exactly the same call "
+    "again: it will run without asking again."
+)
+
+
+def _lost_a_secret(call: ToolCall) -> bool:
+    """Whether ``call``'s arguments, as the store gave them back, lost something to redaction."""
+    from subagents.tracing.redact import REDACTED, TRUNCATED
+
+    markers = (REDACTED, TRUNCATED)
+    pending: list[object] = [call.arguments]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if any(marker in value for marker in markers):
+                return True
+        elif isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
+    return False
+
+
+def _stored_form(arguments: object) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
 
 _INTERRUPTED = (
     "This call was started before the process stopped and did not report back, so it may or "
