@@ -698,9 +698,9 @@ async def test_an_approved_call_whose_secret_was_not_stored_is_made_again(tmp_pa
 
     def turn(request: ModelRequest) -> ModelResponse:
         results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
-        if not results or "Make exactly the same call again" in results[-1].content:
-            if len(results) < 2:
-                return tool_call_response("Write", {"file_path": ".env.local", "content": content})
+        again = bool(results) and "Make exactly the same call again" in results[-1].content
+        if not results or (again and len(results) < 2):
+            return tool_call_response("Write", {"file_path": ".env.local", "content": content})
         return text_response("written: " + " | ".join(r.content for r in results))
 
     store = open_store(tmp_path / "state.db")
