@@ -464,6 +464,36 @@ async def test_e_modifies_the_arguments_and_invalid_json_keeps_the_screen_open(
     assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "edited by a person"
 
 
+async def test_the_pop_up_never_shows_a_secret_and_editing_keeps_it_intact(
+    tmp_path: Path,
+) -> None:
+    token = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
+    content = f"SLACK_BOT_TOKEN={token}\n"
+
+    def main(request: ModelRequest) -> ModelResponse:
+        if not results(request):
+            return tool_call_response("Write", {"file_path": "a.env", "content": content})
+        return text_response("FINAL: saved.")
+
+    runtime = Runtime(cwd=tmp_path, model=FunctionModel(main), permission_mode="default")
+    app = RunApp(runtime, "Save the token.")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await approval_screen(app, pilot)
+        arguments = str(screen.query_one("#approval-arguments Static", Static).render())
+        assert token not in arguments and "[REDACTED]" in arguments
+        await pilot.press("e")
+        editor = screen.query_one("#approval-edit", TextArea)
+        assert token not in editor.text
+        edited = json.loads(editor.text)
+        edited["file_path"] = "b.env"  # the person changes the path, not the content
+        editor.text = json.dumps(edited)
+        await pilot.press("ctrl+s")
+        await wait_until_done(app, pilot)
+        await pilot.press("q")
+    assert (tmp_path / "b.env").read_text(encoding="utf-8") == content
+    assert not (tmp_path / "a.env").exists()
+
+
 async def test_requests_of_parallel_subagents_are_answered_one_after_another(
     tmp_path: Path,
 ) -> None:

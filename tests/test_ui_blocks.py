@@ -403,3 +403,43 @@ async def test_blocks_show_paused_as_soon_as_a_session_waits(tmp_path: Path) -> 
         result = await runtime.run("write")
     assert result.status == "awaiting_human"
     assert tree.main is not None and tree.main.status == "paused"  # before finish_run
+
+
+async def test_no_secret_reaches_a_block_even_split_across_stream_deltas(tmp_path: Path) -> None:
+    from subagents.tracing.redact import Redactor
+
+    token = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
+    secret_file = tmp_path / "notes.txt"
+    secret_file.write_text(f"deploy key: {token}\n")
+
+    def model(request: ModelRequest) -> ModelResponse:
+        if not results(request):
+            return tool_call_response("Read", {"file_path": "notes.txt"}, text=f"see {token}")
+        return text_response(f"The key is {token}, keep it safe.")
+
+    tree = BlockTree(prompt=f"find {token}", redactor=Redactor())
+    streamed: list[str] = []  # what the block shows after each delta
+
+    def watch(event: ev.Event) -> None:
+        if isinstance(event, ev.TextDelta) and tree.main is not None:
+            streamed.append(tree.main.streaming)
+
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=FunctionModel(model),
+        events=EventBus([tree, watch]),
+        stream=True,  # text arrives in small deltas: the token is split across them
+        permission_mode="bypassPermissions",
+    )
+    result = await runtime.run(f"find {token}")
+    tree.finish_run(result)
+    main = tree.main
+    assert main is not None
+    assert len(streamed) > 3
+    assert all("Zz9Y" not in text for text in streamed)  # not even the start of it
+    shown = [*streamed, main.streaming, main.description, *tree.errors]
+    for message in main.messages:
+        shown += [message.text, message.result]
+    assert all(token not in text for text in shown)
+    assert any("ghp_[REDACTED]" in text for text in shown)
+    assert token in result.output  # the caller's own result is not touched

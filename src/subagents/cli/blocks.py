@@ -23,6 +23,7 @@ from subagents.tools.names import TASK_TOOL_NAME
 if TYPE_CHECKING:
     from subagents.messages import ToolCall, Usage
     from subagents.runtime.result import RunResult
+    from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
     "COLLAPSED_MESSAGES",
@@ -168,10 +169,16 @@ class BlockTree:
 
     ``prompt`` is the run's prompt: the events do not carry it, so the first root session gets
     it as its first message. ``clock`` returns seconds (monotonic) and is there for tests.
+    ``redactor`` redacts every piece of text a block keeps, so that no secret reaches the
+    screen; streamed text is shown once no secret can be in the making at its end.
     """
 
     def __init__(
-        self, *, prompt: str | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        prompt: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        redactor: Redactor | None = None,
     ) -> None:
         self.blocks: dict[str, AgentBlock] = {}
         self.roots: list[str] = []
@@ -180,6 +187,9 @@ class BlockTree:
         self.structure_version = 0
         self._prompt = prompt
         self._clock = clock
+        self._redactor = redactor
+        self._redact = redactor.text if redactor is not None else _unchanged
+        self._streams: dict[str, StreamRedactor] = {}  # per agent, while it streams
         self._order: list[AgentBlock] = []
         self._order_version = -1
 
@@ -294,7 +304,7 @@ class BlockTree:
     def _apply(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):  # the hottest event first
             block = self._block(event.agent_id)
-            streamed = block.streaming + event.text
+            streamed = block.streaming + self._streamed(event.agent_id, event.text)
             block.streaming = streamed if len(streamed) <= _MAX_TEXT else streamed[-_MAX_TEXT:]
             self._touch(block)
         elif isinstance(event, ev.SessionStarted):
@@ -303,6 +313,7 @@ class BlockTree:
             block = self._block(event.agent_id)
             block.turns = max(block.turns, event.turn)
             block.streaming = ""
+            self._streams.pop(event.agent_id, None)
             self._touch(block)
         elif isinstance(event, ev.ModelResponded):
             self._model_responded(event)
@@ -336,7 +347,7 @@ class BlockTree:
         block.output = block.error = None
         block.streaming = ""
         if self._prompt is not None and event.parent_id is None and block.message_count == 0:
-            block.add_message(BlockMessage("user", _clip(self._prompt)))
+            block.add_message(BlockMessage("user", self._shown(self._prompt)))
             self._prompt = None
         self._touch(block)
 
@@ -344,8 +355,9 @@ class BlockTree:
         block = self._block(event.agent_id)
         response = event.response
         block.streaming = ""
+        self._streams.pop(event.agent_id, None)  # the whole answer follows, redacted
         if response.text.strip():
-            block.add_message(BlockMessage("assistant", _clip(response.text)))
+            block.add_message(BlockMessage("assistant", self._shown(response.text)))
         self._add_usage(block, response.usage)
         if response.model_name and not block.model:
             block.model = response.model_name
@@ -353,7 +365,9 @@ class BlockTree:
 
     def _tool_started(self, agent_id: str, call: ToolCall) -> None:
         block = self._block(agent_id)
-        message = BlockMessage("tool", _describe_call(call), tool_name=call.name, call_id=call.id)
+        message = BlockMessage(
+            "tool", self._redact(_describe_call(call)), tool_name=call.name, call_id=call.id
+        )
         block.add_message(message)
         block._open_calls[call.id] = message
         block.tool_calls += 1
@@ -367,7 +381,7 @@ class BlockTree:
         if isinstance(resumed, str) and resumed.strip() in self.blocks:
             if isinstance(prompt, str) and prompt:
                 child = self.blocks[resumed.strip()]
-                child.add_message(BlockMessage("user", _clip(prompt)))
+                child.add_message(BlockMessage("user", self._shown(prompt)))
                 self._touch(child)
             return
         parent._task_calls.append(call)
@@ -377,12 +391,15 @@ class BlockTree:
         message = block._open_calls.pop(event.call.id, None)
         if message is None:  # started before we subscribed
             message = BlockMessage(
-                "tool", _describe_call(event.call), tool_name=event.call.name, call_id=event.call.id
+                "tool",
+                self._redact(_describe_call(event.call)),
+                tool_name=event.call.name,
+                call_id=event.call.id,
             )
             block.add_message(message)
             block.tool_calls += 1
         message.outcome = event.outcome.status
-        message.result = _clip(event.outcome.message.content)
+        message.result = self._shown(event.outcome.message.content)
         failed = event.outcome.status != "ok"
         if failed and event.call.name == TASK_TOOL_NAME and event.call in block._task_calls:
             # no child will claim it (bad arguments, unknown agent); a background Task call
@@ -394,7 +411,7 @@ class BlockTree:
         block = self._block(event.agent_id, status="initializing")
         self._attach(block, event.parent_id)
         block.agent_type = event.subagent_type
-        block.description = event.description
+        block.description = self._redact(event.description)
         block.model = event.resolved_model
         block.background = event.background
         if block.finished or block.status == "paused":
@@ -402,7 +419,7 @@ class BlockTree:
         call = self._claim_task_call(self.blocks[event.parent_id], event)
         prompt = call.arguments.get("prompt") if call is not None else None
         if isinstance(prompt, str) and prompt:
-            block.add_message(BlockMessage("user", _clip(prompt)))
+            block.add_message(BlockMessage("user", self._shown(prompt)))
         self._touch(block)
 
     def _claim_task_call(self, parent: AgentBlock, event: ev.SubagentStarted) -> ToolCall | None:
@@ -496,8 +513,24 @@ class BlockTree:
 
     def _keep_error(self, text: str) -> None:
         if len(self.errors) < MAX_KEPT_ERRORS:
-            self.errors.append(text)
+            self.errors.append(self._redact(text))
         self.version += 1
+
+    def _shown(self, text: str) -> str:
+        return _clip(self._redact(text))
+
+    def _streamed(self, agent_id: str, text: str) -> str:
+        """The part of a streamed piece that can be shown now (see StreamRedactor)."""
+        if self._redactor is None:
+            return text
+        stream = self._streams.get(agent_id)
+        if stream is None:
+            stream = self._streams[agent_id] = self._redactor.stream()
+        return stream.feed(text)
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def _describe_call(call: ToolCall) -> str:

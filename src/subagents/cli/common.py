@@ -51,15 +51,18 @@ TaskArgument = Annotated[
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Print a SubagentsError as a clear message (no traceback) and exit 2."""
+    """Print a SubagentsError as a clear message (no traceback, no secret) and exit 2."""
     from subagents.errors import SubagentsError
 
     try:
         yield
     except SubagentsError as error:
-        typer.echo(f"error: {error.message}", err=True)
+        from subagents.tracing.redact import Redactor
+
+        redactor = Redactor()  # an error may quote a stored value or a config line
+        typer.echo(f"error: {redactor.text(error.message)}", err=True)
         if error.hint:
-            typer.echo(f"hint: {error.hint}", err=True)
+            typer.echo(f"hint: {redactor.text(error.hint)}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
 
 

@@ -39,6 +39,7 @@ from subagents.cli.blocks import (
     short_id,
 )
 from subagents.tools.permissions import ApprovalDecision
+from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
     from subagents.runtime.result import RunResult
@@ -216,13 +217,19 @@ class ApprovalScreen(ModalScreen[None]):
         on_answer: Callable[[ApprovalDecision], None],
         *,
         waiting: int = 0,
+        redactor: Redactor | None = None,
     ) -> None:
         super().__init__()
         self.request = request
         self.on_answer = on_answer
         self.mode: ApprovalMode = "choose"
         self.waiting = waiting
-        self.arguments_json = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        self.redactor = redactor if redactor is not None else Redactor()
+        # What the screen shows, secrets redacted; editing starts from it, and a value left
+        # as shown keeps its real, unredacted content (see action_apply).
+        self.arguments_json = json.dumps(
+            self.redactor.value(request.arguments), indent=2, ensure_ascii=False
+        )
 
     def compose(self) -> ComposeResult:
         with Vertical(id="approval-dialog"):
@@ -242,7 +249,7 @@ class ApprovalScreen(ModalScreen[None]):
         text.append(" wants to run ")
         text.append(request.tool_name, style="bold")
         if request.reason:
-            text.append(f"\n{request.reason}", style="bold yellow")
+            text.append(f"\n{self.redactor.text(request.reason)}", style="bold yellow")
         if self.waiting:
             more = "request" if self.waiting == 1 else "requests"
             text.append(f"   ({self.waiting} more {more} waiting)", style="italic yellow")
@@ -291,7 +298,9 @@ class ApprovalScreen(ModalScreen[None]):
                 "ctrl+s, or escape to go back."
             )
             return
-        self.on_answer(ApprovalDecision(approved=True, arguments=arguments))
+        restored = restore_unedited(arguments, self.request.arguments, self.redactor)
+        assert isinstance(restored, dict)  # an object in, an object out
+        self.on_answer(ApprovalDecision(approved=True, arguments=restored))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -369,7 +378,8 @@ class RunApp(App[None]):
         self.tags = tuple(tags)
         self.exit_when_done = exit_when_done
         self.refresh_interval = refresh_interval
-        self.blocks = BlockTree(prompt=prompt)
+        self.redactor = _redactor_for(runtime)
+        self.blocks = BlockTree(prompt=prompt, redactor=self.redactor)
         self.result: RunResult | None = None
         self.run_error: BaseException | None = None
         self.cancelled = False
@@ -589,6 +599,7 @@ class RunApp(App[None]):
                 pending.request,
                 lambda decision: self._settle(pending, decision),
                 waiting=len(self._approvals) - 1,
+                redactor=self.redactor,
             )
             self._approval_screen = screen
             self.push_screen(screen)
@@ -664,3 +675,29 @@ def run_in_ui(
     if app.run_error is not None:
         raise app.run_error
     return app.result
+
+
+def _redactor_for(runtime: Runtime) -> Redactor:
+    """What the UI redacts: the run's credentials, token formats, secret-named variables."""
+    from subagents.secrets import known_credentials
+
+    try:
+        return Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+    except Exception:  # a bad config is reported when the run starts; redact what we can
+        return Redactor()
+
+
+def restore_unedited(edited: object, original: object, redactor: Redactor) -> object:
+    """``edited`` with every value the person left as the screen showed it (redacted) put
+    back to its real content, so that editing one argument does not write "[REDACTED]" into
+    another."""
+    if edited == redactor.value(original):
+        return original
+    if isinstance(edited, dict) and isinstance(original, dict):
+        return {
+            key: restore_unedited(value, original[key], redactor) if key in original else value
+            for key, value in edited.items()
+        }
+    if isinstance(edited, list) and isinstance(original, list) and len(edited) == len(original):
+        return [restore_unedited(e, o, redactor) for e, o in zip(edited, original, strict=True)]
+    return edited
