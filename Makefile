@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit system-packages bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) system-packages
 	$(BIN)/pytest
+
+# Debian's bubblewrap, for the tests of the Bash sandbox. Where it cannot be installed (no
+# apt-get, not root) those tests skip and say why; nothing else needs it.
+system-packages:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; \
+	} || echo "note: bubblewrap is not installed; the Bash sandbox tests will be skipped"
 
 test: lint typecheck unit
 

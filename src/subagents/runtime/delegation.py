@@ -262,6 +262,7 @@ class Delegation:
             parent_tool_call_id=tool_call_id,
             description=description,
             tool_env=parent.tool_env,
+            tool_sandbox=parent.tool_sandbox,
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         self.handles[session.agent_id] = handle

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
+    from subagents.tools.sandbox import BashSandbox
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
 
@@ -163,6 +164,28 @@ class Runtime:
 
             self._tool_env = tool_environment(self.config)
         return self._tool_env
+
+    def bash_sandbox(self) -> BashSandbox | None:
+        """The sandbox Bash runs in when ``[sandbox] enabled`` is set (else ``None``); raises
+        ConfigError when it is asked for and this system cannot provide it."""
+        settings = self.config.sandbox
+        if not settings.enabled:
+            return None
+        from subagents.tools.sandbox import BashSandbox, sandbox_problem
+
+        problem = sandbox_problem()
+        if problem is not None:
+            raise ConfigError(
+                f"[sandbox] enabled is set, but {problem}.",
+                hint="install bubblewrap (e.g. 'apt-get install bubblewrap') or set "
+                "[sandbox] enabled = false in .subagents/config.toml",
+            )
+        store_path = getattr(self.store, "path", None)
+        return BashSandbox.for_workspace(
+            self.workspace,
+            network=settings.network,
+            extra_read_only=[store_path] if isinstance(store_path, Path) else [],
+        )
 
     def mcp_config(self) -> MCPServersConfig:
         """The MCP servers of this runtime: as passed in, else read from the config files."""
@@ -343,6 +366,7 @@ class Runtime:
             hooks=self.hooks,
             delegation=delegation,
             tool_env=self.tool_environment(),
+            tool_sandbox=self.bash_sandbox(),
         )
         delegation.main = session
         return session
@@ -626,6 +650,7 @@ class Runtime:
             persisted_messages=len(messages),
             recorded_status=record.status,
             tool_env=self.tool_environment(),
+            tool_sandbox=self.bash_sandbox(),
         )
 
     def _rebuilt_tools(

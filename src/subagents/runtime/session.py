@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from subagents.store.records import ToolLedgerEntry, TraceRecord
     from subagents.tools.base import Tool
     from subagents.tools.permissions import PermissionPolicy
+    from subagents.tools.sandbox import BashSandbox
 
 __all__ = ["DEFAULT_MAX_TURNS", "Session", "SessionStatus"]
 
@@ -94,6 +95,7 @@ class Session:
     persisted_messages: int = 0
     recorded_status: SessionStatus | None = None  # the status last written to the store
     tool_env: Mapping[str, str] | None = None  # for tools' subprocesses (see ToolContext.env)
+    tool_sandbox: BashSandbox | None = None  # where Bash runs commands (ToolContext.sandbox)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
@@ -397,7 +399,13 @@ class Session:
             assert recorder is not None and tool is not None
             recorder.write_ledger(recorder.ledger_entry(self, call, tool))
         ctx = ToolContext(
-            self.workspace, self.agent_id, self.agent_type, call.id, self, env=self.tool_env
+            self.workspace,
+            self.agent_id,
+            self.agent_type,
+            call.id,
+            self,
+            env=self.tool_env,
+            sandbox=self.tool_sandbox,
         )
         policy = self.permissions if permissions is True else permissions or None
         outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from subagents.models.base import ToolSpec
+    from subagents.tools.sandbox import BashSandbox
 
 __all__ = ["Tool", "ToolContext", "ToolFunction", "ToolRegistry"]
 
@@ -26,7 +27,8 @@ class ToolContext:
     ``workspace`` is the root every file tool is confined to. ``session`` is the runtime
     session that issued the call (``None`` outside a session); the Task tool uses it to
     delegate. ``env`` is the environment for subprocesses a tool starts; ``None`` means
-    :func:`~subagents.secrets.tool_environment` of the process without config.
+    :func:`~subagents.secrets.tool_environment` of the process without config. ``sandbox``,
+    when set, is the OS sandbox Bash runs its commands in (see :mod:`subagents.tools.sandbox`).
     """
 
     workspace: Path
@@ -35,6 +37,7 @@ class ToolContext:
     tool_call_id: str = ""
     session: Any = None
     env: Mapping[str, str] | None = None
+    sandbox: BashSandbox | None = None
 
 
 @dataclass(slots=True)

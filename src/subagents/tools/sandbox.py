@@ -42,12 +42,13 @@ _PROTECTED_NAMES: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class BashSandbox:
-    """How to wrap one command: the workspace it may write, what stays read-only in it, and
+    """How to wrap one command: the workspace it may write, what stays read-only in it
+    (checked at each command: a ``.git`` made by the last one is protected in the next), and
     whether it may use the network."""
 
     workspace: Path
     network: bool = False
-    read_only: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()
 
     @classmethod
     def for_workspace(
@@ -57,8 +58,8 @@ class BashSandbox:
         candidates = [root / name for name in _PROTECTED_NAMES]
         candidates += [Path(os.path.realpath(path)) for path in extra_read_only]
         candidates += [path.with_name(f"{path.name}{s}") for path in candidates for s in _SIDECARS]
-        present = [path for path in dict.fromkeys(candidates) if _inside(root, path)]
-        return cls(root, network, tuple(path for path in present if path.exists()))
+        inside = [path for path in dict.fromkeys(candidates) if _inside(root, path)]
+        return cls(root, network, tuple(inside))
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """``argv`` as run inside the sandbox."""
@@ -82,8 +83,9 @@ class BashSandbox:
             workspace,
             workspace,
         ]
-        for path in self.read_only:
-            command += ["--ro-bind", str(path), str(path)]
+        for path in self.protected:
+            if path.exists():
+                command += ["--ro-bind", str(path), str(path)]
         if not self.network:
             command.append("--unshare-net")
         command += ["--chdir", workspace, "--", *argv]

@@ -113,13 +113,14 @@ async def run_bash(
         raise ToolError("The command contains a NUL character; send it as plain text.")
     timeout_ms = timeout or DEFAULT_BASH_TIMEOUT_MS
     root = workspace_of(ctx).root
+    argv = [SHELL, "-c", command]
+    if ctx.sandbox is not None:
+        argv = ctx.sandbox.wrap(argv)
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
-            SHELL,
-            "-c",
-            command,
+            *argv,
             cwd=root,
             env=dict(ctx.env) if ctx.env is not None else tool_environment(),
             stdin=subprocess.DEVNULL,
