@@ -26,7 +26,12 @@ from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.tools.sandbox import sandbox_problem
 
 PROBLEM = sandbox_problem()
-HOST_SCRATCH = Path("/tmp/scratch")
+
+
+def host_has_scratch() -> bool:
+    return Path("/tmp/scratch").exists()
+
+
 needs_bwrap = pytest.mark.skipif(
     PROBLEM is not None, reason=f"the Bash sandbox cannot run here: {PROBLEM}"
 )
@@ -88,7 +93,7 @@ async def test_a_sandboxed_command_writes_in_the_workspace_and_nowhere_else(
     # /tmp is private in the sandbox: a folder under the host's /tmp is not even there
     assert "Exit code: 1" in to_outside and not (outside / marker).exists()
     assert "Read-only file system" in to_home and not (home / marker).exists()
-    assert scratch.strip() == "x" and not HOST_SCRATCH.exists()
+    assert scratch.strip() == "x" and not host_has_scratch()
 
 
 @needs_bwrap
