@@ -147,7 +147,7 @@ def _post_order(root: Node, what: str, max_depth: int) -> list[Node]:
             seen = state.get(id(child))
             if seen is False:
                 raise YAMLLimitError(
-                    f"{what} has a YAML alias (*) inside the value it refers to, which makes it "
+                    f"{what} has a value holding a YAML alias (*) of itself, which makes it "
                     "infinite: write the value out",
                     _line(child),
                 )

@@ -67,16 +67,14 @@ def check_model(
             return None, None
         known = ", ".join(sorted(KNOWN_MODEL_PROVIDERS))
         return None, (
-            f"model {_shown(model)} names provider {_shown(provider)}, which is not built "
-            "in "
-            f"(built in: {known}); it must be configured under [providers.{provider}] "
-            "in config.toml"
+            f"model {_shown(model)} names provider {_shown(provider)}, which is not "
+            f"built in (built in: {known}); it must be configured under "
+            f"[providers.{shorten(provider, _SHOWN_CHARS)}] in config.toml"
         )
     return (
         f"model {_shown(model)} is not recognised: use an alias (haiku, sonnet, opus), "
-        "'inherit', "
-        "'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full model id "
-        "(e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
+        "'inherit', 'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full "
+        "model id (e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
         None,
     )
 

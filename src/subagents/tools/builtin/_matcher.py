@@ -21,7 +21,18 @@ import regex
 
 from subagents.tools.builtin._files import Deadline
 
-__all__ = ["LineMatcher", "line_starts", "split_lines"]
+__all__ = [
+    "MAX_PATTERN_EXPANSION",
+    "LineMatcher",
+    "PatternTooLargeError",
+    "line_starts",
+    "split_lines",
+]
+
+MAX_PATTERN_EXPANSION = 100_000
+"""How many items a pattern's counted repeats may stand for. ``regex`` compiles ``x{1000000}``
+into a million items (270 MB, and ``(?:x{65535}){65535}`` exhausts memory), where ``re`` kept
+one counted loop."""
 
 # Constructs whose meaning inside one line can depend on the text around it (lookarounds,
 # \A \Z \z \G \K, atomic groups and possessive quantifiers, and every (? group but plain
@@ -38,6 +49,17 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+class PatternTooLargeError(ValueError):
+    """The pattern's counted repeats (``{m,n}``) would expand beyond the limit."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(
+            f"its counted repeats stand for about {size:,} items (the limit is "
+            f"{MAX_PATTERN_EXPANSION:,}): use smaller counts, or + and * instead"
+        )
+        self.size = size
+
+
 @dataclass(slots=True)
 class LineMatcher:
     """One Grep call's pattern, compiled per line and (when equivalent) for whole texts."""
@@ -48,7 +70,11 @@ class LineMatcher:
 
     @classmethod
     def compile(cls, pattern: str, flags: int, deadline: Deadline) -> LineMatcher:
-        """Raises ``regex.error`` (and ``OverflowError``...) for a bad pattern."""
+        """Raises ``regex.error`` (and ``OverflowError``...) for a bad pattern, and
+        :class:`PatternTooLargeError` for one whose repeats would take too much memory."""
+        size = expansion(pattern)
+        if size > MAX_PATTERN_EXPANSION:
+            raise PatternTooLargeError(size)
         per_line = regex.compile(pattern, flags | regex.V0)
         whole_text = None
         if not _NOT_LINE_LOCAL.search(pattern):
@@ -123,3 +149,87 @@ def line_starts(text: str) -> list[int]:
     if starts[-1] != len(text) + 1:
         starts.append(len(text) + 1)
     return starts
+
+
+_COUNT = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+
+
+def expansion(pattern: str) -> int:
+    """An upper bound on the items a pattern's counted repeats expand to, without compiling it.
+
+    Every atom counts one; ``{m,n}`` multiplies the atom or group before it by its largest
+    count; alternatives add up. Text that is not a valid pattern gets some number; compiling it
+    reports the real error.
+    """
+    frames: list[list[int]] = [[0, 0]]  # per open group: [total so far, size of last atom]
+    index, length = 0, len(pattern)
+    while index < length:
+        char = pattern[index]
+        frame = frames[-1]
+        if char == "\\":
+            index = _after_escape(pattern, index)
+            frame[0] += 1
+            frame[1] = 1
+            continue
+        if char == "[":
+            index = _after_class(pattern, index)
+            frame[0] += 1
+            frame[1] = 1
+            continue
+        if char == "(":
+            frames.append([0, 0])
+        elif char == ")" and len(frames) > 1:
+            size = frames.pop()[0]
+            frames[-1][0] += size
+            frames[-1][1] = size
+        elif char == "{" and (count := _COUNT.match(pattern, index)) is not None:
+            low, comma, high = count.groups("")
+            times = max(_number(low), _number(high)) if comma else _number(low)
+            frame[0] += frame[1] * (times - 1)
+            frame[1] *= times
+            index = count.end()
+            continue
+        elif char not in "*+?|":
+            frame[0] += 1
+            frame[1] = 1
+        index += 1
+    while len(frames) > 1:
+        size = frames.pop()[0]
+        frames[-1][0] += size
+    return frames[0][0]
+
+
+def _number(digits: str) -> int:
+    # int() refuses more than 4,300 digits; anything past twelve is over the limit anyway.
+    return int(digits) if digits.isdigit() and len(digits) <= 12 else 10**12 if digits else 0
+
+
+def _after_escape(pattern: str, index: int) -> int:
+    """The index after the escape starting at ``index`` (``\\p{...}`` and the like whole)."""
+    named = pattern[index + 1 : index + 2] in ("p", "P", "N", "x")
+    if named and pattern.startswith("{", index + 2):
+        end = pattern.find("}", index + 2)
+        return end + 1 if end != -1 else len(pattern)
+    return index + 2
+
+
+def _after_class(pattern: str, index: int) -> int:
+    """The index after the character class starting at ``index``."""
+    position = index + 1
+    if pattern.startswith("^", position):
+        position += 1
+    if pattern.startswith("]", position):
+        position += 1  # a leading ] is a literal
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            position += 2
+            continue
+        if char == "[" and pattern.startswith(":", position + 1):
+            end = pattern.find(":]", position + 2)
+            position = end + 2 if end != -1 else position + 1
+            continue
+        if char == "]":
+            return position + 1
+        position += 1
+    return len(pattern)
