@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# Longer fuzzing than the suite's: `make fuzz FUZZ_SECONDS=600` (reproducers in fuzz/failures/).
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
