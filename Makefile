@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit system-packages bench clean
+.PHONY: demo test lint typecheck unit system-packages bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples fuzz
+	$(BIN)/ruff format --check src tests bench examples fuzz
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -40,6 +40,11 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# Longer fuzzing than the suite's: `make fuzz FUZZ_SECONDS=600` (reproducers in fuzz/failures/).
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

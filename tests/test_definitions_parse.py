@@ -536,21 +536,20 @@ def test_corpus_copied_into_a_project_parses_the_same(corpus_dir: Path, tmp_path
 # --- hostile input ----------------------------------------------------------------------------
 
 
-def test_yaml_alias_bombs_and_cycles_are_cut_short() -> None:
+def test_yaml_alias_bombs_make_the_agent_invalid() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
-    text = "---\nname: a\ndescription: d\n" + "\n".join(lines) + "\ncyc: &c [*c]\n---\nbody\n"
+    text = "---\nname: a\ndescription: d\n" + "\n".join(lines) + "\n---\nbody\n"
     d = md(text)
-    assert d.status == "active"
-    assert any("cut short" in w for w in d.warnings)
+    assert d.status == "invalid"
+    assert any("through YAML aliases" in e for e in d.validation_errors)
     assert len(d.model_dump_json()) < 1_000_000
 
 
-def test_self_referencing_mcp_config_is_an_error_not_a_crash() -> None:
+def test_self_referencing_yaml_is_an_error_not_a_crash() -> None:
     d = md("---\nname: a\ndescription: d\nmcpServers:\n  s: &m {k: *m}\n---\nbody\n")
-    assert d.status == "active"  # cut short at a fixed depth, with a warning
-    assert any("cut short" in w for w in d.warnings)
-    assert d.mcp_servers == ["s"]
+    assert d.status == "invalid"
+    assert any("infinite" in e and "line 5" in e for e in d.validation_errors)
 
 
 @pytest.mark.parametrize(

@@ -76,6 +76,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from subagents._preview import preview
+from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
 
@@ -83,6 +85,7 @@ __all__ = [
     "CONFIG_DIR_NAME",
     "CONFIG_FILE_NAME",
     "HOME_ENV_VAR",
+    "MAX_CONFIG_FILE_BYTES",
     "Config",
     "ConfigFile",
     "HookCommand",
@@ -100,9 +103,13 @@ __all__ = [
 ]
 
 HOME_ENV_VAR = "SUBAGENTS_HOME"
+MAX_CONFIG_FILE_BYTES = 1 << 20
+"""config.toml files larger than this are refused (they hold settings, not data)."""
 CONFIG_DIR_NAME = ".subagents"
 CONFIG_FILE_NAME = "config.toml"
 _MAX_ALIAS_HOPS = 10
+_SHOWN_CHARS = 80  # of a value quoted in an error message
+_MAX_DESCRIBED = 20  # problems described one by one in a ConfigError
 
 
 class SubagentsSettings(BaseModel):
@@ -344,7 +351,18 @@ def _absolute(path: Path | None) -> Path:
 
 def _read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        data = read_capped(path, MAX_CONFIG_FILE_BYTES)
+    except FileTooLargeError as error:
+        raise ConfigError(
+            f"{path}: the config file is too large ({error}).",
+            hint="a config.toml holds settings, not data: remove what does not belong there",
+        ) from None
+    except NotARegularFileError:
+        raise ConfigError(
+            f"{path}: cannot read the config file (it is not a regular file).",
+            hint=f"replace it with a plain file or remove it (set {HOME_ENV_VAR} to use "
+            "another home)",
+        ) from None
     except OSError as error:
         raise ConfigError(
             f"{path}: cannot read the config file ({error.strerror or error}).",
@@ -379,18 +397,28 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
             f"{where}: TOML syntax error: {reason}.",
             hint="fix the syntax at that line (see https://toml.io for the format)",
         ) from error
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: the config file nests arrays or tables too deeply to read.",
+            hint="flatten the nested values",
+        ) from None
 
 
 def _validate_file(path: Path, text: str, raw: dict[str, Any]) -> None:
     try:
         ConfigFile.model_validate(raw)
     except ValidationError as error:
+        details = error.errors()
+        # Each description scans the file for its line: describe a few, count the rest.
         problems = sorted(
-            (_describe_problem(path, text, detail) for detail in error.errors()),
+            (_describe_problem(path, text, detail) for detail in details[:_MAX_DESCRIBED]),
             key=lambda problem: problem[0] if problem[0] is not None else 0,
         )
+        lines = [description for _, description in problems]
+        if len(details) > _MAX_DESCRIBED:
+            lines.append(f"{path}: ... and {len(details) - _MAX_DESCRIBED} more problems")
         raise ConfigError(
-            "\n".join(description for _, description in problems),
+            "\n".join(lines),
             hint=f"correct or remove the key(s) named above in {path}",
         ) from None
 
@@ -398,19 +426,19 @@ def _validate_file(path: Path, text: str, raw: dict[str, Any]) -> None:
 def _describe_problem(path: Path, text: str, detail: Mapping[str, Any]) -> tuple[int | None, str]:
     loc = tuple(detail.get("loc", ()))
     key_path = tuple(str(part) for part in loc if not isinstance(part, int))
-    dotted = ".".join(key_path) or "(top level)"
+    dotted = preview(".".join(key_path) or "(top level)", _SHOWN_CHARS)
     line = _find_key_line(text, key_path)
     where = f"{path}:{line}" if line is not None else str(path)
     if detail.get("type") == "extra_forbidden":
-        reason = f"unknown key {dotted!r}"
+        reason = f"unknown key {dotted}"
         suggestion = _closest_key(key_path)
         if suggestion:
             reason += f" (did you mean {suggestion!r}?)"
         return line, f"{where}: {reason}"
     value = detail.get("input")
-    shown = repr(value) if not isinstance(value, dict) else "a table"
+    shown = preview(value, _SHOWN_CHARS) if not isinstance(value, dict) else "a table"
     reason = detail.get("msg", "invalid value")
-    return line, f"{where}: key {dotted!r}: {reason} (got {shown})"
+    return line, f"{where}: key {dotted}: {reason} (got {shown})"
 
 
 def _closest_key(key_path: tuple[str, ...]) -> str | None:
@@ -438,7 +466,7 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
     return ".".join([*parents, matches[0]])
 
 
-_TABLE_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_TABLE_HEADER = re.compile(r"^\s*\[\[?([^\]]+)\]\]?\s*(#.*)?$")
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
 _KEY_LINE = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
+from subagents._preview import preview, shorten
 from subagents.definitions.model import AgentDefinition, Dialect, PermissionMode, Scope
 
 __all__ = ["BODY_KEYS", "FIELD_SPELLINGS", "definition_from_mapping"]
@@ -49,6 +50,13 @@ _PERMISSION_MODES: dict[str, PermissionMode] = {
 # expand into a huge (or cyclic) structure.
 _MAX_COPIED_VALUES = 10_000
 _MAX_COPIED_DEPTH = 40
+_MAX_NUMBER_DIGITS = 100
+_SHOWN_CHARS = 60  # of a value quoted in a message
+
+
+def _shown(value: object) -> str:
+    """``value`` quoted for a message, at most a line long however large it is."""
+    return preview(value, _SHOWN_CHARS)
 
 
 class _Reader:
@@ -63,10 +71,7 @@ class _Reader:
         self.truncated = False
 
     def error(self, key: str, expected: str, value: object) -> None:
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        self.errors.append(f"{key!r} must be {expected}, not {shown}")
+        self.errors.append(f"{_shown(key)} must be {expected}, not {_shown(value)}")
 
     def copy_value(self, value: object, depth: int = 0) -> Any:
         """A JSON-compatible copy of ``value`` (dates as ISO text, other objects as text)."""
@@ -106,7 +111,7 @@ def _text(r: _Reader, key: str, value: object) -> str | None:
 def _name(r: _Reader, key: str, value: object) -> str | None:
     if isinstance(value, str):
         return value
-    r.errors.append(f"{key!r} must be text (e.g. 'name: code-reviewer'), not {value!r:.60}")
+    r.errors.append(f"{_shown(key)} must be text (e.g. 'name: code-reviewer'), not {_shown(value)}")
     return None
 
 
@@ -175,8 +180,11 @@ def _max_turns(r: _Reader, key: str, value: object) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text.removeprefix("-")
+        if digits.isdecimal() and digits.isascii() and len(digits) <= _MAX_NUMBER_DIGITS:
+            return int(text)
     r.error(key, "a positive whole number", value)
     return None
 
@@ -184,12 +192,10 @@ def _max_turns(r: _Reader, key: str, value: object) -> int | None:
 def _temperature(r: _Reader, key: str, value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
         try:
             return float(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number; an integer too large for a float
             pass
     r.error(key, "a number between 0 and 2", value)
     return None
@@ -213,7 +219,7 @@ def _permission_mode(r: _Reader, key: str, value: object) -> PermissionMode | No
         return _PERMISSION_MODES[value.strip().lower()]
     known = ", ".join(get_args(PermissionMode))
     r.warnings.append(
-        f"{key!r} value {value!r:.60} is not supported here (supported: {known}); "
+        f"{_shown(key)} value {_shown(value)} is not supported here (supported: {known}); "
         "the default permission mode is used"
     )
     return None
@@ -229,13 +235,17 @@ def _mcp_servers(r: _Reader, key: str, value: object) -> tuple[list[str], dict[s
             r.error(key, "server names (text)", name)
             return False
         if config is not None and not isinstance(config, Mapping):
-            r.error(f"{key}.{name}", "a mapping of server settings (command, url, ...)", config)
+            r.error(
+                f"{key}.{shorten(name)}", "a mapping of server settings (command, url, ...)", config
+            )
             return False
         names.append(name)
         if config is not None:
             copied = r.copy_value(config)
             if not isinstance(copied, dict):
-                r.error(f"{key}.{name}", "a mapping of server settings of sensible size", "...")
+                r.error(
+                    f"{key}.{shorten(name)}", "a mapping of server settings of sensible size", "..."
+                )
                 return False
             configs[name] = copied
         return True
@@ -307,14 +317,17 @@ def definition_from_mapping(
             if body is None:
                 body = _text(r, key, value)
             else:
-                r.warnings.append(f"{key!r} is ignored: the prompt was already given")
+                r.warnings.append(f"{_shown(key)} is ignored: the prompt was already given")
             continue
         field = FIELD_SPELLINGS.get(key)
         if field is None:
             extra[key] = r.copy_value(value)
             continue
         if field in r.spelling:
-            r.warnings.append(f"both {r.spelling[field]!r} and {key!r} are set; {key!r} is ignored")
+            r.warnings.append(
+                f"both {_shown(r.spelling[field])} and {_shown(key)} are set; {_shown(key)} is "
+                "ignored"
+            )
             continue
         r.spelling[field] = key
         if field == "mcp_servers":

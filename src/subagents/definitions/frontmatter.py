@@ -5,7 +5,8 @@ Three readers, tried in order:
 1. a fast reader for the common shape (one ``key: value`` per line, plain or simply quoted
    values). It only accepts lines whose meaning in YAML is certain and otherwise gives up, so
    its result always equals what YAML would produce;
-2. PyYAML's safe loader (the C one when available);
+2. PyYAML's safe loader (the C one when available), through :func:`subagents._yaml.load_yaml`,
+   which refuses alias bombs, cycles and runaway nesting before any value is built;
 3. when YAML rejects the text (real files often have an unquoted ``: `` inside
    ``description``), a lenient line-based ``key: value`` reading, with a warning.
 """
@@ -18,13 +19,9 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FrontmatterResult", "read_frontmatter", "split_frontmatter"]
+from subagents._yaml import YAMLLimitError, load_yaml, yaml_problem
 
-# The C loader when PyYAML was built with libyaml: ten times faster. It recurses on the C stack,
-# so text that could nest deeper than _C_LOADER_MAX_NESTING goes to the Python loader, which
-# raises RecursionError instead of crashing the process.
-_CLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_C_LOADER_MAX_NESTING = 2_000
+__all__ = ["FrontmatterResult", "read_frontmatter", "split_frontmatter"]
 
 _CLOSING = re.compile(r"^---[ \t]*$", re.MULTILINE)
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
@@ -125,19 +122,9 @@ def _fast_read(frontmatter: str) -> dict[str, Any] | None:
     return data
 
 
-def _load_yaml(text: str) -> Any:
-    # Each level of nesting needs one of these indicators, so their count bounds the depth.
-    bound = sum(text.count(c) for c in "[{-:?")
-    loader = _CLoader if bound < _C_LOADER_MAX_NESTING else yaml.SafeLoader
-    return yaml.load(text, Loader=loader)  # a safe loader either way
-
-
 def _yaml_problem(exc: yaml.YAMLError, first_line: int) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"line {first_line + mark.line}: {problem}"
-    return str(problem)
+    line, problem = yaml_problem(exc, first_line)
+    return problem if line is None else f"line {line}: {problem}"
 
 
 def read_frontmatter(frontmatter: str, first_line: int = 2) -> FrontmatterResult:
@@ -146,11 +133,12 @@ def read_frontmatter(frontmatter: str, first_line: int = 2) -> FrontmatterResult
     if fast is not None:
         return FrontmatterResult(fast)
     try:
-        loaded = _load_yaml(frontmatter)
+        loaded = load_yaml(frontmatter, what="the frontmatter")
+    except YAMLLimitError as exc:
+        # Not a syntax slip that a line-based reading could recover from: the file says so.
+        return FrontmatterResult(None, errors=[_yaml_problem(exc, first_line)])
     except yaml.YAMLError as exc:
         return _lenient(frontmatter, _yaml_problem(exc, first_line))
-    except RecursionError:
-        return _unreadable("it is nested too deeply", "flatten the nested values")
     if loaded is None:
         return FrontmatterResult({})
     if not isinstance(loaded, dict):
@@ -205,8 +193,8 @@ def _chunk_value(key: str, lines: list[str]) -> tuple[Any, bool]:
     if simple is not None and key in simple:
         return simple[key], True
     try:
-        loaded = _load_yaml("\n".join(lines))
-    except (yaml.YAMLError, RecursionError):
+        loaded = load_yaml("\n".join(lines), what="the frontmatter")
+    except yaml.YAMLError:
         loaded = None
     else:
         if isinstance(loaded, dict) and len(loaded) == 1 and key in loaded:

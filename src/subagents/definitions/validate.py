@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from subagents._preview import preview, shorten
 from subagents.definitions.model import AgentDefinition
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME, classify_tool_name
 
@@ -29,11 +30,16 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 MODEL_ALIASES: frozenset[str] = frozenset({"haiku", "sonnet", "opus", "inherit"})
 KNOWN_MODEL_PROVIDERS: frozenset[str] = frozenset({"openai", "anthropic", "ollama", "test"})
 
+_SHOWN_CHARS = 60  # of a value quoted in a message
 _SEPARATORS = re.compile(r"[_.\s]+")
 _PROVIDER_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):(\S.*)$")
 _FULL_MODEL_ID = re.compile(r"^(claude-|gpt-|o1|o3|o4)\S*$")
 _KNOWN_TOOLS_HINT = ", ".join((*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME))
 _TOOL_BY_LOWER = {name.lower(): name for name in (*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME)}
+
+
+def _shown(value: object) -> str:
+    return preview(value, _SHOWN_CHARS)
 
 
 def normalise_name(raw: str) -> str:
@@ -61,14 +67,14 @@ def check_model(
             return None, None
         known = ", ".join(sorted(KNOWN_MODEL_PROVIDERS))
         return None, (
-            f"model {model!r} names provider {provider!r}, which is not built in "
-            f"(built in: {known}); it must be configured under [providers.{provider}] "
-            "in config.toml"
+            f"model {_shown(model)} names provider {_shown(provider)}, which is not "
+            f"built in (built in: {known}); it must be configured under "
+            f"[providers.{shorten(provider, _SHOWN_CHARS)}] in config.toml"
         )
     return (
-        f"model {model!r} is not recognised: use an alias (haiku, sonnet, opus), 'inherit', "
-        "'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full model id "
-        "(e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
+        f"model {_shown(model)} is not recognised: use an alias (haiku, sonnet, opus), "
+        "'inherit', 'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full "
+        "model id (e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
         None,
     )
 
@@ -80,18 +86,21 @@ def _mcp_server_of(tool: str) -> str:
 
 def _tool_warning(tool: str, kind: str) -> str:
     if kind == "claude_code_only":
-        return f"tool {tool!r} is not available here; it is left out"
+        return f"tool {_shown(tool)} is not available here; it is left out"
     if kind == "mcp":
         server = _mcp_server_of(tool)
         return (
-            f"tool {tool!r} needs MCP server {server!r}, which is not configured "
+            f"tool {_shown(tool)} needs MCP server {_shown(server)}, which is not configured "
             "(.mcp.json or mcp_servers.yaml); it is left out"
         )
     suggestion = _TOOL_BY_LOWER.get(tool.lower())
     if suggestion is not None:
-        return f"tool {tool!r} is not a known tool (did you mean {suggestion!r}?); it is left out"
+        return (
+            f"tool {_shown(tool)} is not a known tool (did you mean {_shown(suggestion)}?); "
+            "it is left out"
+        )
     return (
-        f"tool {tool!r} is not a known tool; it is left out "
+        f"tool {_shown(tool)} is not a known tool; it is left out "
         f"(known: {_KNOWN_TOOLS_HINT}, mcp__SERVER, mcp__SERVER__TOOL)"
     )
 
@@ -124,7 +133,7 @@ def _check_tools(
     for tool in d.disallowed_tools:
         if tool not in known_tools and classify_tool_name(tool) == "unknown":
             warnings.append(
-                f"disallowedTools names {tool!r}, which is not a known tool; it has no effect"
+                f"disallowedTools names {_shown(tool)}, which is not a known tool; it has no effect"
             )
     return unavailable
 
@@ -139,11 +148,13 @@ def _check_name(
         name = normalised
     if declared is not None and declared != name:
         warnings.append(
-            f"name {declared!r} was normalised to {name!r}; write 'name: {name}' to silence this"
+            f"name {_shown(declared)} was normalised to {_shown(name)}; write "
+            f"'name: {shorten(name, _SHOWN_CHARS)}' to silence this"
         )
     if not NAME_PATTERN.match(name):
         errors.append(
-            f"name {name!r} is not valid: use lowercase letters, digits and '-', starting with "
+            f"name {_shown(name)} is not valid: use lowercase letters, digits and '-', "
+            "starting with "
             "a letter (e.g. 'code-reviewer')"
         )
     return name, declared
@@ -201,7 +212,8 @@ def _findings(
         for server in d.mcp_servers:
             if server not in usable_servers:
                 warnings.append(
-                    f"MCP server {server!r} is not configured (.mcp.json or mcp_servers.yaml); "
+                    f"MCP server {_shown(server)} is not configured (.mcp.json or "
+                    "mcp_servers.yaml); "
                     "it is left out"
                 )
     unavailable = _check_tools(d, usable_servers, known_tools, errors, warnings)
@@ -211,13 +223,13 @@ def _findings(
     if model_warning:
         warnings.append(model_warning)
     if d.max_turns is not None and d.max_turns < 1:
-        errors.append(f"maxTurns must be a positive whole number, not {d.max_turns}")
+        errors.append(f"maxTurns must be a positive whole number, not {_shown(d.max_turns)}")
     if d.temperature is not None and not (
         math.isfinite(d.temperature) and 0.0 <= d.temperature <= 2.0
     ):
         errors.append(f"temperature must be between 0 and 2, not {d.temperature}")
     for key in d.extra:
-        warnings.append(f"unknown key {key!r} is kept but has no effect here")
+        warnings.append(f"unknown key {_shown(key)} is kept but has no effect here")
     return {
         "name": name,
         "declared_name": declared,

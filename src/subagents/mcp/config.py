@@ -42,11 +42,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from subagents._preview import preview, shorten
+from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
     "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_CLAUDE_JSON_BYTES",
+    "MAX_MCP_FILE_BYTES",
     "MCPServerConfig",
     "MCPServersConfig",
     "SSEServerConfig",
@@ -61,7 +65,14 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
+MAX_MCP_FILE_BYTES = 1 << 20
+"""``.mcp.json`` and ``mcp_servers.yaml`` files larger than this are refused."""
+MAX_CLAUDE_JSON_BYTES = 64 << 20
+"""The cap for ``~/.claude.json``, where Claude Code also keeps its (growing) history."""
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 30.0
+_MAX_JSON_DEPTH = 100  # as for YAML (subagents._yaml.MAX_YAML_DEPTH)
+_SHOWN_CHARS = 80  # of a name quoted in an error message
+_MAX_DESCRIBED = 20  # problems of one server described one by one
 _HTTP_TYPE_NAMES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 
 
@@ -227,7 +238,7 @@ def parse_mcp_servers(
             hint=f"write 'mcpServers' as an object of NAME: {{command: ...}} in {source}",
         )
     for name, entry in servers.items():
-        key = f"mcpServers.{name}"
+        key = f"mcpServers.{_shown(name)}"
         if not isinstance(entry, dict):
             raise ConfigError(
                 f"{source}: '{key}' must be an object of server settings, "
@@ -240,13 +251,18 @@ def parse_mcp_servers(
             }
         except _MissingVariableError as missing:
             result.problems[str(name)] = (
-                f"{source}: '{key}' uses ${{{missing.name}}}, which is not set"
+                f"{source}: '{key}' uses ${{{shorten(missing.name, _SHOWN_CHARS)}}}, "
+                "which is not set"
             )
             result.sources[str(name)] = source
             continue
         result.servers[str(name)] = _server(str(name), expanded, source, key)
         result.sources[str(name)] = source
     return result
+
+
+def _shown(name: object) -> str:
+    return shorten(name, _SHOWN_CHARS) if isinstance(name, str) else preview(name, _SHOWN_CHARS)
 
 
 def _server(name: str, entry: dict[str, Any], source: Path, key: str) -> MCPServerConfig:
@@ -261,12 +277,15 @@ def _server(name: str, entry: dict[str, Any], source: Path, key: str) -> MCPServ
         return _ServerEntry.model_validate({"server": data}).server
     except ValidationError as error:
         problems = []
-        for item in error.errors(include_url=False, include_input=False):
+        details = error.errors(include_url=False, include_input=False)
+        for item in details[:_MAX_DESCRIBED]:
             location = [str(part) for part in item["loc"][1:]]
             if location and location[0] in ("stdio", "sse", "http"):
                 location = location[1:]  # the union member's tag, not a key of the file
             where = ".".join([key, *location]) if location else key
-            problems.append(f"'{where}': {item['msg']}")
+            problems.append(f"'{shorten(where, _SHOWN_CHARS * 2)}': {item['msg']}")
+        if len(details) > _MAX_DESCRIBED:
+            problems.append(f"and {len(details) - _MAX_DESCRIBED} more problems")
         raise ConfigError(
             f"{source}: bad MCP server settings: " + "; ".join(problems) + ".",
             hint=f"fix or remove '{key}' in {source} (stdio servers need 'command'; "
@@ -279,38 +298,85 @@ def _server(name: str, entry: dict[str, Any], source: Path, key: str) -> MCPServ
 
 def read_mcp_file(path: Path, *, environ: dict[str, str] | None = None) -> MCPServersConfig:
     """The servers of one ``.mcp.json``, ``.claude.json`` or ``mcp_servers.yaml`` file."""
+    text = _read_text(path)
+    raw = _load_yaml(path, text) if path.suffix in (".yaml", ".yml") else _load_json(path, text)
+    return parse_mcp_servers(raw, path, environ=environ)
+
+
+def _read_text(path: Path) -> str:
+    # Claude Code keeps its history in ~/.claude.json, which grows with use.
+    limit = MAX_CLAUDE_JSON_BYTES if path.name == ".claude.json" else MAX_MCP_FILE_BYTES
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_capped(path, limit).decode("utf-8")
+    except FileTooLargeError as error:
+        raise ConfigError(
+            f"{path}: the MCP server file is too large ({error}).",
+            hint="it should hold server settings only: remove what does not belong there",
+        ) from None
+    except NotARegularFileError:
+        raise ConfigError(
+            f"{path}: cannot read the MCP server file (it is not a regular file).",
+            hint="replace it with a plain file or remove it",
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(
             f"{path}: cannot read the MCP server file ({error}).",
             hint="fix its permissions or encoding (UTF-8), or remove it",
         ) from error
-    raw = _load_yaml(path, text) if path.suffix in (".yaml", ".yml") else _load_json(path, text)
-    return parse_mcp_servers(raw, path, environ=environ)
 
 
 def _load_json(path: Path, text: str) -> Any:
     if not text.strip():
         return None
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(
             f"{path}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}.",
             hint="fix the syntax at that line (strings in double quotes, no trailing commas)",
         ) from None
+    except RecursionError:
+        raise _too_deep(path) from None
+    if isinstance(data, dict) and _deeper_than(data.get("mcpServers"), _MAX_JSON_DEPTH):
+        raise _too_deep(path)  # reading it would recurse that deep
+    return data
+
+
+def _deeper_than(value: Any, depth: int) -> bool:
+    level: list[Any] = [value]
+    for _ in range(depth):
+        level = [
+            item
+            for container in level
+            if isinstance(container, dict | list)
+            for item in (container.values() if isinstance(container, dict) else container)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _too_deep(path: Path) -> ConfigError:
+    return ConfigError(
+        f"{path}: 'mcpServers' nests values more than {_MAX_JSON_DEPTH} levels deep.",
+        hint="flatten it: server settings need a few levels only (mcpServers.NAME.args)",
+    )
 
 
 def _load_yaml(path: Path, text: str) -> Any:
     import yaml
 
+    from subagents._yaml import YAMLLimitError, load_yaml, yaml_problem
+
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text, what="the file")
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or str(error)
+        line, problem = yaml_problem(error)
+        where = f"{path}:{line}" if line is not None else str(path)
+        if isinstance(error, YAMLLimitError):
+            raise ConfigError(
+                f"{where}: {problem}.", hint=f"simplify the YAML at that line of {path}"
+            ) from None
         raise ConfigError(
             f"{where}: YAML syntax error: {problem}.",
             hint="fix the syntax at that line (indent with spaces; quote values holding ': ')",

@@ -32,6 +32,7 @@ from subagents.messages import (
     UserMessage,
 )
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
+from subagents.models.tool_arguments import bound_tool_calls
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
@@ -176,7 +177,11 @@ class Session:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
                 response = await self._request_model()
                 self.usage.add(response.usage)
-                calls = self._unique_ids(response.tool_calls) if response.tool_calls else ()
+                calls = (
+                    self._unique_ids(bound_tool_calls(response.tool_calls))
+                    if response.tool_calls
+                    else ()
+                )
                 self.messages.append(AssistantMessage(response.text, calls))
                 if not calls:
                     if self._inbox:  # a background result arrived while the model answered

@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import BaseModel
 
+from subagents._preview import preview
 from subagents.errors import StoreCorruptError, StoreError
 from subagents.store.base import Store, TaskBundle
 from subagents.store.codec import record_from_data
@@ -35,6 +36,7 @@ from subagents.store.records import (
     TaskRecord,
     ToolLedgerEntry,
     TraceRecord,
+    is_safe_task_id,
     utc_now,
 )
 
@@ -59,11 +61,20 @@ def session_file_name(session_id: str) -> str:
 
 
 def export_task(store: Store, task_id: str, directory: Path) -> Path:
-    """Write every record of the task (id or unique prefix); returns ``tasks/{id}``."""
+    """Write every record of the task (id or unique prefix); returns ``tasks/{id}``.
+
+    A previous export of the task is replaced. Nothing outside ``DIR/tasks`` is ever removed:
+    the id must be a plain folder name, and a symbolic link where the folder would be (or as
+    ``tasks`` itself) is refused rather than followed.
+    """
     bundle = store.load_bundle(task_id)
-    target = Path(directory) / "tasks" / bundle.task.id
-    staging = target.parent / f".{bundle.task.id}.partial"
+    _require_safe_id(bundle.task.id)
+    tasks = Path(directory) / "tasks"
+    target = tasks / bundle.task.id
+    staging = tasks / f".{bundle.task.id}.partial"
     try:
+        tasks.mkdir(parents=True, exist_ok=True)
+        _refuse_links(tasks, target, staging)
         if staging.exists():
             shutil.rmtree(staging)
         (staging / "messages").mkdir(parents=True)
@@ -77,6 +88,31 @@ def export_task(store: Store, task_id: str, directory: Path) -> Path:
             hint="choose a directory you can write to",
         ) from None
     return target
+
+
+def _require_safe_id(task_id: str) -> None:
+    # TaskRecord validates its id; a record built with model_construct() skips that.
+    if not is_safe_task_id(task_id):
+        raise StoreError(
+            f"the task id {preview(task_id, 60)} cannot name a folder (it is not a safe id)",
+            hint="export tasks subagents created; re-import this one with a valid id",
+        )
+
+
+def _refuse_links(tasks: Path, *paths: Path) -> None:
+    for path in (tasks, *paths):
+        if path.is_symlink():
+            raise StoreError(
+                f"{path} is a symbolic link; the export does not write or remove through links",
+                hint="remove the link or export into another directory",
+            )
+    real = tasks.resolve()
+    for path in paths:
+        if path.resolve().parent != real:
+            raise StoreError(
+                f"{path} is not inside {tasks}",
+                hint="export into a plain directory you own",
+            )
 
 
 def _write_bundle(folder: Path, bundle: TaskBundle) -> None:
@@ -185,7 +221,7 @@ def _task_folder(directory: Path) -> Path:
 
 
 def _read_bundle(folder: Path) -> TaskBundle:
-    task = _record(TaskRecord, _read_json(folder / "task.json"), folder / "task.json")
+    task = _task(folder / "task.json")
     sessions = _records(SessionRecord, folder / "sessions.json")
     messages: dict[str, list[dict[str, Any]]] = {}
     for session in sessions:
@@ -204,6 +240,18 @@ def _read_bundle(folder: Path) -> TaskBundle:
         ledger=_records(ToolLedgerEntry, folder / "ledger.json"),
         traces=_records(TraceRecord, folder / "trace.json"),
     )
+
+
+def _task(path: Path) -> TaskRecord:
+    data = _read_json(path)
+    if isinstance(data, dict) and "id" in data and not is_safe_task_id(data["id"]):
+        raise StoreError(
+            f"{path}: the task id {preview(data['id'], 60)} is refused: a task id names a "
+            "folder, so it must be 1 to 128 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit",
+            hint="give the task a valid id in task.json (e.g. a new UUID), then import again",
+        )
+    return _record(TaskRecord, data, path)
 
 
 def _refuse_strays(folder: Path, session_ids: set[str]) -> None:
@@ -241,6 +289,11 @@ def _read_json(path: Path) -> Any:
     except ValueError as error:
         raise StoreError(
             f"{path} is not valid JSON ({error})",
+            hint="restore the file from the original export",
+        ) from None
+    except RecursionError:
+        raise StoreError(
+            f"{path} nests values too deeply to read",
             hint="restore the file from the original export",
         ) from None
 

@@ -9,14 +9,18 @@ a naive ``datetime`` given to a record is taken to be UTC.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from subagents._preview import preview
+
 __all__ = [
     "RECORD_SCHEMA_VERSION",
+    "TASK_ID_PATTERN",
     "CheckpointRecord",
     "LedgerStatus",
     "SessionRecord",
@@ -27,6 +31,8 @@ __all__ = [
     "ToolLedgerEntry",
     "TraceRecord",
     "TraceStatus",
+    "check_task_id",
+    "is_safe_task_id",
     "new_id",
     "utc_now",
 ]
@@ -40,6 +46,26 @@ SessionStatus = Literal[
 ]
 LedgerStatus = Literal["started", "completed", "failed"]
 TraceStatus = Literal["info", "warning", "error"]
+
+
+TASK_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""What a task id may be: it names the task's folder in exports, so it must be a plain file
+name (no separator, never ``.`` or ``..``). The UUIDs subagents generates always are."""
+_TASK_ID_RULE = (
+    "a task id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+)
+
+
+def is_safe_task_id(value: object) -> bool:
+    """Whether ``value`` is a task id that is safe to use as a folder name."""
+    return isinstance(value, str) and TASK_ID_PATTERN.fullmatch(value) is not None
+
+
+def check_task_id(value: str) -> str:
+    """``value`` when it is a safe task id, else ``ValueError`` saying what an id may be."""
+    if not is_safe_task_id(value):
+        raise ValueError(f"{preview(value, 60)} is not a valid task id: {_TASK_ID_RULE}")
+    return value
 
 
 def utc_now() -> datetime:
@@ -67,7 +93,7 @@ class TaskRecord(BaseModel):
     model_config = _RECORD_CONFIG
 
     schema_version: int = RECORD_SCHEMA_VERSION
-    id: str = Field(default_factory=new_id, min_length=1)
+    id: Annotated[str, AfterValidator(check_task_id)] = Field(default_factory=new_id)
     description: str
     prompt: str
     status: TaskStatus = "pending"

@@ -235,8 +235,10 @@ def _read_toml_table(path: Path) -> dict[str, Any] | None:
 def _read_yaml(path: Path) -> dict[str, Any] | None:
     import yaml
 
+    from subagents._yaml import load_yaml
+
     try:
-        data = yaml.safe_load(_read_text(path))
+        data = load_yaml(_read_text(path), what="the retention policy")
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: YAML syntax error: {error}", hint="fix the syntax") from None
     if data is None:

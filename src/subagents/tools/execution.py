@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
+from subagents._preview import preview
 from subagents.errors import ToolError
 from subagents.messages import ToolResultMessage
 
@@ -275,8 +276,4 @@ def _failure(tool: Tool, exc: BaseException) -> str:
 
 
 def _preview(value: Any, limit: int = 80) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return preview(value, limit, style="json")

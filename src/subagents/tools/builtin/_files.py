@@ -1,12 +1,24 @@
-"""File helpers shared by the built-in tools: text detection, glob patterns, tree walks."""
+"""File helpers shared by the built-in tools: text detection, glob patterns, tree walks, and
+the time budget of a search.
+
+Patterns (Grep's regular expressions, the regexes Glob builds from globs) run on the ``regex``
+package, whose matching can be given a timeout: Python's ``re`` cannot be stopped, so a
+catastrophically backtracking pattern kept its worker thread busy long after the tool had
+timed out. ``regex`` measures that timeout in CPU time of the process (C ``clock()``), which on
+a busy machine makes it trip earlier, never later, than the wall-clock budget.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import regex
 
 from subagents.errors import ToolError
 from subagents.tools.workspace import Workspace
@@ -14,6 +26,7 @@ from subagents.tools.workspace import Workspace
 __all__ = [
     "MAX_LINE_CHARS",
     "VCS_DIRS",
+    "Deadline",
     "cut_line",
     "glob_regex",
     "is_binary",
@@ -103,8 +116,36 @@ def _inside(workspace: Workspace, path: Path) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a search must stop: one per tool call, shared by every file it looks at."""
+
+    tool: str
+    budget_seconds: float
+    at: float
+
+    @classmethod
+    def after(cls, tool: str, seconds: float) -> Deadline:
+        return cls(tool, seconds, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left (the ``timeout=`` of the next match), or the ToolError of a search that
+        ran out of time."""
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise self.expired()
+        return left
+
+    def expired(self) -> ToolError:
+        return ToolError(
+            f"{self.tool} stopped after {self.budget_seconds:g} s: the pattern took too long "
+            "(catastrophic backtracking?): simplify it, e.g. avoid nested quantifiers like "
+            "(a+)+, or narrow the search with a smaller path."
+        )
+
+
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> regex.Pattern[str]:
     """A regex matching ``/``-separated relative paths against a glob ``pattern``.
 
     ``*`` and ``?`` stay within one path segment, ``**`` spans segments (``**/`` also matches
@@ -112,8 +153,8 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     ripgrep globs models are used to.
     """
     try:
-        return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
-    except re.error as exc:
+        return regex.compile(_translate(pattern) + r"\Z", regex.DOTALL | regex.V0)
+    except regex.error as exc:
         raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}.") from exc
 
 

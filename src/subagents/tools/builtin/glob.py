@@ -7,14 +7,28 @@ from typing import Annotated
 
 from pydantic import Field
 
-from subagents.tools.base import ToolContext
-from subagents.tools.builtin._files import glob_regex, iter_files, plural, require_directory
+from subagents.tools.base import Tool, ToolContext
+from subagents.tools.builtin._files import (
+    Deadline,
+    glob_regex,
+    iter_files,
+    plural,
+    require_directory,
+)
 from subagents.tools.decorator import tool
-from subagents.tools.workspace import workspace_of
+from subagents.tools.workspace import Workspace, workspace_of
 
-__all__ = ["MAX_GLOB_RESULTS", "glob_tool", "split_absolute_pattern"]
+__all__ = [
+    "GLOB_TIME_BUDGET_SECONDS",
+    "MAX_GLOB_RESULTS",
+    "glob_tool",
+    "make_glob_tool",
+    "split_absolute_pattern",
+]
 
 MAX_GLOB_RESULTS = 100
+GLOB_TIME_BUDGET_SECONDS = 20.0
+"""How long one Glob call may spend matching paths before it stops with an error."""
 
 _DESCRIPTION = """\
 Find files by name pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. `*` matches within one \
@@ -25,22 +39,35 @@ workspace root). Use Grep to search file contents."""
 _GLOB_CHARS = frozenset("*?[{")
 
 
-def glob_files(
-    pattern: Annotated[str, Field(description="Glob pattern to match file paths against.")],
-    ctx: ToolContext,
-    path: Annotated[
-        str | None, Field(description="Folder to search in (default: the workspace root).")
-    ] = None,
-) -> str:
-    workspace = workspace_of(ctx)
+def make_glob_tool(*, time_budget_seconds: float = GLOB_TIME_BUDGET_SECONDS) -> Tool:
+    """The Glob tool; each call stops after ``time_budget_seconds`` of matching."""
+
+    def glob_files(
+        pattern: Annotated[str, Field(description="Glob pattern to match file paths against.")],
+        ctx: ToolContext,
+        path: Annotated[
+            str | None, Field(description="Folder to search in (default: the workspace root).")
+        ] = None,
+    ) -> str:
+        deadline = Deadline.after("Glob", time_budget_seconds)
+        return _glob(workspace_of(ctx), pattern, path, deadline)
+
+    return tool(name="Glob", description=_DESCRIPTION, read_only=True, idempotent=True)(glob_files)
+
+
+def _glob(workspace: Workspace, pattern: str, path: str | None, deadline: Deadline) -> str:
     if pattern.startswith("/"):
         path, pattern = split_absolute_pattern(pattern)
     base = require_directory(workspace, path)
-    regex = glob_regex(pattern.removeprefix("./"))
+    compiled = glob_regex(pattern.removeprefix("./"))
     matches: list[tuple[float, str]] = []
     for file in iter_files(workspace, base):
         relative = file.relative_to(base).as_posix()
-        if regex.match(relative):
+        try:
+            matched = compiled.match(relative, timeout=deadline.remaining())
+        except TimeoutError:
+            raise deadline.expired() from None
+        if matched:
             matches.append((_mtime(file), workspace.display(file)))
     where = workspace.display(base)
     if not matches:
@@ -78,4 +105,4 @@ def _mtime(file: Path) -> float:
         return 0.0
 
 
-glob_tool = tool(name="Glob", description=_DESCRIPTION, read_only=True, idempotent=True)(glob_files)
+glob_tool = make_glob_tool()

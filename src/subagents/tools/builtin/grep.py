@@ -1,25 +1,40 @@
-"""Grep: regex search over file contents, in pure Python (no ripgrep needed)."""
+"""Grep: regex search over file contents, in pure Python (no ripgrep needed).
+
+Patterns run on the ``regex`` package in its ``re``-compatible mode (``V0``), with a time
+budget per call shared by all the files searched (see :class:`~._files.Deadline`).
+"""
 
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+import regex
 from pydantic import Field
 
 from subagents.errors import ToolError
-from subagents.tools.base import ToolContext
-from subagents.tools.builtin._files import cut_line, glob_regex, iter_files, plural
+from subagents.tools.base import Tool, ToolContext
+from subagents.tools.builtin._files import Deadline, cut_line, glob_regex, iter_files, plural
+from subagents.tools.builtin._matcher import LineMatcher, line_starts, split_lines
 from subagents.tools.decorator import tool
 from subagents.tools.workspace import Workspace, workspace_of
 
-__all__ = ["FILE_TYPES", "MAX_GREP_FILE_BYTES", "MAX_GREP_OUTPUT_CHARS", "grep_tool"]
+__all__ = [
+    "FILE_TYPES",
+    "GREP_TIME_BUDGET_SECONDS",
+    "MAX_GREP_FILE_BYTES",
+    "MAX_GREP_OUTPUT_CHARS",
+    "grep_tool",
+    "make_grep_tool",
+]
 
 MAX_GREP_OUTPUT_CHARS = 30_000
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
+GREP_TIME_BUDGET_SECONDS = 20.0
+"""How long one Grep call may spend matching, over all its files, before it stops with an
+error (a catastrophically backtracking pattern would otherwise run for hours)."""
 
 # ripgrep's `--type` names for the languages models ask for most, by file extension.
 FILE_TYPES: dict[str, tuple[str, ...]] = {
@@ -68,51 +83,85 @@ class _FileHits:
     lines: list[str] = field(default_factory=list)
 
 
-def grep_files(
-    pattern: Annotated[str, Field(description="Regular expression to search for.")],
-    ctx: ToolContext,
-    path: Annotated[
-        str | None, Field(description="File or folder to search (default: workspace root).")
-    ] = None,
-    glob: Annotated[
-        str | None, Field(description='Only search files matching this glob, e.g. "*.py".')
-    ] = None,
-    file_type: Annotated[
-        str | None, Field(alias="type", description='File type to search, e.g. "py", "js".')
-    ] = None,
-    output_mode: Annotated[
-        OutputMode, Field(description="files_with_matches (default), content or count.")
-    ] = "files_with_matches",
-    case_insensitive: Annotated[
-        bool, Field(alias="-i", description="Ignore case when matching.")
-    ] = False,
-    line_numbers: Annotated[
-        bool, Field(alias="-n", description="Show line numbers (content mode; default true).")
-    ] = True,
-    after: Annotated[
-        int | None, Field(alias="-A", ge=0, description="Lines to show after each match.")
-    ] = None,
-    before: Annotated[
-        int | None, Field(alias="-B", ge=0, description="Lines to show before each match.")
-    ] = None,
-    around: Annotated[
-        int | None, Field(alias="-C", ge=0, description="Lines to show around each match.")
-    ] = None,
-    head_limit: Annotated[
-        int | None, Field(ge=1, description="Keep only the first N lines or entries.")
-    ] = None,
-    multiline: Annotated[
-        bool, Field(description="Let the pattern span lines ('.' also matches newlines).")
-    ] = False,
-) -> str:
-    workspace = workspace_of(ctx)
-    regex = _compile(pattern, case_insensitive=case_insensitive, multiline=multiline)
-    base = workspace.resolve(path or ".", must_exist=True)
-    accept = _file_filter(base, glob, file_type)
-    context = (
-        before if before is not None else around or 0,
-        after if after is not None else around or 0,
-    )
+def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> Tool:
+    """The Grep tool; each call stops after ``time_budget_seconds``, spread over all its files."""
+
+    def grep_files(
+        pattern: Annotated[str, Field(description="Regular expression to search for.")],
+        ctx: ToolContext,
+        path: Annotated[
+            str | None, Field(description="File or folder to search (default: workspace root).")
+        ] = None,
+        glob: Annotated[
+            str | None, Field(description='Only search files matching this glob, e.g. "*.py".')
+        ] = None,
+        file_type: Annotated[
+            str | None, Field(alias="type", description='File type to search, e.g. "py", "js".')
+        ] = None,
+        output_mode: Annotated[
+            OutputMode, Field(description="files_with_matches (default), content or count.")
+        ] = "files_with_matches",
+        case_insensitive: Annotated[
+            bool, Field(alias="-i", description="Ignore case when matching.")
+        ] = False,
+        line_numbers: Annotated[
+            bool, Field(alias="-n", description="Show line numbers (content mode; default true).")
+        ] = True,
+        after: Annotated[
+            int | None, Field(alias="-A", ge=0, description="Lines to show after each match.")
+        ] = None,
+        before: Annotated[
+            int | None, Field(alias="-B", ge=0, description="Lines to show before each match.")
+        ] = None,
+        around: Annotated[
+            int | None, Field(alias="-C", ge=0, description="Lines to show around each match.")
+        ] = None,
+        head_limit: Annotated[
+            int | None, Field(ge=1, description="Keep only the first N lines or entries.")
+        ] = None,
+        multiline: Annotated[
+            bool, Field(description="Let the pattern span lines ('.' also matches newlines).")
+        ] = False,
+    ) -> str:
+        deadline = Deadline.after("Grep", time_budget_seconds)
+        query = _Query(
+            pattern=pattern,
+            path=path,
+            glob=glob,
+            file_type=file_type,
+            output_mode=output_mode,
+            case_insensitive=case_insensitive,
+            line_numbers=line_numbers,
+            context=(
+                before if before is not None else around or 0,
+                after if after is not None else around or 0,
+            ),
+            head_limit=head_limit,
+            multiline=multiline,
+        )
+        return _grep(workspace_of(ctx), query, deadline)
+
+    return tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    pattern: str
+    path: str | None
+    glob: str | None
+    file_type: str | None
+    output_mode: OutputMode
+    case_insensitive: bool
+    line_numbers: bool
+    context: tuple[int, int]  # lines before, lines after
+    head_limit: int | None
+    multiline: bool
+
+
+def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
+    matcher = _compile(query, deadline)
+    base = workspace.resolve(query.path or ".", must_exist=True)
+    accept = _file_filter(base, query.glob, query.file_type, deadline)
     hits: list[_FileHits] = []
     too_big = 0
     for file in iter_files(workspace, base):
@@ -124,7 +173,7 @@ def grep_files(
         text = _read_text(file)
         if text is None:
             continue
-        found = _search(file, text, regex, workspace, output_mode, multiline, line_numbers, context)
+        found = _search(file, text, matcher, workspace, query)
         if found.count:
             hits.append(found)
     where = workspace.display(base)
@@ -134,26 +183,29 @@ def grep_files(
         else ""
     )
     if not hits:
-        return f"No matches for {pattern!r} in {where}.{skipped}"
-    return _render(hits, workspace, output_mode, head_limit) + skipped
+        return f"No matches for {query.pattern!r} in {where}.{skipped}"
+    return _render(hits, workspace, query.output_mode, query.head_limit) + skipped
 
 
-def _compile(pattern: str, *, case_insensitive: bool, multiline: bool) -> re.Pattern[str]:
-    flags = re.IGNORECASE if case_insensitive else 0
-    if multiline:
-        flags |= re.MULTILINE | re.DOTALL
+def _compile(query: _Query, deadline: Deadline) -> LineMatcher:
+    flags = regex.IGNORECASE if query.case_insensitive else 0
+    if query.multiline:
+        flags |= regex.MULTILINE | regex.DOTALL
+    pattern = query.pattern
     try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
+        return LineMatcher.compile(pattern, flags, deadline)
+    except regex.error as exc:
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {exc}. Fix the pattern (Python re syntax; "
             "escape literal characters such as ( [ { . * + ? with a backslash)."
         ) from exc
-    except (OverflowError, RecursionError) as exc:
+    except (OverflowError, RecursionError, ValueError, MemoryError) as exc:
         raise ToolError(f"The regular expression {pattern!r} is too complex: {exc}.") from exc
 
 
-def _file_filter(base: Path, glob: str | None, file_type: str | None) -> _Filter:
+def _file_filter(
+    base: Path, glob: str | None, file_type: str | None, deadline: Deadline
+) -> _Filter:
     suffixes: tuple[str, ...] | None = None
     if file_type is not None:
         suffixes = FILE_TYPES.get(file_type.lower().lstrip("."))
@@ -167,27 +219,32 @@ def _file_filter(base: Path, glob: str | None, file_type: str | None) -> _Filter
     pattern = glob or ""
     negate = pattern.startswith("!")  # ripgrep's '!*.md': every file except these
     pattern = pattern.removeprefix("!")
-    regex = glob_regex(pattern) if pattern else None
-    return _Filter(base, suffixes, regex, "/" in pattern, negate)
+    compiled = glob_regex(pattern) if pattern else None
+    return _Filter(base, suffixes, compiled, "/" in pattern, negate, deadline)
 
 
 @dataclass(slots=True)
 class _Filter:
     base: Path
     suffixes: tuple[str, ...] | None
-    regex: re.Pattern[str] | None
+    glob: regex.Pattern[str] | None
     by_path: bool
     negate: bool
+    deadline: Deadline
 
     def __call__(self, file: Path) -> bool:
         if self.suffixes is not None and file.suffix.lower() not in self.suffixes:
             return False
-        if self.regex is None:
+        if self.glob is None:
             return True
         subject = file.relative_to(self.base).as_posix() if self.by_path else file.name
         if file == self.base:
             subject = file.name
-        return bool(self.regex.match(subject)) != self.negate
+        try:
+            matched = self.glob.match(subject, timeout=self.deadline.remaining())
+        except TimeoutError:
+            raise self.deadline.expired() from None
+        return bool(matched) != self.negate
 
 
 def _size(file: Path) -> int:
@@ -209,49 +266,36 @@ def _read_text(file: Path) -> str | None:
 
 
 def _search(
-    file: Path,
-    text: str,
-    regex: re.Pattern[str],
-    workspace: Workspace,
-    mode: OutputMode,
-    multiline: bool,
-    line_numbers: bool,
-    context: tuple[int, int],
+    file: Path, text: str, matcher: LineMatcher, workspace: Workspace, query: _Query
 ) -> _FileHits:
     hits = _FileHits(file)
-    lines = _split_lines(text)
-    if mode == "files_with_matches":
-        found = regex.search(text) if multiline else any(map(regex.search, lines))
-        hits.count = 1 if found else 0
+    lines = split_lines(text)
+    if query.output_mode == "files_with_matches":
+        if query.multiline:
+            hits.count = 1 if matcher.matches_text(text) else 0
+        else:
+            hits.count = len(matcher.matching_lines(text, lines, first_only=True))
         return hits
-    matched = _matched_lines(text, lines, regex, multiline)
-    hits.count = len(matched) if not multiline else sum(1 for _ in regex.finditer(text))
-    if mode == "content" and matched:
-        hits.lines = _content_lines(workspace.display(file), lines, matched, line_numbers, context)
+    if query.multiline:
+        spans = matcher.spans(text)
+        matched = _lines_of_spans(text, lines, spans)
+        hits.count = len(spans)
+    else:
+        matched = matcher.matching_lines(text, lines)
+        hits.count = len(matched)
+    if query.output_mode == "content" and matched:
+        shown = workspace.display(file)
+        hits.lines = _content_lines(shown, lines, matched, query.line_numbers, query.context)
     return hits
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines split on newlines only, so that offsets into ``text`` map onto them."""
-    lines = text.split("\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def _matched_lines(
-    text: str, lines: list[str], regex: re.Pattern[str], multiline: bool
-) -> list[int]:
+def _lines_of_spans(text: str, lines: list[str], spans: list[tuple[int, int]]) -> list[int]:
     """0-based indices of the lines that hold (part of) a match."""
-    if not multiline:
-        return [index for index, line in enumerate(lines) if regex.search(line)]
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(text)
     found: set[int] = set()
-    for match in regex.finditer(text):
-        first = _line_of(starts, match.start())
-        last = _line_of(starts, max(match.end() - 1, match.start()))
+    for start, end in spans:
+        first = _line_of(starts, start)
+        last = _line_of(starts, max(end - 1, start))
         found.update(range(first, min(last, len(lines) - 1) + 1))
     return sorted(found)
 
@@ -334,4 +378,4 @@ def _mtime(file: Path) -> float:
         return 0.0
 
 
-grep_tool = tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+grep_tool = make_grep_tool()
