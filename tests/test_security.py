@@ -782,3 +782,76 @@ async def test_an_interrupted_call_that_lost_a_secret_is_not_rerun(tmp_path: Pat
         assert [entry.status for entry in ledger] == ["failed"]
     finally:
         store.close()
+
+
+# -- a careless model, and a careless caller ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"id": "c1", "name": None, "arguments": {}},
+        {"id": None, "name": "LS", "arguments": {}},
+        {"id": "c3", "name": 42, "arguments": {"path": "."}},
+        {"id": "c4", "name": "LS", "arguments": None},
+        {"id": "c5", "name": "LS", "arguments": ["path", "."]},
+    ],
+)
+async def test_a_tool_call_of_any_shape_is_answered_never_raised(
+    tmp_path: Path, call: dict[str, Any]
+) -> None:
+    from subagents.messages import ToolCall
+
+    bad = ToolCall(id=call["id"], name=call["name"], arguments=call["arguments"])
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        if not any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return ModelResponse(text="", tool_calls=(bad,), stop_reason="tool_use")
+        return text_response("recovered")
+
+    store = open_store(tmp_path / "state.db")
+    try:
+        runtime = Runtime(cwd=tmp_path, model=FunctionModel(turn), store=store)
+        result = await runtime.run("go")
+        assert result.status == "completed" and result.output == "recovered"
+        assert store.get_task(result.task_id or "").status == "completed"
+    finally:
+        store.close()
+
+
+async def test_a_task_id_that_is_a_path_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    from subagents.errors import StoreError
+
+    store = open_store(tmp_path / "state.db")
+    try:
+        runtime = Runtime(cwd=tmp_path, model=ScriptedModel(["never"]), store=store)
+        with pytest.raises(StoreError) as caught:
+            await runtime.run("go", task_id="../../etc")
+        assert "not a valid task id" in caught.value.message
+        assert store.list_tasks() == []
+        ok = await Runtime(cwd=tmp_path, model=ScriptedModel(["fine"]), store=store).run(
+            "go", task_id="nightly-review-42"
+        )
+        assert ok.task_id == "nightly-review-42" and ok.status == "completed"
+    finally:
+        store.close()
+
+
+async def test_a_path_too_long_for_the_system_is_a_tool_error_that_says_so(
+    tmp_path: Path,
+) -> None:
+    long_name = "n" * 5000
+    main = attacker(
+        "main",
+        [
+            ("Read", {"file_path": long_name}),
+            write(f"{'d/' * 3000}x.txt"),
+            ("Grep", {"pattern": "x", "path": long_name}),
+        ],
+    )
+    runtime = Runtime(cwd=tmp_path, model=main, permission_mode="bypassPermissions")
+    result = await runtime.run("go")
+    assert result.status == "completed"
+    for outcome in results_of(main):
+        assert outcome.is_error and "too long" in outcome.content
+        assert len(outcome.content) < 500 and "OSError" not in outcome.content

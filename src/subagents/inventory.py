@@ -249,6 +249,10 @@ def explicit_agents_from_json(text: str) -> list[AgentDefinition]:
         raise AgentDefinitionError(
             f"--agents is not valid JSON ({error}).", hint=f"pass an object such as {example}"
         ) from None
+    except RecursionError:
+        raise AgentDefinitionError(
+            "--agents is nested too deeply to read.", hint=f"pass an object such as {example}"
+        ) from None
     if not isinstance(data, dict):
         raise AgentDefinitionError(
             f"--agents must be a JSON object of agents, not a {type(data).__name__}.",

@@ -221,6 +221,8 @@ def _modified_arguments(text: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise SubagentsError(f"--modify is not valid JSON: {error}.", hint=hint) from None
+    except RecursionError:
+        raise SubagentsError("--modify is nested too deeply to read.", hint=hint) from None
     if not isinstance(data, dict):
         raise SubagentsError("--modify must be a JSON object.", hint=hint)
     arguments = data.get("args", data)

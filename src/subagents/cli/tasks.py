@@ -432,7 +432,7 @@ def _redact_files(folder: Path, cwd: Path | None) -> None:
                 except UnicodeEncodeError:  # lone surrogates: JSON's escapes keep them exact
                     encoded = json.dumps(redacted, indent=2).encode("ascii")
                 path.write_bytes(encoded + b"\n")
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             raise StoreError(
                 f"cannot redact the exported file {path} ({error})",
                 hint="check that the export directory is writable, then export again",

@@ -292,6 +292,9 @@ class ApprovalScreen(ModalScreen[None]):
                 "Fix it and press ctrl+s, or escape to go back."
             )
             return
+        except RecursionError:
+            self._show_error("The JSON is nested too deeply. Flatten it, or escape to go back.")
+            return
         if not isinstance(arguments, dict):
             self._show_error(
                 'The arguments must be a JSON object ({"name": value, …}). Fix it and press '

@@ -70,8 +70,28 @@ def bound_tool_call(call: ToolCall, *, raw: str | None = None) -> ToolCall:
     """``call`` itself when its arguments are within bounds, else a copy the loop answers with
     a tool error: arguments ``{}``, ``arguments_error`` saying why, a bounded ``raw_arguments``.
 
-    ``raw`` is the text the arguments were decoded from, when there was one.
+    ``raw`` is the text the arguments were decoded from, when there was one. A call built in
+    code with a name or id that is not text (a ``FunctionModel`` may do that) gets an empty
+    one, which the loop answers like any nameless call or gives a fresh id.
     """
+    # typed as object: the annotations say str and dict, code that builds calls may not
+    name: object = call.name
+    call_id: object = call.id
+    arguments: object = call.arguments
+    if not isinstance(name, str) or not isinstance(call_id, str):
+        call = replace(
+            call,
+            name=name if isinstance(name, str) else "",
+            id=call_id if isinstance(call_id, str) else "",
+        )
+    if not isinstance(arguments, dict) and call.arguments_error is None:
+        shown = preview(arguments, 200, style="json")
+        return replace(
+            call,
+            arguments={},
+            raw_arguments=shown,
+            arguments_error=f"arguments must be a JSON object, got {shown}",
+        )
     if call.arguments_error is not None:
         kept = call.raw_arguments
         if kept is not None and len(kept) > MAX_RAW_ARGUMENTS_CHARS:

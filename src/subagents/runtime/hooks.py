@@ -133,7 +133,7 @@ def _parse_command_output(text: str) -> HookResult | None:
         return HookResult(additional_context=text) if text else None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return HookResult(additional_context=text)
     if not isinstance(data, dict):
         return None

@@ -386,6 +386,8 @@ class Runtime:
         With a store, the run is the stored task ``result.task_id`` (``task_id`` chooses it, a
         new UUID4 by default); ``description``, ``tags`` and ``retention_days`` go on its record.
         """
+        if task_id is not None:
+            _check_task_id(task_id)
         await self.start_mcp()
         delegation = Delegation(self)
         self.last_delegation = delegation
@@ -744,6 +746,19 @@ class Runtime:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _check_task_id(task_id: str) -> None:
+    from subagents.store.records import check_task_id
+
+    try:
+        check_task_id(task_id)
+    except ValueError as error:
+        raise StoreError(
+            f"Cannot start the task: {error}.",
+            hint="pass task_id= a name such as 'nightly-review-42', or leave it out for a "
+            "fresh UUID",
+        ) from None
 
 
 def _not_adopted(task: TaskRecord) -> bool:

@@ -229,7 +229,7 @@ def _unknown_tool(name: str, registry: ToolRegistry) -> _Attempt:
         return _Attempt("error", f"tool call without a name: call one of {available} by name.")
     return _Attempt(
         "error",
-        f"tool {name!r} is not available to this agent; available: {available}. "
+        f"tool {preview(name, 100)} is not available to this agent; available: {available}. "
         "Call one of these instead.",
     )
 
@@ -271,8 +271,14 @@ def _invalid_arguments(tool: Tool, error: ValidationError, *, modified: bool) ->
     return "\n".join(lines)
 
 
+_MAX_FAILURE_CHARS = 2_000
+
+
 def _failure(tool: Tool, exc: BaseException) -> str:
-    return f"Tool {tool.name} failed: {type(exc).__name__}: {exc}"
+    text = str(exc)
+    if len(text) > _MAX_FAILURE_CHARS:
+        text = f"{text[:_MAX_FAILURE_CHARS]}... [{len(text):,} characters in all]"
+    return f"Tool {tool.name} failed: {type(exc).__name__}: {text}"
 
 
 def _preview(value: Any, limit: int = 80) -> str:

@@ -37,15 +37,19 @@ class Workspace:
         text = os.fspath(path)
         if "\0" in text:
             raise ToolError(
-                f"The path {text!r} contains a NUL character; send the path as plain text."
+                f"The path {_short(text)} contains a NUL character; send the path as plain text."
             )
+        too_long = _length_problem(text)
+        if too_long is not None:
+            raise ToolError(f"The path {_short(text)} is too long: {too_long}; use a shorter one.")
         try:
             real = Path(os.path.realpath(self.root / text))
         except (OSError, ValueError) as exc:
-            raise ToolError(f"The path {text!r} cannot be used: {exc}.") from exc
+            raise ToolError(f"The path {_short(text)} cannot be used: {exc}.") from exc
         if real != self.root and not real.is_relative_to(self.root):
             raise ToolError(
-                f"The path {text!r} is outside the workspace {self.root}; use a path inside it "
+                f"The path {_short(text)} is outside the workspace {self.root}; use a path "
+                "inside it "
                 "(relative paths are taken from the workspace root)."
             )
         if must_exist and not real.exists():
@@ -62,6 +66,27 @@ class Workspace:
         except ValueError:
             return str(path)
         return relative.as_posix() or "."
+
+
+# What Linux allows (NAME_MAX, PATH_MAX); a longer path fails in every file call anyway.
+_MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4096
+
+
+def _length_problem(text: str) -> str | None:
+    encoded = text.encode("utf-8", "surrogateescape")
+    if len(encoded) > _MAX_PATH_BYTES:
+        return f"{len(encoded):,} bytes, and a path may have {_MAX_PATH_BYTES:,}"
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > _MAX_NAME_BYTES:
+        return f"one of its names has {longest:,} bytes, and a name may have {_MAX_NAME_BYTES}"
+    return None
+
+
+def _short(text: str, limit: int = 120) -> str:
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 @lru_cache(maxsize=64)
