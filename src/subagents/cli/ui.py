@@ -42,6 +42,8 @@ from subagents.tools.permissions import ApprovalDecision
 from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
+    from textual.widget import AwaitMount
+
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalRequest, Approver
@@ -402,6 +404,7 @@ class RunApp(App[None]):
         # kept: while a modal screen is on top, app.query_one() would search that screen
         self._container = VerticalScroll(id="blocks")
         self._status = Static("", id="status", markup=False)
+        self._mounting: list[AwaitMount] = []  # mounts not yet known to be done
 
     def compose(self) -> ComposeResult:
         yield self._container
@@ -434,8 +437,14 @@ class RunApp(App[None]):
                 self.done = True
                 self.sync()
                 self._show_final()
-                if self.exit_when_done or self._quitting:
+                if self._quitting:
                     self.exit()
+                elif self.exit_when_done:
+                    # after the screen shows the final state, not before: whoever watches
+                    # (or records) the terminal sees how the run ended
+                    await self._mounted()
+                    # a widget's new size is laid out on one refresh and painted on the next
+                    self.call_after_refresh(self.call_after_refresh, self.exit)
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -468,11 +477,12 @@ class RunApp(App[None]):
             if view is None:
                 view = self.views[block.agent_id] = BlockView(self.blocks, block)
                 if previous is not None:
-                    container.mount(view, after=previous)
+                    mounting = container.mount(view, after=previous)
                 elif container.children:
-                    container.mount(view, before=0)
+                    mounting = container.mount(view, before=0)
                 else:
-                    container.mount(view)
+                    mounting = container.mount(view)
+                self._mounting.append(mounting)
             elif previous is not None and not _follows(container, view, previous):
                 container.move_child(view, after=previous)  # re-parented after a late start
             previous = view
@@ -519,8 +529,13 @@ class RunApp(App[None]):
         final = Static(Text(f"{title}\n\n{body}"), id="final", markup=False)
         final.set_class(failed, "failed")
         container = self._container
-        container.mount(final)
+        self._mounting.append(container.mount(final))
         container.scroll_end(animate=False)
+
+    async def _mounted(self) -> None:
+        """Wait until every widget mounted so far is in place (mounting is asynchronous)."""
+        while self._mounting:
+            await self._mounting.pop(0)
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -675,9 +690,26 @@ def run_in_ui(
         ask_approval=ask_approval,
     )
     app.run()
+    if exit_when_done:
+        print_blocks(app.blocks)
     if app.run_error is not None:
         raise app.run_error
     return app.result
+
+
+def print_blocks(tree: BlockTree) -> None:
+    """The final state of every block, on stderr: the UI's screen is gone once it closes,
+    and what each agent did should stay in the terminal (and in logs)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    width = console.width
+    for block in tree.ordered():
+        indent = 2 * tree.depth(block)
+        text = render_block(tree, block, width=max(width - indent, 40))
+        lines = text.split("\n")
+        for line in lines:
+            console.print(Text(" " * indent).append_text(line), soft_wrap=True)
 
 
 def _redactor_for(runtime: Runtime) -> Redactor:
