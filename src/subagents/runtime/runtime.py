@@ -180,12 +180,14 @@ class Runtime:
                 hint="install bubblewrap (e.g. 'apt-get install bubblewrap') or set "
                 "[sandbox] enabled = false in .subagents/config.toml",
             )
-        store_path = getattr(self.store, "path", None)
         return BashSandbox.for_workspace(
-            self.workspace,
-            network=settings.network,
-            extra_read_only=[store_path] if isinstance(store_path, Path) else [],
+            self.workspace, network=settings.network, extra_read_only=self._store_files()
         )
+
+    def _store_files(self) -> list[Path]:
+        """The store's file, when it keeps one (tools must not write it)."""
+        path = getattr(self.store, "path", None)
+        return [path] if isinstance(path, Path) else []
 
     def mcp_config(self) -> MCPServersConfig:
         """The MCP servers of this runtime: as passed in, else read from the config files."""
@@ -318,11 +320,10 @@ class Runtime:
         approver, headless = self.approver, self.headless
         if headless == "pause":  # a person who is there is asked; otherwise the run pauses
             approver, headless = approver or delegation.pause_for_approval, "deny"
-        store_path = getattr(self.store, "path", None)
         protected = ProtectedPaths.for_workspace(
             self.workspace,
             allowed=self.config.permissions.allow_protected,
-            extra=[store_path] if isinstance(store_path, Path) else [],
+            extra=self._store_files(),
         )
         return PermissionPolicy(
             self.permission_mode,

@@ -158,7 +158,7 @@ class PermissionPolicy:
         protected = self._protected_write(tool, call, ctx)
         if protected is not None:
             if self.approver is None:
-                return _protected_refusal(tool, protected)
+                return _protected_refusal(protected)
             return await self._ask(tool, call, ctx, reason=protected)
         if self.mode == "bypassPermissions" or not tool.requires_approval:
             return _APPROVED
@@ -235,7 +235,7 @@ class PermissionPolicy:
         return decision
 
 
-def _protected_refusal(tool: Tool, why: str) -> ApprovalDecision:
+def _protected_refusal(why: str) -> ApprovalDecision:
     return ApprovalDecision(
         approved=False,
         reason=f"{why}. Writing it needs a person's approval and nobody can give it in this "
