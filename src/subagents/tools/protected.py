@@ -25,12 +25,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PROTECTED_DIRECTORIES", "PROTECTED_FILE_NAMES", "ProtectedPaths"]
+__all__ = ["PROTECTED_DIRECTORIES", "PROTECTED_FILE_NAMES", "ProtectedPaths", "protected_names"]
 
 PROTECTED_DIRECTORIES: tuple[str, ...] = (".subagents", ".claude", ".git")
 PROTECTED_FILE_NAMES: tuple[str, ...] = (".mcp.json", ".claude.json")
 # Folders whose ``agents/`` subfolder is protected (the rest of them belongs to other tools).
 _AGENT_FOLDER_PARENTS: tuple[str, ...] = (".wave", ".codex", ".gemini")
+
+
+def protected_names() -> tuple[str, ...]:
+    """The protected paths as they appear at a project's root, relative to it."""
+    agent_folders = tuple(f"{parent}/agents" for parent in _AGENT_FOLDER_PARENTS)
+    return (*PROTECTED_DIRECTORIES, *PROTECTED_FILE_NAMES, *agent_folders)
+
 
 _WHY_DIRECTORY = {
     ".subagents": "it holds subagents' own config, agents, MCP servers and task store",

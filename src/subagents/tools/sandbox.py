@@ -24,20 +24,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from subagents.tools.protected import protected_names
+
 __all__ = ["BashSandbox", "sandbox_problem"]
 
 _PROBE_TIMEOUT_SECONDS = 10.0
-# Names at the workspace root that the sandbox keeps read-only when they exist.
-_PROTECTED_NAMES: tuple[str, ...] = (
-    ".subagents",
-    ".claude",
-    ".git",
-    ".mcp.json",
-    ".claude.json",
-    ".wave/agents",
-    ".codex/agents",
-    ".gemini/agents",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +46,7 @@ class BashSandbox:
         cls, workspace: Path, *, network: bool = False, extra_read_only: Iterable[Path] = ()
     ) -> BashSandbox:
         root = Path(os.path.realpath(workspace))
-        candidates = [root / name for name in _PROTECTED_NAMES]
+        candidates = [root / name for name in protected_names()]
         candidates += [Path(os.path.realpath(path)) for path in extra_read_only]
         candidates += [path.with_name(f"{path.name}{s}") for path in candidates for s in _SIDECARS]
         inside = [path for path in dict.fromkeys(candidates) if _inside(root, path)]
