@@ -25,10 +25,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PROTECTED_DIRECTORIES", "PROTECTED_FILE_NAMES", "ProtectedPaths", "protected_names"]
+__all__ = [
+    "PROTECTED_DIRECTORIES",
+    "PROTECTED_FILE_NAMES",
+    "SQLITE_SIDECARS",
+    "ProtectedPaths",
+    "protected_names",
+]
 
 PROTECTED_DIRECTORIES: tuple[str, ...] = (".subagents", ".claude", ".git")
 PROTECTED_FILE_NAMES: tuple[str, ...] = (".mcp.json", ".claude.json")
+# The files SQLite keeps beside a database: protected with the task store itself.
+SQLITE_SIDECARS: tuple[str, ...] = ("-wal", "-shm", "-journal")
 # Folders whose ``agents/`` subfolder is protected (the rest of them belongs to other tools).
 _AGENT_FOLDER_PARENTS: tuple[str, ...] = (".wave", ".codex", ".gemini")
 
@@ -104,7 +112,7 @@ class ProtectedPaths:
 def _sidecar_of(path: Path) -> Path:
     """``state.db`` for ``state.db-wal`` and ``state.db-shm`` (SQLite's companions)."""
     name = path.name
-    for suffix in ("-wal", "-shm", "-journal"):
+    for suffix in SQLITE_SIDECARS:
         if name.endswith(suffix):
             return path.with_name(name.removesuffix(suffix))
     return path

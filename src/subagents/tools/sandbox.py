@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from subagents.tools.protected import protected_names
+from subagents.tools.protected import SQLITE_SIDECARS, protected_names
 
 __all__ = ["BashSandbox", "sandbox_problem"]
 
@@ -48,7 +48,9 @@ class BashSandbox:
         root = Path(os.path.realpath(workspace))
         candidates = [root / name for name in protected_names()]
         candidates += [Path(os.path.realpath(path)) for path in extra_read_only]
-        candidates += [path.with_name(f"{path.name}{s}") for path in candidates for s in _SIDECARS]
+        candidates += [
+            path.with_name(f"{path.name}{s}") for path in candidates for s in SQLITE_SIDECARS
+        ]
         inside = [path for path in dict.fromkeys(candidates) if _inside(root, path)]
         return cls(root, network, tuple(inside))
 
@@ -81,9 +83,6 @@ class BashSandbox:
             command.append("--unshare-net")
         command += ["--chdir", workspace, "--", *argv]
         return command
-
-
-_SIDECARS = ("-wal", "-shm", "-journal")
 
 
 def _inside(root: Path, path: Path) -> bool:
