@@ -203,10 +203,60 @@ def test_mcp_server_config_must_be_a_mapping() -> None:
 
 
 def test_unknown_keys_are_kept_and_warned_about() -> None:
-    d = md("---\nname: a\ndescription: d\nemoji: 🦊\nhooks:\n  pre: [x]\n---\nbody\n")
-    assert d.extra == {"emoji": "🦊", "hooks": {"pre": ["x"]}}
+    d = md("---\nname: a\ndescription: d\nemoji: 🦊\nmood:\n  pre: [x]\n---\nbody\n")
+    assert d.extra == {"emoji": "🦊", "mood": {"pre": ["x"]}}
     assert d.status == "active"
-    assert sorted(w.split("'")[1] for w in d.warnings) == ["emoji", "hooks"]
+    assert sorted(w.split("'")[1] for w in d.warnings) == ["emoji", "mood"]
+
+
+CLAUDE_CODE_FIELDS = """\
+---
+name: full
+description: Uses every field Claude Code knows.
+skills: [pdf-forms, style-guide]
+memory: Project
+isolation: worktree
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: ./check.sh
+  Stop:
+    - hooks: [{type: command, command: echo done}]
+effort: high
+initialPrompt: Review the latest commit.
+omitClaudeMd: true
+---
+body
+"""
+
+
+def test_claude_code_fields_are_read_into_their_own_fields() -> None:
+    d = md(CLAUDE_CODE_FIELDS)
+    assert d.status == "active" and d.extra == {}
+    assert not any("no effect" in w for w in d.warnings), d.warnings
+    assert d.skills == ["pdf-forms", "style-guide"]
+    assert (d.memory, d.isolation, d.effort) == ("project", "worktree", "high")
+    assert d.initial_prompt == "Review the latest commit." and d.omit_claude_md
+    assert d.hooks["PreToolUse"][0]["matcher"] == "Bash"
+    assert d.hooks["Stop"][0]["hooks"][0]["command"] == "echo done"
+
+
+@pytest.mark.parametrize(
+    ("line", "warned"),
+    [
+        ("memory: everywhere", "'memory' value 'everywhere' is not supported"),
+        ("isolation: container", "'isolation' value 'container' is not supported"),
+        ("effort: extreme", "'effort' value 'extreme' is not supported"),
+        ("hooks:\n  PreToolUse: [{matcher: Bash}]", "entries are not"),
+        ("hooks:\n  PreToolUse: nope", "is not a list of hooks"),
+    ],
+)
+def test_claude_code_field_values_we_cannot_use_are_warnings(line: str, warned: str) -> None:
+    d = md(f"---\nname: a\ndescription: d\n{line}\n---\nbody\n")
+    assert d.status == "active"
+    assert any(warned in w for w in d.warnings), d.warnings
 
 
 def test_extra_values_become_json_compatible() -> None:

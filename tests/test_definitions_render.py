@@ -165,3 +165,22 @@ def test_builtin_definitions_are_fresh_copies() -> None:
     first = builtin_definitions()
     first[0].priority = 99
     assert builtin_definitions()[0].priority == 0
+
+
+def test_round_trip_of_the_claude_code_fields() -> None:
+    d = AgentDefinition(
+        name="a",
+        description="d",
+        system_prompt="p",
+        skills=["pdf-forms"],
+        memory="user",
+        isolation="worktree",
+        hooks={"Stop": [{"hooks": [{"type": "command", "command": "echo done"}]}]},
+        effort="max",
+        initial_prompt="Start here.",
+        omit_claude_md=True,
+    )
+    again = round_trip(d)
+    for field in ("skills", "memory", "isolation", "hooks", "effort", "initial_prompt"):
+        assert getattr(again, field) == getattr(d, field), field
+    assert again.omit_claude_md and again.extra == {}

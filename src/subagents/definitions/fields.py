@@ -11,10 +11,19 @@ import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from subagents._preview import preview, shorten
-from subagents.definitions.model import AgentDefinition, Dialect, PermissionMode, Scope
+from subagents.definitions.model import (
+    EFFORT_LEVELS,
+    AgentDefinition,
+    Dialect,
+    Effort,
+    Isolation,
+    MemoryScope,
+    PermissionMode,
+    Scope,
+)
 
 __all__ = ["BODY_KEYS", "FIELD_SPELLINGS", "definition_from_mapping"]
 
@@ -37,6 +46,15 @@ FIELD_SPELLINGS: dict[str, str] = {
     "color": "color",
     "background": "background",
     "temperature": "temperature",
+    "skills": "skills",
+    "memory": "memory",
+    "isolation": "isolation",
+    "hooks": "hooks",
+    "effort": "effort",
+    "initialPrompt": "initial_prompt",
+    "initial_prompt": "initial_prompt",
+    "omitClaudeMd": "omit_claude_md",
+    "omit_claude_md": "omit_claude_md",
 }
 # Where the system prompt lives when a dialect has no Markdown body.
 BODY_KEYS: dict[Dialect, tuple[str, ...]] = {
@@ -120,8 +138,8 @@ def _split_names(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _name_list(r: _Reader, key: str, value: object) -> list[str] | None:
-    """A list of tool names from a comma/space string or a list of strings."""
+def _name_list(r: _Reader, key: str, value: object, what: str = "tool names") -> list[str] | None:
+    """A list of names from a comma/space string or a list of strings."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -130,12 +148,12 @@ def _name_list(r: _Reader, key: str, value: object) -> list[str] | None:
         names = []
         for item in value:
             if not isinstance(item, str):
-                r.error(key, "a list of tool names", value)
+                r.error(key, f"a list of {what}", value)
                 return None
             if item.strip():
                 names.append(item.strip())
     else:
-        r.error(key, "a comma-separated string or a list of tool names", value)
+        r.error(key, f"a comma-separated string or a list of {what}", value)
         return None
     return list(dict.fromkeys(names))
 
@@ -201,7 +219,7 @@ def _temperature(r: _Reader, key: str, value: object) -> float | None:
     return None
 
 
-def _background(r: _Reader, key: str, value: object) -> bool | None:
+def _flag(r: _Reader, key: str, value: object) -> bool | None:
     if value is None:
         return False
     if isinstance(value, bool):
@@ -210,6 +228,80 @@ def _background(r: _Reader, key: str, value: object) -> bool | None:
         return value.strip().lower() == "true"
     r.error(key, "true or false", value)
     return None
+
+
+def _skills(r: _Reader, key: str, value: object) -> list[str] | None:
+    return _name_list(r, key, value, "skill names")
+
+
+def _choice(r: _Reader, key: str, value: object, choices: tuple[str, ...]) -> str | None:
+    """One of ``choices`` (case-insensitive); anything else is a warning and left unset."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    r.warnings.append(
+        f"{_shown(key)} value {_shown(value)} is not supported here (supported: "
+        f"{', '.join(choices)}); it is ignored"
+    )
+    return None
+
+
+def _memory(r: _Reader, key: str, value: object) -> MemoryScope | None:
+    return cast("MemoryScope | None", _choice(r, key, value, ("user", "project", "local")))
+
+
+def _isolation(r: _Reader, key: str, value: object) -> Isolation | None:
+    return cast("Isolation | None", _choice(r, key, value, ("worktree",)))
+
+
+def _effort(r: _Reader, key: str, value: object) -> Effort | None:
+    return cast("Effort | None", _choice(r, key, value, EFFORT_LEVELS))
+
+
+def _hooks(r: _Reader, key: str, value: object) -> dict[str, list[dict[str, Any]]] | None:
+    """Claude Code's hooks shape: event -> list of ``{matcher, hooks: [{type, command}]}``.
+
+    Entries of another shape are left out with a warning; the rest is kept as written.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        r.error(key, "a mapping of hook events to lists of hooks", value)
+        return None
+    copied = r.copy_value(value)
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event, entries in copied.items() if isinstance(copied, dict) else ():
+        if not isinstance(entries, list):
+            r.warnings.append(f"{_shown(key)}.{shorten(event)} is not a list of hooks; ignored")
+            continue
+        kept = [entry for entry in entries if _hook_entry_ok(entry)]
+        if len(kept) < len(entries):
+            r.warnings.append(
+                f"{_shown(key)}.{shorten(event)}: {len(entries) - len(kept)} entries are not "
+                "{matcher, hooks: [{type: command, command: ...}]} and are ignored"
+            )
+        if kept:
+            hooks[event] = kept
+    return hooks
+
+
+def _hook_entry_ok(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    matcher = entry.get("matcher")
+    commands = entry.get("hooks")
+    if matcher is not None and not isinstance(matcher, str):
+        return False
+    if not isinstance(commands, list) or not commands:
+        return False
+    return all(
+        isinstance(command, dict)
+        and command.get("type", "command") == "command"
+        and isinstance(command.get("command"), str)
+        and command["command"].strip()
+        for command in commands
+    )
 
 
 def _permission_mode(r: _Reader, key: str, value: object) -> PermissionMode | None:
@@ -282,8 +374,15 @@ _CONVERTERS: dict[str, _Converter] = {
     "max_turns": _max_turns,
     "permission_mode": _permission_mode,
     "color": _text,
-    "background": _background,
+    "background": _flag,
     "temperature": _temperature,
+    "skills": _skills,
+    "memory": _memory,
+    "isolation": _isolation,
+    "hooks": _hooks,
+    "effort": _effort,
+    "initial_prompt": _text,
+    "omit_claude_md": _flag,
 }
 
 

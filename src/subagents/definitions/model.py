@@ -8,10 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "EFFORT_LEVELS",
     "SCOPE_RANK",
     "AgentDefinition",
     "AgentStatus",
     "Dialect",
+    "Effort",
+    "Isolation",
+    "MemoryScope",
     "PermissionMode",
     "Scope",
 ]
@@ -20,6 +24,10 @@ Scope = Literal["builtin", "user", "project", "explicit"]
 AgentStatus = Literal["active", "invalid", "disabled"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 Dialect = Literal["markdown", "codex-toml", "json", "python"]
+MemoryScope = Literal["user", "project", "local"]
+Isolation = Literal["worktree"]
+Effort = Literal["low", "medium", "high", "max"]
+EFFORT_LEVELS: tuple[str, ...] = ("low", "medium", "high", "max")
 
 # Higher rank wins when two scopes define the same name.
 SCOPE_RANK: dict[Scope, int] = {"builtin": 0, "user": 1, "project": 2, "explicit": 3}
@@ -36,6 +44,13 @@ class AgentDefinition(BaseModel):
     server the agent uses, in order; servers defined inline in the file also have their config
     in ``mcp_server_configs``. ``model`` is kept as written (an alias, ``inherit``,
     ``provider:model`` or a full model id); the models layer resolves it.
+
+    Claude Code's other fields: ``skills`` (skill names whose ``SKILL.md`` is preloaded),
+    ``memory`` (the scope of the agent's memory folder), ``isolation`` (``worktree``: work in
+    a temporary git worktree), ``hooks`` (hooks scoped to the agent, in Claude Code's shape:
+    event -> ``[{"matcher": ..., "hooks": [{"type": "command", "command": ...}]}]``),
+    ``effort`` (reasoning effort), ``initial_prompt`` (the first prompt when the agent runs as
+    the main agent without one) and ``omit_claude_md`` (leave out CLAUDE.md / AGENTS.md).
 
     ``parse_errors`` / ``parse_warnings`` hold what the reader found (bad YAML, a value of the
     wrong type); :func:`~subagents.definitions.validate_definition` starts from them each time it
@@ -61,6 +76,13 @@ class AgentDefinition(BaseModel):
     color: str | None = None
     background: bool = False
     temperature: float | None = None
+    skills: list[str] = []
+    memory: MemoryScope | None = None
+    isolation: Isolation | None = None
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    effort: Effort | None = None
+    initial_prompt: str | None = None
+    omit_claude_md: bool = False
     scope: Scope = "explicit"
     source_path: Path | None = None
     dialect: Dialect = "python"

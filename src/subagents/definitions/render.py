@@ -50,6 +50,20 @@ def _frontmatter(d: AgentDefinition) -> dict[str, Any]:
         fm["background"] = True
     if d.temperature is not None:
         fm["temperature"] = d.temperature
+    if d.skills:
+        fm["skills"] = list(d.skills)
+    if d.memory is not None:
+        fm["memory"] = d.memory
+    if d.isolation is not None:
+        fm["isolation"] = d.isolation
+    if d.hooks:
+        fm["hooks"] = d.hooks
+    if d.effort is not None:
+        fm["effort"] = d.effort
+    if d.initial_prompt is not None:
+        fm["initialPrompt"] = d.initial_prompt
+    if d.omit_claude_md:
+        fm["omitClaudeMd"] = True
     for key, value in d.extra.items():
         if key not in _RESERVED_KEYS:
             fm[key] = value
@@ -88,6 +102,10 @@ description: "Use this agent when ... Say what it does and when to delegate to i
 # maxTurns: 20                 # most model turns before it must answer
 # permissionMode: default      # default | acceptEdits | plan | bypassPermissions
 # mcpServers: [github]         # MCP servers it uses (configured in .mcp.json)
+# skills: [pdf-forms]          # skills (.claude/skills/NAME/SKILL.md) loaded into its prompt
+# memory: project              # user | project | local: a memory folder it keeps
+# isolation: worktree          # work in a temporary git worktree
+# effort: medium               # low | medium | high | max: reasoning effort
 # color: blue
 ---
 

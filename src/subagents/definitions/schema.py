@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from subagents.definitions.model import PermissionMode
+from subagents.definitions.model import EFFORT_LEVELS, Isolation, MemoryScope, PermissionMode
 from subagents.definitions.validate import NAME_PATTERN
 
 __all__ = ["frontmatter_json_schema"]
@@ -100,5 +100,35 @@ def frontmatter_json_schema() -> dict[str, Any]:
                 "description": "Run in the background by default.",
             },
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            "skills": {
+                **_TOOL_LIST,
+                "description": "Skills (.claude/skills/NAME/SKILL.md) preloaded into the prompt.",
+            },
+            "memory": {
+                "enum": list(get_args(MemoryScope)),
+                "description": "A memory folder the agent keeps: per user, project or local.",
+            },
+            "isolation": {
+                "enum": list(get_args(Isolation)),
+                "description": "worktree: work in a temporary git worktree.",
+            },
+            "hooks": {
+                "type": "object",
+                "description": "Hooks scoped to the agent (Claude Code's shape): event -> "
+                "[{matcher, hooks: [{type: command, command}]}]; Stop means SubagentStop.",
+            },
+            "effort": {
+                "enum": list(EFFORT_LEVELS),
+                "description": "Reasoning effort (the provider's effort or thinking budget).",
+            },
+            "initialPrompt": {
+                "type": "string",
+                "description": "The first prompt when the agent runs as the main agent without "
+                "one (run --agent NAME).",
+            },
+            "omitClaudeMd": {
+                "type": "boolean",
+                "description": "Leave CLAUDE.md / AGENTS.md out of the agent's context.",
+            },
         },
     }

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +21,7 @@ from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
 from subagents.runtime.pause import RunPaused
+from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
@@ -122,7 +121,6 @@ class Delegation:
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
-    _environment_note: str | None = None
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -244,7 +242,9 @@ class Delegation:
         model, resolved_model = self._child_model(parent, definition, model_override)
         session = Session(
             model=model,
-            system_prompt=definition.system_prompt.strip() + self._environment(),
+            system_prompt=compose_system_prompt(
+                definition, workspace=parent.workspace, subagent=True
+            ),
             tools=tools,
             workspace=parent.workspace,
             agent_type=definition.name,
@@ -332,17 +332,6 @@ class Delegation:
             return runtime.model_for_agent(definition.name, parent.model)
         except SubagentsError as error:
             raise ToolError(f"cannot start '{definition.name}': {error}") from None
-
-    def _environment(self) -> str:
-        if self._environment_note is None:
-            self._environment_note = (
-                "\n\n<env>\n"
-                f"Working directory: {self.runtime.workspace}\n"
-                f"Platform: {sys.platform}\n"
-                f"Today's date: {date.today().isoformat()}\n"
-                "</env>"
-            )
-        return self._environment_note
 
     def _handle_for_resume(self, agent_id: str, parent: Session) -> SubagentHandle:
         handle = self.handles.get(agent_id.strip())

@@ -21,6 +21,7 @@ from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
+from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
 from subagents.store.base import TaskOwner
@@ -41,14 +42,6 @@ if TYPE_CHECKING:
     from subagents.tools.sandbox import BashSandbox
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
-
-
-MAIN_AGENT_PROMPT = """\
-You are the main agent of a team. Work on the user's request with your tools. When a part of \
-the work fits one of the specialist agents listed in the Task tool, delegate it with a Task \
-call that gives the agent everything it needs to know; start independent delegations in the \
-same turn so that they run in parallel. When you have what you need, answer the user directly \
-and completely."""
 
 
 class Runtime:
@@ -351,7 +344,7 @@ class Runtime:
                 tools.add(tool, replace=True)
         if self.store is not None:
             tools.add(ask_human_tool(), replace=True)
-        prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
+        prompt = compose_system_prompt(definition, workspace=self.workspace, subagent=False)
         session = Session(
             model=self.main_model(definition),
             system_prompt=prompt,

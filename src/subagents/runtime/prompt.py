@@ -1,0 +1,52 @@
+"""The system prompt a session starts with: the agent's own prompt, and what the harness adds.
+
+One place composes it for the main agent and for subagents, so that what every agent is told
+about its surroundings (the environment, and the project context other modules add) agrees.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from subagents.definitions.model import AgentDefinition
+
+__all__ = ["MAIN_AGENT_PROMPT", "compose_system_prompt", "environment_note"]
+
+MAIN_AGENT_PROMPT = """\
+You are the main agent of a team. Work on the user's request with your tools. When a part of \
+the work fits one of the specialist agents listed in the Task tool, delegate it with a Task \
+call that gives the agent everything it needs to know; start independent delegations in the \
+same turn so that they run in parallel. When you have what you need, answer the user directly \
+and completely."""
+
+
+def compose_system_prompt(
+    definition: AgentDefinition | None, *, workspace: Path, subagent: bool
+) -> str:
+    """The system prompt of a session running ``definition`` (``None``: the default main
+    agent). A subagent is also told where it works, since it starts with no history."""
+    prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
+    if subagent:
+        prompt += environment_note(workspace)
+    return prompt
+
+
+def environment_note(workspace: Path) -> str:
+    """The ``<env>`` block: working directory, platform and today's date."""
+    return _environment_note(workspace, date.today())
+
+
+@functools.lru_cache(maxsize=64)
+def _environment_note(workspace: Path, today: date) -> str:
+    return (
+        "\n\n<env>\n"
+        f"Working directory: {workspace}\n"
+        f"Platform: {sys.platform}\n"
+        f"Today's date: {today.isoformat()}\n"
+        "</env>"
+    )
