@@ -286,8 +286,14 @@ def test_new_writes_a_valid_template_and_refuses_to_overwrite(repo: Path, home: 
 # -- the real console script -------------------------------------------------------------------
 
 
-def run_script(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SUBAGENTS_HOME": str(home), "COLUMNS": "200"}
+def run_script(
+    *args: str, cwd: Path, home: Path, keys: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The console script; ``keys``: with provider keys in the environment (else none)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(SUBAGENTS_HOME=str(home), COLUMNS="200")
+    if keys:
+        env.update(ANTHROPIC_API_KEY="test-key", OPENAI_API_KEY="test-key")
     return subprocess.run(
         [str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from subagents.config import (
     Config,
+    SubagentsSettings,
     find_repository_root,
     load_config,
     project_config_path,
@@ -19,6 +20,7 @@ from subagents.config import (
     user_config_path,
 )
 from subagents.errors import ConfigError, SubagentsError
+from subagents.models.aliases import TIER_ALIASES
 
 
 def write(path: Path, text: str) -> Path:
@@ -162,6 +164,33 @@ def test_subagents_home_env_var(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert resolve_home() == Path.home()
 
 
+def test_model_fallback_setting_defaults_to_inherit_and_accepts_error(
+    home: Path, project: Path
+) -> None:
+    assert Config().subagents.model_fallback == "inherit"
+    config_file = project / ".subagents" / "config.toml"
+    write(config_file, '[subagents]\nmodel_fallback = "error"\n')
+    assert load_config(project, home=home).subagents.model_fallback == "error"
+    write(config_file, '[subagents]\nmodel_fallback = "maybe"\n')
+    with pytest.raises(ConfigError, match="model_fallback"):
+        load_config(project, home=home)
+
+
+def test_model_choice_weighs_credentials_and_the_setting() -> None:
+    config = Config(models={"fast": "openai:gpt-4o-mini"})
+    no_keys: dict[str, str] = {}
+    fallback = config.model_choice("sonnet", env=no_keys)
+    assert fallback.model is None and fallback.fallback == "no ANTHROPIC_API_KEY"
+    assert (
+        config.model_choice("sonnet", env={"ANTHROPIC_API_KEY": "k"}).model
+        == (TIER_ALIASES["sonnet"])
+    )
+    strict = Config(subagents=SubagentsSettings(model_fallback="error"))
+    refused = strict.model_choice("sonnet", env=no_keys)
+    assert refused.model == TIER_ALIASES["sonnet"]
+    assert refused.error is not None and "ANTHROPIC_API_KEY" in refused.error
+
+
 def test_resolve_model_follows_aliases_and_default() -> None:
     config = Config(
         models={"sonnet": "anthropic:claude-sonnet-4-5", "fast": "sonnet", "a": "b", "b": "a"}
@@ -171,7 +200,9 @@ def test_resolve_model_follows_aliases_and_default() -> None:
     assert config.resolve_model("inherit") == "inherit"
     assert config.resolve_model("openai:gpt-4o") == "openai:gpt-4o"
     assert config.resolve_model(None) is None
-    assert config.resolve_model("a") in {"a", "b"}  # a cycle stops instead of looping
+    assert config.resolve_model("a") == "inherit"  # a cycle: not a model, the parent's runs
+    assert config.resolve_model("gpt4") == "inherit"  # not understood: the parent's model
+    assert config.resolve_model("fable") == TIER_ALIASES["fable"]
     with_default = Config(
         subagents=Config().subagents.model_copy(update={"default_model": "sonnet"}),
         models={"sonnet": "anthropic:claude-sonnet-4-5"},

@@ -18,6 +18,7 @@ from subagents.inventory import (
     is_readme,
     scan_agent_folder,
 )
+from subagents.models.aliases import TIER_ALIASES
 from subagents.tools.names import BUILTIN_TOOL_NAMES
 
 
@@ -103,13 +104,16 @@ def test_every_corpus_file_is_active(corpus_dir: Path, repo: Path, home: Path) -
 # -- scopes and precedence ---------------------------------------------------------------------
 
 
-def test_builtins_are_present_and_looked_up_case_insensitively(repo: Path, home: Path) -> None:
+def test_builtins_are_present_and_looked_up_case_insensitively(
+    repo: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # else haiku falls back to inherit
     inventory = discover(repo, home)
     assert sorted(inventory.records) == ["explore", "general-purpose", "plan"]
     explore = inventory.get("Explore")
     assert explore.scope == "builtin"
     assert explore.effective_tools == ["Read", "Glob", "Grep", "LS"]
-    assert explore.effective_model == "anthropic:claude-haiku-4-5"  # the built-in alias
+    assert explore.effective_model == TIER_ALIASES["haiku"]  # the built-in alias
     general = inventory.get("general-purpose")
     assert general.effective_tools == [*BUILTIN_TOOL_NAMES, "Task"]
     assert general.effective_model == "inherit"
@@ -379,7 +383,11 @@ def test_manual_discovery_keeps_only_listed_agents(repo: Path, home: Path) -> No
     assert [n for n, _ in kinds(inventory, "skipped")] == ["nobody"]
 
 
-def test_effective_model_uses_config_aliases_and_default(repo: Path, home: Path) -> None:
+def test_effective_model_uses_config_aliases_and_default(
+    repo: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     write(
         home / ".subagents" / "config.toml",
         '[subagents]\ndefault_model = "fast"\n[models]\nfast = "openai:gpt-4o-mini"\n'
@@ -398,7 +406,7 @@ def test_effective_model_uses_config_aliases_and_default(repo: Path, home: Path)
         "b": "inherit",
         "c": "openai:gpt-4o-mini",
         "d": "openai:gpt-4o",
-        "e": "anthropic:claude-haiku-4-5",  # built-in alias, not redefined in [models]
+        "e": TIER_ALIASES["haiku"],  # built-in alias, not redefined in [models]
     }
     assert inventory.records["a"].status == "active"  # a config alias is a known model
 

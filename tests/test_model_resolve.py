@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from fakes.openai_server import FakeOpenAIServer
 from subagents.errors import ModelConfigurationError
 from subagents.messages import UserMessage
+from subagents.models.aliases import TIER_ALIASES
 from subagents.models.anthropic import AnthropicModel
 from subagents.models.base import ModelRequest
 from subagents.models.openai import OLLAMA_DEFAULT_BASE_URL, OpenAIChatModel
@@ -29,9 +30,14 @@ KEY = "sk-resolve-secret-789"
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("sonnet", "anthropic:claude-sonnet-4-5"),
-        ("haiku", "anthropic:claude-haiku-4-5"),
-        (" Opus ", "anthropic:claude-opus-4-5"),
+        ("sonnet", TIER_ALIASES["sonnet"]),
+        ("haiku", TIER_ALIASES["haiku"]),
+        (" Opus ", TIER_ALIASES["opus"]),
+        ("fable", TIER_ALIASES["fable"]),
+        ("best", TIER_ALIASES["fable"]),
+        ("opusplan", TIER_ALIASES["opus"]),
+        ("sonnet[1m]", TIER_ALIASES["sonnet"]),
+        ("claude-opus-4-7[1M]", "anthropic:claude-opus-4-7"),
         ("openai:gpt-4o", "openai:gpt-4o"),
         ("OpenAI: gpt-4o-mini ", "openai:gpt-4o-mini"),
         ("ollama:llama3.1:8b", "ollama:llama3.1:8b"),
@@ -94,7 +100,7 @@ def test_build_anthropic_alias_with_configured_settings() -> None:
     }
     model = build_model("sonnet", providers=providers, env={"MY_CLAUDE_KEY": KEY})
     assert isinstance(model, AnthropicModel)
-    assert model.name == "anthropic:claude-sonnet-4-5"
+    assert model.name == TIER_ALIASES["sonnet"]
     assert model.base_url == "http://127.0.0.1:9"
     assert model.timeout_seconds == 30
     assert KEY not in repr(model)

@@ -30,9 +30,11 @@ Format::
     max_concurrent = 20
     max_turns = 50
     interrupted_tool_calls = "ask"   # after a crash: "ask" a person, "rerun", or "fail"
+    model_fallback = "inherit"  # a subagent whose model has no API key here runs on its
+                                # parent's model; "error" refuses to start it instead
 
-    [models]                    # alias -> "provider:model"
-    sonnet = "anthropic:claude-sonnet-4-5"
+    [models]                    # alias -> "provider:model" (overrides the built-in tiers)
+    sonnet = "openai:gpt-4o"
 
     [providers.openai]
     base_url = "http://localhost:8000/v1"
@@ -72,7 +74,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -80,6 +82,9 @@ from subagents._preview import preview
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from subagents.models.choice import ModelChoice
 
 __all__ = [
     "CONFIG_DIR_NAME",
@@ -107,7 +112,6 @@ MAX_CONFIG_FILE_BYTES = 1 << 20
 """config.toml files larger than this are refused (they hold settings, not data)."""
 CONFIG_DIR_NAME = ".subagents"
 CONFIG_FILE_NAME = "config.toml"
-_MAX_ALIAS_HOPS = 10
 _SHOWN_CHARS = 80  # of a value quoted in an error message
 _MAX_DESCRIBED = 20  # problems described one by one in a ConfigError
 
@@ -128,6 +132,9 @@ class SubagentsSettings(BaseModel):
     # After a crash, a side-effecting tool call that started but never finished: ask a person
     # (the run pauses), run it again, or tell the agent it failed.
     interrupted_tool_calls: Literal["ask", "rerun", "fail"] = "ask"
+    # A subagent whose model needs a provider without credentials here: run it on its
+    # parent's model (and say so), or refuse to start it.
+    model_fallback: Literal["inherit", "error"] = "inherit"
 
 
 class ToolsSettings(BaseModel):
@@ -239,22 +246,38 @@ class Config:
     home: Path | None = None
 
     def resolve_model(self, model: str | None) -> str | None:
-        """Follow ``[models]`` aliases; ``None`` falls back to ``default_model``.
+        """The ``provider:model`` that ``model`` names (``default_model`` when ``None``), by
+        the built-in alias table and ``[models]``, credentials aside.
 
-        ``inherit`` is kept as is (the parent's model is only known at run time), and the built-in
-        aliases (``haiku``, ``sonnet``, ``opus``) apply when ``[models]`` does not redefine them,
-        and other names (full ids) come back unchanged for the model layer to resolve.
+        ``inherit`` for ``inherit`` and for what no alias or model form explains (such an agent
+        runs on its parent's model); ``None`` when nothing is set. :meth:`model_choice` also
+        weighs the credentials available here.
         """
+        from subagents.models.choice import INHERIT, is_known_model
+        from subagents.models.resolve import resolve_model_string
+
         name = model if model is not None else self.subagents.default_model
         if name is None:
             return None
-        seen: set[str] = set()
-        while name in self.models and name not in seen and len(seen) < _MAX_ALIAS_HOPS:
-            seen.add(name)
-            name = self.models[name]
-        from subagents.models.resolve import DEFAULT_ALIASES
+        if name.strip().lower() == INHERIT or not is_known_model(name, self.models):
+            return INHERIT
+        return resolve_model_string(name, self.models)
 
-        return DEFAULT_ALIASES.get(name, name)
+    def model_choice(
+        self, model: str | None, *, env: Mapping[str, str] | None = None
+    ) -> ModelChoice:
+        """The model a subagent declaring ``model`` runs on here: the one decision shared by
+        ``agents list/show`` and the run (see :mod:`subagents.models.choice`)."""
+        from subagents.models.choice import choose_model
+
+        return choose_model(
+            model,
+            aliases=self.models,
+            providers=self.providers,
+            default_model=self.subagents.default_model,
+            fallback_mode=self.subagents.model_fallback,
+            env=env,
+        )
 
 
 def resolve_home(home: Path | None = None) -> Path:

@@ -52,6 +52,8 @@ from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME
 if TYPE_CHECKING:
     import asyncio
 
+    from subagents.models.choice import ModelChoice
+
 __all__ = [
     "AGENT_FOLDER_NAMES",
     "AgentFolder",
@@ -110,13 +112,19 @@ class AgentFolder:
 
 @dataclass(slots=True)
 class AgentRecord:
-    """The definition used for one name, and what it resolves to here."""
+    """The definition used for one name, and what it resolves to here.
+
+    ``effective_model`` is the ``provider:model`` a delegation to it runs on, ``inherit`` (its
+    parent's model: declared so, not understood, or no credentials for it here; ``model_choice``
+    says which and why), or ``None`` when nothing is set.
+    """
 
     definition: AgentDefinition
     effective_tools: list[str]
     effective_model: str | None
     overrides: list[AgentDefinition] = field(default_factory=list)
     detail: str = ""
+    model_choice: ModelChoice | None = None
 
     @property
     def name(self) -> str:
@@ -580,12 +588,17 @@ class Inventory:
     def _record(
         self, config: Config, definition: AgentDefinition, overrides: list[AgentDefinition]
     ) -> AgentRecord:
+        choice = config.model_choice(definition.model)  # the one the run makes, too
+        effective = choice.model
+        if effective is None and choice.requested is not None:
+            effective = "inherit"
         return AgentRecord(
             definition=definition,
             effective_tools=self._effective_tools(definition),
-            effective_model=config.resolve_model(definition.model),
+            effective_model=effective,
             overrides=overrides,
             detail="; ".join(definition.validation_errors),
+            model_choice=choice,
         )
 
 

@@ -84,6 +84,48 @@ def _tools_summary(record: AgentRecord) -> str:
     return ", ".join(record.effective_tools) or "(none)"
 
 
+def _model_summary(record: AgentRecord) -> str:
+    """The list's model column: the model a delegation runs on, and why when it inherits."""
+    choice = record.model_choice
+    if choice is None or choice.fallback is None:
+        return record.effective_model or "-"
+    return f"{choice.requested} → inherit: {choice.fallback}"
+
+
+def _model_line(record: AgentRecord) -> str:
+    declared = record.definition.model or "(not set)"
+    choice = record.model_choice
+    if choice is None:
+        return f"{declared} → {record.effective_model or 'inherit'}"
+    return f"{declared} → {choice.describe()}"
+
+
+def _fallback_json(record: AgentRecord) -> dict[str, Any] | None:
+    choice = record.model_choice
+    if choice is None or (choice.fallback is None and choice.error is None):
+        return None
+    return {
+        "requested": choice.requested,
+        "runs_on": "inherit" if choice.fallback is not None else choice.model,
+        "reason": choice.fallback or choice.error,
+        "hint": choice.hint,
+    }
+
+
+def _print_model_notes(console: Any, records: list[AgentRecord]) -> None:
+    """One line per distinct model that cannot run here as declared, with what to do."""
+    notes: dict[str, list[str]] = {}
+    for record in records:
+        choice = record.model_choice
+        if record.status != "active" or choice is None:
+            continue
+        if choice.fallback is not None or choice.error is not None:
+            notes.setdefault(f"{choice.requested} → {choice.describe()}", []).append(record.name)
+    for note, names in notes.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        console.print(f"[yellow]model[/]: {note} ({shown})", highlight=False, markup=False)
+
+
 def _overrides_summary(record: AgentRecord) -> str:
     scopes: list[str] = []
     for lower in record.overrides:
@@ -105,6 +147,7 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "dialect": d.dialect,
         "model": d.model,
         "effective_model": record.effective_model,
+        "model_fallback": _fallback_json(record),
         "tools": d.tools,
         "disallowed_tools": d.disallowed_tools,
         "effective_tools": record.effective_tools,
@@ -185,13 +228,14 @@ def list_agents(
         table.add_row(
             record.name,
             record.scope,
-            record.effective_model or "-",
+            _model_summary(record),
             _tools_summary(record),
             f"[{styles[record.status]}]{record.status}[/]",
             _overrides_summary(record),
             _source(record.definition, base),
         )
     console.print(table)
+    _print_model_notes(console, records)
     for conflict in inventory.conflicts:
         losers = ", ".join(_display_path(d.source_path, base) for d in conflict.losers)
         console.print(
@@ -240,7 +284,7 @@ def show_agent(
         ("scope", record.scope),
         ("source", _display_path(d.source_path, base) or record.source),
         ("dialect", d.dialect),
-        ("model", f"{d.model or '(not set)'} -> {record.effective_model or 'inherit'}"),
+        ("model", _model_line(record)),
         ("tools", "all (inherited)" if d.tools is None else ", ".join(d.tools) or "(none)"),
         ("effective tools", ", ".join(record.effective_tools) or "(none)"),
     ]

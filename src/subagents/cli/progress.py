@@ -105,6 +105,13 @@ class ProgressPrinter:
                 f"[magenta]⮐ {escape(spawn.subagent_type)}[/] {state} in "
                 f"{spawn.duration_ms / 1000:.1f}s, {spawn.tool_use_count} tool calls"
             )
+        elif isinstance(event, ev.ModelFallback):
+            console.print(
+                f"[yellow]{escape(event.agent_type)} runs on {escape(event.model_name)} (its "
+                f"parent's model) instead of {escape(redact.text(event.requested))}:[/] "
+                f"{escape(event.reason)}; {escape(event.hint)}",
+                highlight=False,
+            )
         elif isinstance(event, ev.MCPServerFailed):
             console.print(
                 f"[yellow]MCP server {escape(event.server)} is left out:[/] "

@@ -119,6 +119,9 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     if session.error:
         label += f"\n[red]error: {escape(_one_line(session.error, _ERROR_WIDTH))}[/]"
     node = parent.add(label)
+    for event in session.events:
+        if event.status == "warning":
+            node.add(f"[yellow]{escape(event.name)}: {escape(_one_line(event.message, 200))}[/]")
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)

@@ -13,6 +13,8 @@ from typing import Any
 
 from subagents._preview import preview, shorten
 from subagents.definitions.model import AgentDefinition
+from subagents.models.aliases import DEFAULT_ALIASES
+from subagents.models.choice import is_known_model
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME, classify_tool_name
 
 __all__ = [
@@ -27,13 +29,12 @@ __all__ = [
 ]
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
-MODEL_ALIASES: frozenset[str] = frozenset({"haiku", "sonnet", "opus", "inherit"})
+MODEL_ALIASES: frozenset[str] = frozenset({*DEFAULT_ALIASES, "inherit"})
 KNOWN_MODEL_PROVIDERS: frozenset[str] = frozenset({"openai", "anthropic", "ollama", "test"})
 
 _SHOWN_CHARS = 60  # of a value quoted in a message
 _SEPARATORS = re.compile(r"[_.\s]+")
 _PROVIDER_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):(\S.*)$")
-_FULL_MODEL_ID = re.compile(r"^(claude-|gpt-|o1|o3|o4)\S*$")
 _KNOWN_TOOLS_HINT = ", ".join((*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME))
 _TOOL_BY_LOWER = {name.lower(): name for name in (*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME)}
 
@@ -53,12 +54,14 @@ def normalise_name(raw: str) -> str:
 def check_model(
     model: str | None, *, known_aliases: Collection[str] | None = None
 ) -> tuple[str | None, str | None]:
-    """Judge a ``model`` value; returns ``(error, warning)``, either may be ``None``."""
+    """Judge a ``model`` value; returns ``(error, warning)``, either may be ``None``.
+
+    A model is never an error: what is not understood is a warning, and the agent runs on its
+    parent's model (see :mod:`subagents.models.choice`).
+    """
     if model is None or model in MODEL_ALIASES:
         return None, None
     if known_aliases is not None and model in known_aliases:
-        return None, None
-    if _FULL_MODEL_ID.match(model):
         return None, None
     match = _PROVIDER_MODEL.match(model)
     if match:
@@ -71,11 +74,13 @@ def check_model(
             f"built in (built in: {known}); it must be configured under "
             f"[providers.{shorten(provider, _SHOWN_CHARS)}] in config.toml"
         )
-    return (
-        f"model {_shown(model)} is not recognised: use an alias (haiku, sonnet, opus), "
-        "'inherit', 'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full "
-        "model id (e.g. 'claude-sonnet-4-5', 'gpt-4o'), or remove 'model' to inherit the parent's",
-        None,
+    if is_known_model(model):
+        return None, None
+    return None, (
+        f"model {_shown(model)} is not recognised, so the agent runs on its parent's model: "
+        f"use an alias ({', '.join(DEFAULT_ALIASES)}, optionally with [1m]), 'inherit', "
+        "'provider:model' (e.g. 'openai:gpt-4o-mini', 'ollama:llama3.2') or a full model id "
+        "(e.g. 'claude-sonnet-5-5', 'gpt-4o'), or map it under [models] in config.toml"
     )
 
 

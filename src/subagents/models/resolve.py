@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError
+from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
 
 if TYPE_CHECKING:
     from subagents.models.base import Model
@@ -21,14 +22,10 @@ __all__ = [
     "DEFAULT_ALIASES",
     "KNOWN_PROVIDERS",
     "build_model",
+    "missing_key_variable",
     "resolve_model_string",
 ]
 
-DEFAULT_ALIASES: dict[str, str] = {
-    "haiku": "anthropic:claude-haiku-4-5",
-    "sonnet": "anthropic:claude-sonnet-4-5",
-    "opus": "anthropic:claude-opus-4-5",
-}
 KNOWN_PROVIDERS = ("openai", "anthropic", "ollama")
 
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -38,7 +35,7 @@ _MAX_ALIAS_DEPTH = 8
 _ACCEPTED_FORMS = (
     "write PROVIDER:MODEL (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3), "
     "a full model id (claude-..., gpt-..., o1/o3/o4...), or an alias (haiku, sonnet, opus, "
-    "or one defined under [models] in config.toml)"
+    "fable, best, opusplan, optionally with [1m], or one defined under [models] in config.toml)"
 )
 
 
@@ -55,9 +52,13 @@ def _lookup_alias(name: str, aliases: Mapping[str, str]) -> str | None:
 def resolve_model_string(spec: str, aliases: Mapping[str, str] | None = None) -> str:
     """``spec`` as ``"provider:model"``; raises ModelConfigurationError when it cannot tell.
 
-    Aliases from config win over the built-in ones and may point at other aliases.
+    Aliases from config win over the built-in ones and may point at other aliases. A ``[1m]``
+    suffix (``sonnet[1m]``) asks for the same model with its long context: it is dropped here,
+    unless ``[models]`` maps the suffixed name itself.
     """
     text = spec.strip()
+    if _lookup_alias(text, aliases or {}) is None:
+        text, _ = split_context_suffix(text)
     seen: list[str] = []
     while (target := _lookup_alias(text, aliases or {})) is not None:
         seen.append(text)
@@ -105,6 +106,31 @@ def _api_key(
         return value
     default_env = _DEFAULT_KEY_ENV.get(provider)
     return (env.get(default_env) or None) if default_env else None
+
+
+def missing_key_variable(
+    provider: str, settings: ProviderSettings | None, env: Mapping[str, str]
+) -> str | None:
+    """The environment variable a model of ``provider`` needs and lacks here, else ``None``.
+
+    The same rules as :func:`build_model`: a key in config or in the configured variable
+    counts; ``openai`` needs no key with a ``base_url`` (a local server), ``ollama`` and other
+    configured servers need none. Providers :func:`build_model` does not know are not judged.
+    """
+    if settings is not None and settings.api_key_env and settings.api_key is None:
+        # build_model refuses an unset api_key_env for every provider
+        return None if env.get(settings.api_key_env) else settings.api_key_env
+    variable: str | None
+    if settings is not None and settings.api_key is not None:
+        variable = f"[providers.{provider}] api_key"
+        has_key = bool(settings.api_key.get_secret_value())
+    else:
+        variable = _DEFAULT_KEY_ENV.get(provider)
+        has_key = bool(variable and env.get(variable))
+    needs_key = provider == "anthropic" or (
+        provider == "openai" and (settings is None or settings.base_url is None)
+    )
+    return variable if needs_key and not has_key else None
 
 
 def _missing_key(spec: str, provider: str, settings: ProviderSettings | None) -> Exception:

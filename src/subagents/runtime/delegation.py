@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from subagents.errors import SubagentsError, ToolError
+from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
@@ -37,6 +37,7 @@ from subagents.tools.schema import input_schema
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
+    from subagents.models.choice import ModelChoice
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
@@ -102,6 +103,7 @@ class SubagentHandle:
     result: SpawnResult | None = None
     delivered: bool = False
     rebound: bool = False
+    model_fallback: ModelChoice | None = None  # why it runs on its parent's model, if it does
 
     @property
     def running(self) -> bool:
@@ -239,7 +241,7 @@ class Delegation:
                 "is reached; do this part of the work yourself"
             )
         tools = self._child_tools(parent, definition, depth)
-        model, resolved_model = self._child_model(parent, definition, model_override)
+        model, resolved_model, fallback = self._child_model(parent, definition, model_override)
         session = Session(
             model=model,
             system_prompt=compose_system_prompt(
@@ -265,6 +267,10 @@ class Delegation:
             tool_sandbox=parent.tool_sandbox,
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
+        if fallback is not None:
+            handle.model_fallback = fallback
+            if session.recorder is not None:
+                session.add_trace(session.recorder.model_fallback_trace(session, fallback))
         self.handles[session.agent_id] = handle
         return handle
 
@@ -316,20 +322,17 @@ class Delegation:
 
     def _child_model(
         self, parent: Session, definition: AgentDefinition, override: str | None
-    ) -> tuple[Model, str]:
+    ) -> tuple[Model, str, ModelChoice | None]:
+        """The child's model, its name, and the choice when it falls back to the parent's."""
         runtime = self.runtime
+        choice = runtime.model_choice(definition, override)
         try:
-            if override:
-                return runtime.model_for(override, agent_name=definition.name)
-            declared = definition.model
-            if declared == "inherit":
-                return runtime.model_for_agent(definition.name, parent.model)
-            if declared:
-                return runtime.model_for(declared, agent_name=definition.name)
-            default = runtime.config.subagents.default_model
-            if default:
-                return runtime.model_for(default, agent_name=definition.name)
-            return runtime.model_for_agent(definition.name, parent.model)
+            if choice is not None and choice.error is not None:
+                raise ModelConfigurationError(choice.error, hint=choice.hint)
+            if choice is None or choice.model is None:  # pinned, or the parent's model
+                model, name = runtime.model_for_agent(definition.name, parent.model)
+                return model, name, choice if choice and choice.fallback is not None else None
+            return (*runtime.model_for(choice.model, agent_name=definition.name), None)
         except SubagentsError as error:
             raise ToolError(f"cannot start '{definition.name}': {error}") from None
 
@@ -367,6 +370,8 @@ class Delegation:
                     session.parent_tool_call_id or "",
                 )
             )
+            if handle.model_fallback is not None:
+                events.emit(_fallback_event(session, handle.model_fallback))
         semaphore = self._semaphores.get(parent.agent_id)
         if semaphore is None:
             semaphore = asyncio.Semaphore(self.runtime.config.subagents.max_concurrent)
@@ -611,6 +616,17 @@ def task_tool_description(active: list[AgentDefinition]) -> str:
     for definition in active:
         lines.append(f"- {definition.name}: {definition.description.strip()}")
     return "\n".join(lines)
+
+
+def _fallback_event(session: Session, choice: ModelChoice) -> ev.ModelFallback:
+    return ev.ModelFallback(
+        agent_id=session.agent_id,
+        agent_type=session.agent_type,
+        requested=choice.requested or "",
+        reason=choice.fallback or "",
+        hint=choice.hint or "",
+        model_name=session.model.name,
+    )
 
 
 def _session_of(ctx: ToolContext) -> Session:

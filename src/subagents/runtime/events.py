@@ -23,6 +23,7 @@ __all__ = [
     "EventBus",
     "EventHandler",
     "MCPServerFailed",
+    "ModelFallback",
     "ModelResponded",
     "SessionFinished",
     "SessionPaused",
@@ -103,6 +104,20 @@ class MCPServerFailed:
 
 
 @dataclass(slots=True, frozen=True)
+class ModelFallback:
+    """A subagent runs on its parent's model (``model_name``) instead of ``requested``,
+    because of ``reason`` (``"no ANTHROPIC_API_KEY"``); ``hint`` says how to change that."""
+
+    agent_id: str
+    agent_type: str
+    requested: str
+    reason: str
+    hint: str
+    model_name: str
+    kind: Literal["model_fallback"] = "model_fallback"
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPaused:
     """The session waits for a person (approval, AskHuman, crash recovery); the run stops
     here until ``subagents resume`` delivers a decision."""
@@ -147,6 +162,7 @@ Event = (
     | SubagentStarted
     | SubagentFinished
     | MCPServerFailed
+    | ModelFallback
 )
 EventHandler = Callable[[Event], None]
 

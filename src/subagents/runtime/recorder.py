@@ -37,6 +37,7 @@ from subagents.tracing.preview import preview_arguments, preview_text
 if TYPE_CHECKING:
     from subagents.messages import Message, ToolCall
     from subagents.models.base import ModelResponse
+    from subagents.models.choice import ModelChoice
     from subagents.runtime.pause import HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.runtime.session import Session
@@ -45,7 +46,10 @@ if TYPE_CHECKING:
     from subagents.tools.execution import ToolOutcome
     from subagents.tracing.redact import Redactor
 
-__all__ = ["Recorder", "child_session_id"]
+__all__ = ["MODEL_FALLBACK_STEP", "Recorder", "child_session_id"]
+
+MODEL_FALLBACK_STEP = "model_fallback"
+"""The trace step of a subagent that runs on its parent's model instead of its own."""
 
 _CHILD_NAMESPACE = uuid.UUID("6f1d2c8e-3b7a-4f5e-9c1d-2a8b7e6f5d4c")
 
@@ -289,6 +293,27 @@ class Recorder:
                 "parent_id": session.parent.agent_id if session.parent is not None else None,
                 "message_count": len(session.messages),
                 "status": session.status,
+                "model": session.model.name,
+            },
+        )
+
+    def model_fallback_trace(self, session: Session, choice: ModelChoice) -> TraceRecord:
+        """A warning in ``session``'s trace: it runs on its parent's model, and why."""
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="session",
+            step_name=MODEL_FALLBACK_STEP,
+            message=self.redactor.text(
+                f"runs on {session.model.name} (its parent's model) instead of "
+                f"{choice.requested}: {choice.fallback}; {choice.hint}"
+            ),
+            timestamp=_now(),
+            status="warning",
+            agent=session.agent_type,
+            data={
+                "requested": self.redactor.text(choice.requested or ""),
+                "reason": choice.fallback,
                 "model": session.model.name,
             },
         )

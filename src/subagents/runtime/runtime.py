@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
+from subagents.models.choice import ModelChoice
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
@@ -259,6 +260,19 @@ class Runtime:
         self._models[resolved] = model
         self._built_models.append(resolved)
         return model, resolved
+
+    def model_choice(
+        self, definition: AgentDefinition, override: str | None = None
+    ) -> ModelChoice | None:
+        """What a subagent running ``definition`` runs on (``override``: the Task call's
+        ``model``), the decision ``agents list`` shows too; ``None`` when a model is pinned for
+        the agent in Python (``agent_models``), which wins."""
+        if definition.name in self._agent_models:
+            return None
+        choice = self.config.model_choice(override or definition.model)
+        if choice.wanted is not None and choice.wanted in self._models:  # handed in ready-made
+            return ModelChoice(choice.requested, choice.wanted, long_context=choice.long_context)
+        return choice
 
     def model_for_agent(self, agent_name: str, inherited: Model) -> tuple[Model, str]:
         """``inherited`` unless a model is pinned for ``agent_name``."""

@@ -124,6 +124,10 @@ class Session:
         """Queue a message that reaches the model at the start of its next turn."""
         self._inbox.append(text)
 
+    def add_trace(self, trace: TraceRecord) -> None:
+        """Record ``trace`` with the session's next step."""
+        self._traces.append(trace)
+
     def note_failure(self, error: str) -> None:
         """Before resuming a run that failed: if its last message is an answer (cut off, or
         followed by an error), tell the model so that it continues instead of stopping."""
