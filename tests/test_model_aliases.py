@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from subagents.cli.blocks import BlockTree
 from subagents.config import Config, load_config
 from subagents.definitions.model import AgentDefinition
 from subagents.inventory import Inventory
@@ -258,6 +259,23 @@ async def test_a_tier_without_its_key_runs_on_the_parents_model(tmp_path: Path) 
     assert started and started[0] < events.seen.index(fallback)
 
 
+async def test_the_live_ui_block_shows_the_fallback(tmp_path: Path) -> None:
+    tree = BlockTree(prompt="go")
+    main = ScriptedModel([task("debugger"), "child", "end"], name="t:main")
+    rt = Runtime(
+        cwd=tmp_path,
+        config=config(tmp_path),
+        agents=[agent("debugger", model="sonnet")],
+        model=main,
+        events=EventBus([tree.handle]),
+        permission_mode="bypassPermissions",
+    )
+    await rt.run("go")
+    (block,) = [b for b in tree.ordered() if b.agent_type == "debugger"]
+    assert block.model == "t:main (instead of sonnet: no ANTHROPIC_API_KEY)"
+    assert tree.errors == []
+
+
 async def test_a_tier_with_its_key_runs_on_its_own_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,6 +336,18 @@ async def test_error_mode_refuses_to_start_the_agent_and_tells_the_model(tmp_pat
     assert "cannot start 'debugger'" in refusal.content
     assert "ANTHROPIC_API_KEY" in refusal.content
     assert '[models] sonnet = "PROVIDER:MODEL"' in refusal.content
+
+
+async def test_a_main_agent_with_an_unknown_model_runs_on_the_default(tmp_path: Path) -> None:
+    default = ScriptedModel(["from the default"], name="test:default")
+    rt = Runtime(
+        cwd=tmp_path,
+        config=config(tmp_path, '[subagents]\ndefault_model = "test:default"\n'),
+        agents=[agent("lead", model="gpt4")],
+        models={"test:default": default},
+    )
+    result = await rt.run("go", agent="lead")
+    assert result.output == "from the default"
 
 
 # -- the corpus: what `agents list` shows is what runs ----------------------------------------

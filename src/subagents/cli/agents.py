@@ -121,9 +121,11 @@ def _print_model_notes(console: Any, records: list[AgentRecord]) -> None:
             continue
         if choice.fallback is not None or choice.error is not None:
             notes.setdefault(f"{choice.requested} → {choice.describe()}", []).append(record.name)
+    from rich.markup import escape
+
     for note, names in notes.items():
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        console.print(f"[yellow]model[/]: {note} ({shown})", highlight=False, markup=False)
+        console.print(f"[yellow]model[/]: {escape(note)} ({escape(shown)})", highlight=False)
 
 
 def _overrides_summary(record: AgentRecord) -> str:

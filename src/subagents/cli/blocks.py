@@ -327,6 +327,11 @@ class BlockTree:
             self._subagent_started(event)
         elif isinstance(event, ev.SubagentFinished):
             self._subagent_finished(event)
+        elif isinstance(event, ev.ModelFallback):
+            block = self._block(event.agent_id)
+            requested = self._redact(event.requested)
+            block.model = f"{event.model_name} (instead of {requested}: {event.reason})"
+            self._touch(block)
         elif isinstance(event, ev.SessionPaused):
             block = self._block(event.agent_id)
             block.status = "paused"
@@ -336,7 +341,8 @@ class BlockTree:
     def _session_started(self, event: ev.SessionStarted) -> None:
         block = self._block(event.agent_id, status="active")
         block.agent_type = event.agent_type
-        block.model = event.model_name or block.model
+        if not block.model.startswith(event.model_name):  # keep a fallback's explanation
+            block.model = event.model_name or block.model
         if event.parent_id is not None:
             self._attach(block, event.parent_id)
         if block.status != "active" or block.started_at is None:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from subagents._preview import preview, shorten
+from subagents._preview import shorten
 from subagents.errors import ModelConfigurationError
 from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
 from subagents.models.resolve import missing_key_variable, resolve_model_string
@@ -102,7 +102,7 @@ def choose_model(
         return ModelChoice(
             requested=name,
             model=None,
-            fallback=f"{preview(name, _SHOWN_CHARS)} is not a model or alias known here",
+            fallback="not a model or alias known here",
             hint=f"{_mapping_hint(name)} (aliases: {', '.join(DEFAULT_ALIASES)})",
         )
     long_context = split_context_suffix(name)[1]

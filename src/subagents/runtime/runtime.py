@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
-from subagents.models.choice import ModelChoice
+from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
@@ -288,8 +288,10 @@ class Runtime:
         if definition is not None:
             if definition.name in self._agent_models:
                 return self._agent_models[definition.name]
-            if definition.model and definition.model != "inherit":
-                return self.model_for(definition.model)[0]
+            declared = definition.model
+            # a model no form explains is only a warning on the file: the default runs instead
+            if declared and declared != "inherit" and is_known_model(declared, self.config.models):
+                return self.model_for(declared)[0]
         default = self.config.subagents.default_model
         if default:
             return self.model_for(default)[0]
