@@ -374,10 +374,15 @@ def test_numbers_written_as_text_are_accepted() -> None:
 
 
 def test_unsupported_permission_mode_is_a_warning() -> None:
-    d = md("---\nname: a\ndescription: d\npermissionMode: dontAsk\n---\nbody\n")
+    d = md("---\nname: a\ndescription: d\npermissionMode: askAlways\n---\nbody\n")
     assert d.status == "active"
     assert d.permission_mode is None
-    assert any("'dontAsk'" in w and "not supported" in w for w in d.warnings)
+    assert any("'askAlways'" in w and "not supported" in w for w in d.warnings)
+
+
+def test_dont_ask_permission_mode_is_read() -> None:
+    d = md("---\nname: a\ndescription: d\npermissionMode: dontAsk\n---\nbody\n")
+    assert (d.permission_mode, d.warnings) == ("dontAsk", [])
 
 
 def test_permission_mode_case_is_forgiven() -> None:

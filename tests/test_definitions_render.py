@@ -131,6 +131,7 @@ def test_schema_describes_the_frontmatter() -> None:
         "acceptEdits",
         "plan",
         "bypassPermissions",
+        "dontAsk",
     ]
     assert schema["additionalProperties"] is True
 

@@ -41,9 +41,27 @@ def run_command(
         str,
         typer.Option(
             "--permission-mode",
-            help="default | acceptEdits | plan | bypassPermissions",
+            help="default | acceptEdits | plan | dontAsk | bypassPermissions",
         ),
     ] = "default",
+    allowed_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowedTools",
+            "--allowed-tools",
+            help="Rules that run without asking, e.g. 'Bash(npm run test:*)' 'Edit(src/**)' "
+            "(repeatable; comma or space separated).",
+        ),
+    ] = None,
+    disallowed_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--disallowedTools",
+            "--disallowed-tools",
+            help="Rules that are refused, e.g. 'Bash(git push *)' 'Read(./.env)', or a bare "
+            "tool name to take the tool away (repeatable; comma or space separated).",
+        ),
+    ] = None,
     yes: Annotated[
         bool,
         typer.Option("--yes", "-y", help="Approve every tool call that would ask (headless)."),
@@ -111,7 +129,12 @@ def run_command(
             events=events,
             stream=not as_json,
             store=database,
+            allowed_tools=allowed_tools or (),
+            disallowed_tools=disallowed_tools or (),
         )
+        runtime.permission_rules()  # read now, to say what cannot be used before the run
+        for warning in runtime.permission_warnings:
+            err.print(f"[yellow]Warning:[/] {escape(warning)}")
         redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
         if interactive:
             runtime.approver = _ask_person(err, redactor)

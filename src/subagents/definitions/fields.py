@@ -24,6 +24,7 @@ from subagents.definitions.model import (
     PermissionMode,
     Scope,
 )
+from subagents.tools.specs import split_tool_list
 
 __all__ = ["BODY_KEYS", "FIELD_SPELLINGS", "definition_from_mapping"]
 
@@ -133,9 +134,13 @@ def _name(r: _Reader, key: str, value: object) -> str | None:
     return None
 
 
-def _split_names(text: str) -> list[str]:
-    parts = text.split(",") if "," in text else text.split()
-    return [p.strip() for p in parts if p.strip()]
+def _split_names(text: str, r: _Reader | None = None, key: str = "") -> list[str]:
+    """Entries separated by commas (or whitespace) outside parentheses, so that
+    ``Agent(explore, plan)`` stays one entry; unbalanced parentheses are a warning."""
+    names, problems = split_tool_list(text)
+    if r is not None:
+        r.warnings.extend(f"{_shown(key)}: {problem}" for problem in problems)
+    return names
 
 
 def _name_list(r: _Reader, key: str, value: object, what: str = "tool names") -> list[str] | None:
@@ -143,7 +148,7 @@ def _name_list(r: _Reader, key: str, value: object, what: str = "tool names") ->
     if value is None:
         return None
     if isinstance(value, str):
-        names = _split_names(value)
+        names = _split_names(value, r, key)
     elif isinstance(value, list):
         names = []
         for item in value:

@@ -22,7 +22,7 @@ __all__ = [
 
 Scope = Literal["builtin", "user", "project", "explicit"]
 AgentStatus = Literal["active", "invalid", "disabled"]
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 Dialect = Literal["markdown", "codex-toml", "json", "python"]
 MemoryScope = Literal["user", "project", "local"]
 Isolation = Literal["worktree"]

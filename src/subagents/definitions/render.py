@@ -96,11 +96,12 @@ def new_agent_template(name: str) -> str:
 # name and description are required; every other key is optional.
 name: {written}
 description: "Use this agent when ... Say what it does and when to delegate to it."
-# tools: Read, Grep, Glob      # omit to inherit every tool; a comma list or a YAML list
+# tools: Read, Grep, Glob      # omit to inherit every tool; Bash(git *) limits a tool,
+#                              # Agent(explore, plan) the agents it may start
 # disallowedTools: Bash        # tools taken away, even when inherited
 # model: inherit               # haiku | sonnet | opus | inherit | provider:model | full id
 # maxTurns: 20                 # most model turns before it must answer
-# permissionMode: default      # default | acceptEdits | plan | bypassPermissions
+# permissionMode: default      # default | acceptEdits | plan | dontAsk | bypassPermissions
 # mcpServers: [github]         # MCP servers it uses (configured in .mcp.json)
 # skills: [pdf-forms]          # skills (.claude/skills/NAME/SKILL.md) loaded into its prompt
 # memory: project              # user | project | local: a memory folder it keeps

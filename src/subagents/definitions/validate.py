@@ -16,6 +16,7 @@ from subagents.definitions.model import AgentDefinition
 from subagents.models.aliases import DEFAULT_ALIASES
 from subagents.models.choice import is_known_model
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME, classify_tool_name
+from subagents.tools.specs import entry_tool_name, parse_tool_entry
 
 __all__ = [
     "KNOWN_MODEL_PROVIDERS",
@@ -119,7 +120,13 @@ def _check_tools(
 ) -> list[str]:
     """Warn about unusable tools; return their names."""
     unavailable: list[str] = []
-    for tool in d.tools or ():
+    for entry in d.tools or ():
+        if entry in known_tools:
+            continue
+        tool = _entry_tool(entry, "tools", warnings)
+        if tool is None:
+            unavailable.append(entry)
+            continue
         if tool in known_tools:
             continue
         kind = classify_tool_name(tool)
@@ -127,7 +134,7 @@ def _check_tools(
             continue
         if kind == "mcp" and (usable_servers is None or _mcp_server_of(tool) in usable_servers):
             continue
-        unavailable.append(tool)
+        unavailable.append(entry)
         warnings.append(_tool_warning(tool, kind))
     if d.tools and len(unavailable) == len(d.tools):
         errors.append(
@@ -135,12 +142,31 @@ def _check_tools(
             f"{_KNOWN_TOOLS_HINT} or a configured MCP server's tools, or remove 'tools' to "
             "inherit every tool"
         )
-    for tool in d.disallowed_tools:
-        if tool not in known_tools and classify_tool_name(tool) == "unknown":
+    for entry in d.disallowed_tools:
+        tool = entry if entry in known_tools else _entry_tool(entry, "disallowedTools", warnings)
+        if tool is not None and tool not in known_tools and classify_tool_name(tool) == "unknown":
             warnings.append(
                 f"disallowedTools names {_shown(tool)}, which is not a known tool; it has no effect"
             )
     return unavailable
+
+
+def _entry_tool(entry: str, key: str, warnings: list[str]) -> str | None:
+    """The canonical tool of an entry such as ``Bash(git push *)``; ``None`` (with a warning)
+    when the entry is malformed or its specifier cannot be used."""
+    parsed = parse_tool_entry(entry)
+    if parsed is None:
+        warnings.append(
+            f"{key} entry {_shown(entry)} is not of the form Tool or Tool(specifier); "
+            "it is left out"
+        )
+        return None
+    from subagents.tools.rules import specifier_problem
+
+    problem = specifier_problem(parsed.tool, parsed.specifier)
+    if problem is not None:
+        warnings.append(f"{key} entry {_shown(entry)}: {problem}; its specifier has no effect")
+    return parsed.tool
 
 
 def _check_name(
@@ -279,17 +305,26 @@ def effective_tool_names(
     """The tools of ``available`` this agent may use, in the order of ``available``.
 
     ``disallowed_tools`` are removed first, then ``tools`` filters (``None`` = everything).
+    Entries with a specifier stand for their tool in ``tools`` (``Bash(git *)`` gives Bash,
+    ``Agent(explore)`` gives Task) and remove nothing in ``disallowed_tools`` (they are deny
+    rules, see :mod:`subagents.tools.rule_sources`).
     ``mcp__server`` and ``mcp__server__*`` stand for every tool of that server. Tool names
     alone cannot say which server a tool belongs to (``mcp__gh__admin__x`` may be tool
     ``admin__x`` of ``gh`` or tool ``x`` of ``gh__admin``), so callers that know pass
     ``mcp_servers`` (tool name -> server name, as :meth:`ToolRegistry.mcp_servers` gives): a
     tool then matches a server pattern only when it comes from that very server.
     """
-    allowed = d.tools
+    allowed = None if d.tools is None else [entry_tool_name(entry) for entry in d.tools]
+    # ``Bash(git push *)`` in disallowedTools is a deny rule for some calls, not the whole tool
+    removed = [
+        entry_tool_name(entry)
+        for entry in d.disallowed_tools
+        if (parsed := parse_tool_entry(entry)) is None or parsed.specifier is None
+    ]
     result: list[str] = []
     for tool in available:
         server = _server_of(tool, mcp_servers)
-        if any(_matches(pattern, tool, server) for pattern in d.disallowed_tools):
+        if any(_matches(pattern, tool, server) for pattern in removed):
             continue
         if allowed is None or any(_matches(pattern, tool, server) for pattern in allowed):
             result.append(tool)

@@ -170,6 +170,50 @@ class Delegation:
     def _task_description(self) -> str:
         return self.runtime.task_tool_description()
 
+    # -- which agents a session may start (Agent(type, ...) in its tools) ---------------------
+
+    def allowed_subagent_types_of(
+        self, definition: AgentDefinition | None, parent: Session | None = None
+    ) -> frozenset[str] | None:
+        """The agent types a session running ``definition`` under ``parent`` may start:
+        what its own ``tools`` allow, within what every ancestor allows (``None``: any)."""
+        from subagents.definitions.validate import normalise_name
+        from subagents.tools.specs import delegation_limit
+
+        inherited = self.allowed_subagent_types(parent) if parent is not None else None
+        own = delegation_limit(definition.tools) if definition is not None else None
+        if own is None:
+            return inherited
+        mine = frozenset(normalise_name(name) for name in own)
+        return mine if inherited is None else mine & inherited
+
+    def allowed_subagent_types(self, session: Session) -> frozenset[str] | None:
+        """The agent types ``session`` may start, from its definition and its ancestors'."""
+        definition = self.runtime._definition_named(session.agent_type)
+        return self.allowed_subagent_types_of(definition, session.parent)
+
+    def task_tool_for(self, types: frozenset[str]) -> Tool:
+        """The Task tool of a session limited to ``types``: its listing shows only those."""
+        base = self.tools()[0]
+        active = [
+            record.definition
+            for record in self.runtime.inventory.active()
+            if record.definition.name in types
+        ]
+        description = task_tool_description(active)
+        if not active:
+            description += "\n- (none of the agents this agent may start is available here)"
+        return Tool(
+            name=base.name,
+            description=description,
+            parameters=base.parameters,
+            function=base.function,
+            input_model=base.input_model,
+            takes_context=True,
+            timeout_seconds=base.timeout_seconds,
+            read_only=True,
+        )
+
     # -- Task ----------------------------------------------------------------------------------
 
     async def _task_tool(
@@ -223,16 +267,27 @@ class Delegation:
         tool_call_id: str,
     ) -> SubagentHandle:
         runtime = self.runtime
+        allowed = self.allowed_subagent_types(parent)
         if not subagent_type.strip():
             raise ToolError(
                 "subagent_type is required when not resuming; choose one of: "
-                + ", ".join(r.definition.name for r in runtime.inventory.active())
+                + ", ".join(
+                    r.definition.name
+                    for r in runtime.inventory.active()
+                    if allowed is None or r.definition.name in allowed
+                )
             )
         try:
             record = runtime.inventory.get(subagent_type)
         except SubagentsError as error:
             raise ToolError(str(error)) from None
         definition = record.definition
+        if allowed is not None and definition.name not in allowed:
+            raise ToolError(
+                f"you may not start '{definition.name}': your agent file's tools allow only "
+                f"Agent({', '.join(sorted(allowed)) or 'no agents'}); choose one of those or "
+                "do this part of the work yourself"
+            )
         max_depth = runtime.config.subagents.max_depth
         depth = parent.depth + 1
         if depth > max_depth:
@@ -311,6 +366,11 @@ class Delegation:
             names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
         elif TASK_TOOL_NAME in names:
             names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in available]
+        registry = parent.tools.subset(names)
+        if TASK_TOOL_NAME in registry:
+            types = self.allowed_subagent_types_of(definition, parent)
+            if types is not None:
+                registry.add(self.task_tool_for(types), replace=True)
         if not names and definition.tools != []:  # an agent may choose to have no tools
             raise ToolError(
                 f"agent '{definition.name}' has no usable tools here (its tools: "
@@ -318,7 +378,7 @@ class Delegation:
                 f"you: {', '.join(available) or 'none'}); pick another agent or fix its `tools` "
                 "list"
             )
-        return parent.tools.subset(names)
+        return registry
 
     def _child_model(
         self, parent: Session, definition: AgentDefinition, override: str | None

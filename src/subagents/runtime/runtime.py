@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
+    from subagents.tools.rules import PermissionRules
     from subagents.tools.sandbox import BashSandbox
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
@@ -81,6 +82,8 @@ class Runtime:
         | Mapping[str, MCPServerConfig]
         | Iterable[MCPServerConfig]
         | None = None,
+        allowed_tools: Sequence[str] = (),
+        disallowed_tools: Sequence[str] = (),
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
@@ -112,6 +115,10 @@ class Runtime:
         self.mcp: MCPManager | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
         self._tool_env: dict[str, str] | None = None
+        # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
+        self._rule_arguments = (tuple(allowed_tools), tuple(disallowed_tools))
+        self._permission_rules: PermissionRules | None = None
+        self.permission_warnings: list[str] = []
         if headless == "pause" and store is None:
             raise ConfigError(
                 "headless='pause' needs a store to pause the run in.",
@@ -319,7 +326,23 @@ class Runtime:
             base = delegation.run_policy
             if base is None:
                 base = delegation.run_policy = self.run_permissions(delegation)
-        return base.narrowed(definition.permission_mode if definition is not None else None)
+        if definition is None:
+            return base.narrowed(None)
+        from subagents.tools.rule_sources import agent_permission_rules
+
+        rules = agent_permission_rules(definition, main=parent is None)
+        return base.narrowed(definition.permission_mode, rules=rules)
+
+    def permission_rules(self) -> PermissionRules:
+        """The run's permission rules: ``allowed_tools`` / ``disallowed_tools`` and the
+        ``permissions`` of Claude Code's settings files, read once. What cannot be used is in
+        :attr:`permission_warnings` (and logged)."""
+        if self._permission_rules is None:
+            from subagents.tools.rule_sources import run_permission_rules
+
+            rules, warnings = run_permission_rules(self.workspace, *self._rule_arguments)
+            self._permission_rules, self.permission_warnings = rules, warnings
+        return self._permission_rules
 
     def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
         """The policy of the run itself: its mode, who approves, and the protected paths."""
@@ -339,6 +362,7 @@ class Runtime:
             approver=approver,
             headless=headless,  # type: ignore[arg-type]
             protected=protected,
+            rules=self.permission_rules(),
         )
 
     # -- running -----------------------------------------------------------------------------
@@ -355,9 +379,15 @@ class Runtime:
             )
             wants_task = TASK_TOOL_NAME in names
             tools = tools.subset(names)
+        rules = self.permission_rules()
+        tools = tools.subset([name for name in tools.names() if rules.bare_denied(name) is None])
+        wants_task = wants_task and rules.bare_denied(TASK_TOOL_NAME) is None
         if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
             for tool in delegation.tools():
                 tools.add(tool, replace=True)
+            types = delegation.allowed_subagent_types_of(definition)
+            if types is not None:
+                tools.add(delegation.task_tool_for(types), replace=True)
         if self.store is not None:
             tools.add(ask_human_tool(), replace=True)
         prompt = compose_system_prompt(definition, workspace=self.workspace, subagent=False)

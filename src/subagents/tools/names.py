@@ -66,7 +66,7 @@ def classify_tool_name(name: str) -> ToolNameKind:
     """
     if name in BUILTIN_TOOL_NAMES:
         return "builtin"
-    if name == TASK_TOOL_NAME:
+    if name in (TASK_TOOL_NAME, "Agent"):  # Claude Code's name for the delegation tool
         return "task"
     if _MCP_NAME.match(name):
         return "mcp"

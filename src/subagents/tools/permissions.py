@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from subagents.messages import ToolCall
     from subagents.tools.base import Tool, ToolContext
     from subagents.tools.protected import ProtectedPaths
+    from subagents.tools.rules import PermissionRules, RuleVerdict
 
 __all__ = [
     "EDIT_TOOL_NAMES",
@@ -26,7 +27,7 @@ __all__ = [
     "narrower_mode",
 ]
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 HeadlessPolicy = Literal["allow", "deny"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 
@@ -36,9 +37,10 @@ EDIT_TOOL_NAMES: frozenset[str] = frozenset({"Write", "Edit"})
 # How much each mode lets through, from the most restrictive up.
 _PERMISSIVENESS: dict[str, int] = {
     "plan": 0,
-    "default": 1,
-    "acceptEdits": 2,
-    "bypassPermissions": 3,
+    "dontAsk": 1,  # what default would ask about is refused
+    "default": 2,
+    "acceptEdits": 3,
+    "bypassPermissions": 4,
 }
 
 
@@ -87,8 +89,15 @@ class PermissionPolicy:
     - ``plan``: read-only tools only; anything else is refused.
     - ``acceptEdits``: Write and Edit run; other tools that need approval ask the approver.
     - ``default``: tools that need approval ask the approver.
+    - ``dontAsk``: never asks; what would ask is refused (read-only tools and calls an allow
+      rule matches still run).
 
     Read-only tools never ask. With no approver (a headless run) ``headless`` decides.
+
+    ``rules`` (see :mod:`subagents.tools.rules`) come first in every mode: a deny rule refuses
+    (even under ``bypassPermissions``), an ask rule asks (``dontAsk``: refuses), an allow rule
+    runs the call without asking (not in ``plan`` mode, which stays read-only). A refusal names
+    the rule and where it was written.
 
     Whatever the mode, a write to a protected path (see :mod:`subagents.tools.protected`) asks
     the approver with the reason, and is refused when there is none, ``headless="allow"`` or
@@ -96,7 +105,7 @@ class PermissionPolicy:
     no subagent is ever more permissive than the session that started it.
     """
 
-    __slots__ = ("approver", "headless", "mode", "protected")
+    __slots__ = ("approver", "headless", "mode", "protected", "rules")
 
     def __init__(
         self,
@@ -105,6 +114,7 @@ class PermissionPolicy:
         approver: Approver | None = None,
         headless: HeadlessPolicy = "deny",
         protected: ProtectedPaths | None = None,
+        rules: PermissionRules | None = None,
     ) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(
@@ -120,22 +130,35 @@ class PermissionPolicy:
         self.approver = approver
         self.headless: HeadlessPolicy = headless
         self.protected = protected
+        self.rules = rules if rules else None
 
     def __repr__(self) -> str:
         return f"PermissionPolicy(mode={self.mode!r}, headless={self.headless!r})"
 
-    def narrowed(self, mode: PermissionMode | None) -> PermissionPolicy:
+    def narrowed(
+        self, mode: PermissionMode | None, *, rules: PermissionRules | None = None
+    ) -> PermissionPolicy:
         """The policy of a session started under this one whose definition asks for ``mode``
-        (``None``: the same mode); it is never more permissive than this policy."""
+        (``None``: the same mode) and adds ``rules``; it keeps every rule of this policy, so
+        it is never more permissive than this policy."""
         narrowed = narrower_mode(self.mode, mode)
-        if narrowed == self.mode:
+        if narrowed == self.mode and not rules:
             return self
+        merged = self.rules
+        if rules:
+            merged = rules if merged is None else merged.merged(rules.rules, rules.limits)
         return PermissionPolicy(
-            narrowed, approver=self.approver, headless=self.headless, protected=self.protected
+            narrowed,
+            approver=self.approver,
+            headless=self.headless,
+            protected=self.protected,
+            rules=merged,
         )
 
     def needs_check(self, tool: Tool) -> bool:
         """Whether :meth:`check` could answer anything but "approved" for ``tool``."""
+        if self.rules is not None and self.rules.covers(tool):
+            return True
         if self.mode == "plan":
             return not tool.read_only
         if tool.writes_paths and self.protected is not None:
@@ -148,7 +171,10 @@ class PermissionPolicy:
         """Approve, deny (with a reason the model can read) or ask the approver."""
         if not self.needs_check(tool):
             return _APPROVED
-        if self.mode == "plan":
+        verdict = self._rule_verdict(tool, call, ctx)
+        if verdict is not None and verdict.behavior == "deny":
+            return _rule_refusal(tool, verdict)
+        if self.mode == "plan" and not tool.read_only:
             return ApprovalDecision(
                 approved=False,
                 reason=f"plan mode is read-only; {tool.name} can change files or run commands, "
@@ -159,14 +185,38 @@ class PermissionPolicy:
         if protected is not None:
             if self.approver is None:
                 return _protected_refusal(protected)
+            if self.mode == "dontAsk":
+                return _dont_ask_refusal(tool, protected)
             return await self._ask(tool, call, ctx, reason=protected)
+        if verdict is not None and verdict.behavior == "ask":
+            reason = f"the {verdict.reason} asks before this call"
+            if self.mode == "dontAsk":
+                return _dont_ask_refusal(tool, reason)
+            if self.approver is None:
+                return self._headless_decision(tool, reason)
+            return await self._ask(tool, call, ctx, reason=reason)
+        if verdict is not None:  # allow
+            return _APPROVED
         if self.mode == "bypassPermissions" or not tool.requires_approval:
             return _APPROVED
         if self.mode == "acceptEdits" and tool.name in EDIT_TOOL_NAMES:
             return _APPROVED
+        if self.mode == "dontAsk":
+            return _dont_ask_refusal(tool, None)
         if self.approver is None:
             return self._headless_decision(tool)
         return await self._ask(tool, call, ctx)
+
+    def _rule_verdict(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> RuleVerdict | None:
+        if self.rules is None or not self.rules.covers(tool):
+            return None
+        from subagents.config import resolve_home
+        from subagents.tools.rules import PathContext
+        from subagents.tools.workspace import workspace_of
+
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
+        return self.rules.decide(tool, arguments, paths)
 
     def _protected_write(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> str | None:
         """What makes this call write a protected path, if it does."""
@@ -188,15 +238,16 @@ class PermissionPolicy:
                 return f"{tool.name} would write {workspace.display(path)}, and {why}"
         return None
 
-    def _headless_decision(self, tool: Tool) -> ApprovalDecision:
+    def _headless_decision(self, tool: Tool, why: str | None = None) -> ApprovalDecision:
         if self.headless == "allow":
             return _APPROVED
+        because = f" ({why})" if why else ""
         return ApprovalDecision(
             approved=False,
-            reason=f"{tool.name} needs approval and nobody is there to give it (headless run "
-            "with headless='deny'). Do the task without this tool, or report that it needs "
-            "the user to rerun with --permission-mode acceptEdits / bypassPermissions or "
-            "headless='allow'.",
+            reason=f"{tool.name} needs approval{because} and nobody is there to give it "
+            "(headless run with headless='deny'). Do the task without this tool, or report "
+            "that it needs the user to rerun with --permission-mode acceptEdits / "
+            "bypassPermissions or headless='allow'.",
         )
 
     async def _ask(
@@ -242,4 +293,22 @@ def _protected_refusal(why: str) -> ApprovalDecision:
         "run, so it was not written. Do the task without changing it, or tell the user which "
         "change to make themselves (a project can allow such paths in [permissions] "
         "allow_protected of .subagents/config.toml).",
+    )
+
+
+def _rule_refusal(tool: Tool, verdict: RuleVerdict) -> ApprovalDecision:
+    return ApprovalDecision(
+        approved=False,
+        reason=f"this call of {tool.name} is refused by the {verdict.reason}. Do not repeat "
+        "it; do the task another way, or tell the user which rule stops it.",
+    )
+
+
+def _dont_ask_refusal(tool: Tool, why: str | None) -> ApprovalDecision:
+    because = f" ({why})" if why else ""
+    return ApprovalDecision(
+        approved=False,
+        reason=f"{tool.name} would need approval{because}, and this agent runs in dontAsk "
+        "mode, which refuses instead of asking. Do the task without it, or report that it "
+        "needs an allow rule (permissions.allow in .claude/settings.json or --allowedTools).",
     )

@@ -1,0 +1,569 @@
+"""Claude Code's tool specs and permission rules, enforced: every rule form, every source, deny
+before ask before allow, inheritance by subagents, Agent(types), dontAsk, and the CLI flags.
+
+Runs are real: a Runtime with the built-in tools in a tmp workspace, driven by ScriptedModel;
+the CLI test runs the console script against a local OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from subagents.definitions import parse_agent_file
+from subagents.definitions.model import AgentDefinition
+from subagents.definitions.render import render_markdown
+from subagents.messages import ToolResultMessage
+from subagents.models.base import ModelResponse
+from subagents.runtime.runtime import Runtime
+from subagents.testing import ScriptedModel, tool_call_response
+from subagents.tools.base import Tool
+from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, narrower_mode
+from subagents.tools.rules import command_matches
+from subagents.tools.specs import split_tool_list
+
+
+def agent(name: str, **fields: Any) -> AgentDefinition:
+    fields.setdefault("description", f"The {name} specialist.")
+    fields.setdefault("system_prompt", f"You are {name}.")
+    return AgentDefinition(name=name, **fields)
+
+
+def bash(command: str) -> ModelResponse:
+    return tool_call_response("Bash", {"command": command})
+
+
+def task(subagent_type: str, prompt: str = "do it") -> ModelResponse:
+    return tool_call_response(
+        "Task", {"description": "delegate", "prompt": prompt, "subagent_type": subagent_type}
+    )
+
+
+def results(model: ScriptedModel) -> list[ToolResultMessage]:
+    return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+async def run_calls(
+    root: Path, *calls: ModelResponse, mode: str = "default", **kwargs: Any
+) -> list[ToolResultMessage]:
+    main = ScriptedModel([*calls, "done"])
+    kwargs.setdefault("headless", "allow")
+    runtime = Runtime(cwd=root, model=main, permission_mode=mode, **kwargs)  # type: ignore[arg-type]
+    await runtime.run("go")
+    return results(main)
+
+
+# -- parsing tool lists -----------------------------------------------------------------
+
+
+def test_agent_types_and_bash_rules_stay_one_entry() -> None:
+    assert split_tool_list("Read, Agent(explore, plan), Bash(git push *)") == (
+        ["Read", "Agent(explore, plan)", "Bash(git push *)"],
+        [],
+    )
+    assert split_tool_list("Read Grep Bash(git log *)")[0] == ["Read", "Grep", "Bash(git log *)"]
+
+
+def test_unbalanced_parentheses_are_a_warning_not_a_crash(tmp_path: Path) -> None:
+    file = tmp_path / "a.md"
+    file.write_text("---\nname: a\ndescription: d\ntools: Read, Agent(explore, plan\n---\nbody\n")
+    d = parse_agent_file(file)
+    assert d.status == "active"
+    assert d.tools == ["Read", "Agent(explore, plan"]
+    assert any("never closed" in w for w in d.warnings), d.warnings
+    assert any("'Agent(explore, plan'" in w and "left out" in w for w in d.warnings)
+
+
+def test_rule_entries_are_not_reported_as_unknown_tools(tmp_path: Path) -> None:
+    file = tmp_path / "a.md"
+    file.write_text(
+        "---\nname: a\ndescription: d\ntools: Read, Bash(npm run test:*), Agent(explore)\n"
+        "disallowedTools: Bash(git push *), Read(./.env)\n---\nbody\n"
+    )
+    d = parse_agent_file(file)
+    assert (d.status, d.warnings, d.unavailable_tools) == ("active", [], [])
+    assert d.disallowed_tools == ["Bash(git push *)", "Read(./.env)"]
+
+
+_NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True)
+_SPECIFIER = st.text(
+    st.characters(blacklist_characters="()\n\r", blacklist_categories=("Cs",)), max_size=12
+)
+_ENTRY = st.one_of(
+    _NAME, st.builds(lambda n, s: f"{n}({s.strip()})", _NAME, _SPECIFIER.filter(str.strip))
+)
+
+
+@given(st.lists(_ENTRY, min_size=1, max_size=6, unique=True))
+def test_joined_entries_split_back_into_the_same_entries(entries: list[str]) -> None:
+    assert split_tool_list(", ".join(entries)) == (entries, [])
+
+
+@given(st.text(max_size=60))
+def test_splitting_any_text_never_raises_and_loses_no_character(text: str) -> None:
+    entries, _problems = split_tool_list(text)
+    assert all(entry == entry.strip() and entry for entry in entries)
+    kept = "".join(entries)
+    assert len(kept) <= len(text)
+
+
+@given(st.lists(_ENTRY, min_size=1, max_size=5, unique=True))
+def test_rendered_agent_file_gives_back_its_tool_entries(entries: list[str]) -> None:
+    import tempfile
+
+    d = agent("round-trip", tools=entries, disallowed_tools=entries[:1])
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "round-trip.md"
+        file.write_text(render_markdown(d), encoding="utf-8")
+        back = parse_agent_file(file)
+    assert back.tools == entries and back.disallowed_tools == entries[:1]
+
+
+# -- Bash specifiers ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command", "expected"),
+    [
+        ("git push *", "git push origin main", True),
+        ("git push *", "git push", True),
+        ("git push *", "git pushy", False),
+        ("npm run test:*", "npm run test", True),
+        ("npm run test:*", "npm run test -- --watch", True),
+        ("npm run test:*", "npm run testing", False),
+        ("make", "make", True),
+        ("make", "make install", False),
+        ("git * main", "git push origin main", True),
+        ("git * main", "git push origin dev", False),
+        ("git push *", "git   push   origin", True),
+    ],
+)
+def test_bash_specifier_forms(pattern: str, command: str, expected: bool) -> None:
+    assert command_matches(pattern, command) is expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo hi && git push origin",
+        "echo hi; git push",
+        "true || git push --force",
+        "echo $(git push)",
+        "FOO=1 git push",
+        "sudo git push",
+        "bash -c 'git push origin'",
+        "(cd sub && git push)",
+    ],
+)
+async def test_a_compound_command_does_not_slip_past_a_deny_rule(
+    tmp_path: Path, command: str
+) -> None:
+    root = project(tmp_path)
+    (refused,) = await run_calls(
+        root, bash(command), mode="bypassPermissions", disallowed_tools=["Bash(git push *)"]
+    )
+    assert refused.is_error
+    assert "deny rule 'Bash(git push *)' from --disallowedTools" in refused.content
+
+
+async def test_allow_rule_runs_without_asking_only_when_every_part_matches(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path)
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=False, reason="no")
+
+    ran, chained = await run_calls(
+        root,
+        bash("echo allowed > a.txt"),
+        bash("echo allowed && touch b.txt"),
+        allowed_tools=["Bash(echo *)"],
+        approver=approver,
+    )
+    assert not ran.is_error and (root / "a.txt").exists()
+    assert chained.is_error and not (root / "b.txt").exists()
+    assert [request.arguments["command"] for request in asked] == ["echo allowed && touch b.txt"]
+
+
+# -- sources and order ----------------------------------------------------------------------
+
+
+async def test_project_settings_deny_beats_allow_even_in_bypass_mode(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    settings = write_json(
+        root / ".claude" / "settings.json",
+        {"permissions": {"allow": ["Bash"], "deny": ["Bash(rm *)"]}},
+    )
+    (root / "keep.txt").write_text("x")
+    refused, ran = await run_calls(
+        root, bash("rm keep.txt"), bash("echo ok > ok.txt"), mode="bypassPermissions"
+    )
+    assert refused.is_error and (root / "keep.txt").exists()
+    assert f"deny rule 'Bash(rm *)' from {settings}" in refused.content
+    assert not ran.is_error and (root / "ok.txt").exists()
+
+
+async def test_ask_beats_allow_and_the_question_names_the_rule(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write_json(
+        root / ".claude" / "settings.local.json",
+        {"permissions": {"allow": ["Bash"], "ask": ["Bash(git commit *)"]}},
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=False, reason="not now")
+
+    committed, listed = await run_calls(
+        root, bash("git commit -m x"), bash("echo listed"), approver=approver
+    )
+    assert committed.is_error and "not now" in committed.content
+    assert not listed.is_error and "listed" in listed.content
+    (request,) = asked
+    assert request.reason is not None and "ask rule 'Bash(git commit *)'" in request.reason
+    assert "settings.local.json" in request.reason
+
+
+async def test_user_settings_rules_apply_in_every_project(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    root = project(tmp_path)
+    write_json(
+        isolated_home / ".claude" / "settings.json",
+        {"permissions": {"deny": ["Read(./secret/**)"]}},
+    )
+    (root / "secret").mkdir()
+    (root / "secret" / "key.txt").write_text("k")
+    refused, listed = await run_calls(
+        root, tool_call_response("LS", {"path": "secret"}), tool_call_response("LS", {})
+    )
+    assert refused.is_error and "key.txt" not in refused.content
+    assert str(isolated_home / ".claude" / "settings.json") in refused.content
+    assert not listed.is_error and "secret" in listed.content
+
+
+async def test_read_rule_covers_read_grep_glob_and_symlinks(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write_json(root / ".claude" / "settings.json", {"permissions": {"deny": ["Read(./.env)"]}})
+    (root / ".env").write_text("TOKEN=secret")
+    (root / "notes.txt").write_text("fine")
+    (root / "innocent.txt").symlink_to(root / ".env")
+    env, linked, grep, notes = await run_calls(
+        root,
+        tool_call_response("Read", {"file_path": ".env"}),
+        tool_call_response("Read", {"file_path": "innocent.txt"}),
+        tool_call_response("Grep", {"pattern": "TOKEN", "path": ".env"}),
+        tool_call_response("Read", {"file_path": "notes.txt"}),
+    )
+    for refused in (env, linked, grep):
+        assert refused.is_error and "Read(./.env)" in refused.content
+        assert "secret" not in refused.content
+    assert not notes.is_error and "fine" in notes.content
+
+
+async def test_edit_rule_covers_write_with_gitignore_patterns(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write_json(root / ".claude" / "settings.json", {"permissions": {"deny": ["Edit(src/**)"]}})
+    (root / "src" / "deep").mkdir(parents=True)
+    in_src, deep, docs = await run_calls(
+        root,
+        tool_call_response("Write", {"file_path": "src/a.py", "content": "x"}),
+        tool_call_response("Write", {"file_path": "src/deep/b.py", "content": "x"}),
+        tool_call_response("Write", {"file_path": "docs/a.md", "content": "x"}),
+        mode="bypassPermissions",
+    )
+    assert in_src.is_error and deep.is_error and "Edit(src/**)" in in_src.content
+    assert not (root / "src" / "a.py").exists()
+    assert not docs.is_error and (root / "docs" / "a.md").exists()
+
+
+async def test_webfetch_domain_rules_match_the_host_of_the_url(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    fetched: list[str] = []
+
+    async def fetch(url: str) -> str:
+        fetched.append(url)
+        return "page"
+
+    web_fetch = Tool(
+        name="WebFetch",
+        description="Fetch a URL.",
+        parameters={"type": "object", "properties": {"url": {"type": "string"}}},
+        function=fetch,
+        read_only=True,
+    )
+    blocked, other = await run_calls(
+        root,
+        tool_call_response("WebFetch", {"url": "https://Evil.example.com:8443/x"}),
+        tool_call_response("WebFetch", {"url": "https://docs.python.org/3/"}),
+        tools=[web_fetch],
+        disallowed_tools=["WebFetch(domain:evil.example.com)"],
+    )
+    assert blocked.is_error and "WebFetch(domain:evil.example.com)" in blocked.content
+    assert not other.is_error and fetched == ["https://docs.python.org/3/"]
+
+
+async def test_mcp_server_rule_covers_every_tool_of_that_server(tmp_path: Path) -> None:
+    root = project(tmp_path)
+
+    def make(name: str, server: str) -> Tool:
+        return Tool(
+            name=name,
+            description="An MCP tool.",
+            parameters={"type": "object", "properties": {}},
+            function=lambda: f"{name} ran",
+            read_only=True,
+            mcp_server=server,
+        )
+
+    issue, other = await run_calls(
+        root,
+        tool_call_response("mcp__github__create_issue", {}),
+        tool_call_response("mcp__docs__search", {}),
+        tools=[make("mcp__github__create_issue", "github"), make("mcp__docs__search", "docs")],
+        disallowed_tools=["mcp__github"],
+    )
+    assert issue.is_error and "mcp__github" in issue.content
+    assert not other.is_error and other.content == "mcp__docs__search ran"
+
+
+async def test_a_malformed_settings_file_is_a_warning_and_the_rest_still_works(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path)
+    broken = root / ".claude" / "settings.local.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{ not json")
+    write_json(root / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(rm *)"]}})
+    main = ScriptedModel([bash("rm -rf x"), "done"])
+    runtime = Runtime(cwd=root, model=main, permission_mode="bypassPermissions")
+    await runtime.run("go")
+    (refused,) = results(main)
+    assert refused.is_error and "Bash(rm *)" in refused.content
+    (warning,) = runtime.permission_warnings
+    assert str(broken) in warning and "not valid JSON" in warning
+
+
+async def test_bare_disallowed_tool_is_taken_away(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    main = ScriptedModel(["done"])
+    runtime = Runtime(cwd=root, model=main, disallowed_tools=["Bash, Write"])
+    await runtime.run("go")
+    names = {spec.name for spec in main.requests[0].tools}
+    assert "Bash" not in names and "Write" not in names and "Read" in names
+
+
+# -- subagents ------------------------------------------------------------------------------
+
+
+async def test_a_subagent_inherits_its_parents_deny_rules(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    lead = agent("lead", disallowed_tools=["Bash(rm *)"])
+    helper = agent("helper")
+    child = ScriptedModel([bash("rm -f precious.txt"), "could not"])
+    (root / "precious.txt").write_text("x")
+    main = ScriptedModel([task("helper"), "done"])
+    runtime = Runtime(
+        cwd=root,
+        agents=[lead, helper],
+        model=main,
+        agent_models={"helper": child},
+        permission_mode="bypassPermissions",
+    )
+    await runtime.run("go", agent="lead")
+    (refused,) = results(child)
+    assert refused.is_error and "deny rule 'Bash(rm *)' from agent 'lead'" in refused.content
+    assert (root / "precious.txt").exists()
+
+
+async def test_a_subagents_tool_spec_limits_it_and_never_pre_approves(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    echoer = agent("echoer", tools=["Bash(echo *)"])
+    child = ScriptedModel([bash("touch made.txt"), bash("echo hi > said.txt"), "done"])
+    main = ScriptedModel([task("echoer"), "done"])
+    runtime = Runtime(
+        cwd=root, agents=[echoer], model=main, agent_models={"echoer": child}, headless="deny"
+    )
+    await runtime.run("go")
+    limited, unapproved = results(child)
+    assert limited.is_error and "agent 'echoer' tools allows Bash only as Bash(echo *)" in (
+        limited.content
+    )
+    # the parent would have asked for this command, so the subagent may not run it unasked
+    assert unapproved.is_error and "needs approval" in unapproved.content
+    assert not (root / "made.txt").exists() and not (root / "said.txt").exists()
+
+
+async def test_the_main_agents_tool_spec_is_an_allow_rule(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    lead = agent("lead", tools=["Read", "Bash(echo *)"])
+    main = ScriptedModel([bash("echo hi > said.txt"), bash("touch made.txt"), "done"])
+    runtime = Runtime(cwd=root, agents=[lead], model=main, headless="deny")
+    await runtime.run("go", agent="lead")
+    said, made = results(main)
+    assert not said.is_error and (root / "said.txt").exists()
+    assert made.is_error and not (root / "made.txt").exists()
+
+
+async def test_agent_types_limit_which_subagents_may_be_started(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    worker = agent("worker", tools=["Read", "Agent(helper-a)"])
+    helpers = [agent("helper-a"), agent("helper-b")]
+    worker_model = ScriptedModel([task("helper-b"), task("helper-a"), "worker done"])
+    helper_model = ScriptedModel(["helper-a done"])
+    main = ScriptedModel([task("worker"), "done"])
+    runtime = Runtime(
+        cwd=root,
+        agents=[worker, *helpers],
+        model=main,
+        agent_models={"worker": worker_model, "helper-a": helper_model},
+        permission_mode="bypassPermissions",
+    )
+    await runtime.run("go")
+    refused, started = results(worker_model)
+    assert refused.is_error and "you may not start 'helper-b'" in refused.content
+    assert "Agent(helper-a)" in refused.content
+    assert started.content.startswith("helper-a done")
+    (task_spec,) = [spec for spec in worker_model.requests[0].tools if spec.name == "Task"]
+    assert "- helper-a:" in task_spec.description and "helper-b" not in task_spec.description
+    main_task = next(spec for spec in main.requests[0].tools if spec.name == "Task")
+    assert "- helper-b:" in main_task.description
+
+
+async def test_a_subagent_cannot_widen_the_agent_types_of_its_parent(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    lead = agent("lead", tools=["Agent(middle)"])
+    middle = agent("middle", tools=["Agent"])
+    middle_model = ScriptedModel([task("other"), "middle done"])
+    main = ScriptedModel([task("middle"), "done"])
+    runtime = Runtime(
+        cwd=root,
+        agents=[lead, middle, agent("other")],
+        model=main,
+        agent_models={"middle": middle_model},
+        permission_mode="bypassPermissions",
+    )
+    await runtime.run("go", agent="lead")
+    (refused,) = results(middle_model)
+    assert refused.is_error and "you may not start 'other'" in refused.content
+
+
+# -- dontAsk --------------------------------------------------------------------------------
+
+
+def test_dont_ask_sits_between_plan_and_default() -> None:
+    assert narrower_mode("default", "dontAsk") == "dontAsk"
+    assert narrower_mode("acceptEdits", "dontAsk") == "dontAsk"
+    assert narrower_mode("dontAsk", "default") == "dontAsk"
+    assert narrower_mode("dontAsk", "bypassPermissions") == "dontAsk"
+    assert narrower_mode("dontAsk", "plan") == "plan"
+
+
+async def test_dont_ask_refuses_what_would_ask_and_runs_what_is_allowed(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (root / "notes").mkdir()
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True)
+
+    refused, allowed, read = await run_calls(
+        root,
+        tool_call_response("Write", {"file_path": "a.txt", "content": "x"}),
+        tool_call_response("Write", {"file_path": "notes/n.md", "content": "x"}),
+        tool_call_response("Read", {"file_path": "notes/n.md"}),
+        mode="dontAsk",
+        approver=approver,
+        allowed_tools=["Edit(notes/**)"],
+    )
+    assert refused.is_error and "dontAsk" in refused.content and not (root / "a.txt").exists()
+    assert not allowed.is_error and (root / "notes" / "n.md").exists()
+    assert not read.is_error
+    assert asked == []
+
+
+async def test_a_dont_ask_subagent_never_asks_even_when_someone_could_answer(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path)
+    quiet = agent("quiet", permission_mode="dontAsk")
+    child = ScriptedModel([bash("touch x.txt"), "done"])
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True)
+
+    main = ScriptedModel([task("quiet"), "done"])
+    runtime = Runtime(
+        cwd=root, agents=[quiet], model=main, agent_models={"quiet": child}, approver=approver
+    )
+    await runtime.run("go")
+    (refused,) = results(child)
+    assert refused.is_error and "dontAsk" in refused.content
+    assert asked == [] and not (root / "x.txt").exists()
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def test_run_disallowed_tools_flag_through_the_console_script(tmp_path: Path) -> None:
+    from test_cli_durable import Project, ScriptedServer
+
+    with ScriptedServer() as server:
+        home = tmp_path / "home"
+        home.mkdir()
+        cli = Project(tmp_path / "cli-project", server, home)
+        server.call("Bash", {"command": "echo start && git push origin main"})
+        server.call("Bash", {"command": "echo fine"}, call_id="call_2")
+        server.say("finished")
+        done = cli.run(
+            "push it",
+            "--no-store",
+            "--yes",
+            "--disallowedTools",
+            "Bash(git push *), Read(./.env)",
+            "--allowedTools",
+            "Read",
+        )
+        assert done.code == 0, done.err
+        bodies = server.bodies()
+    tool_messages = [m for m in bodies[-1]["messages"] if m["role"] == "tool"]
+    refused, fine = (m["content"] for m in tool_messages)
+    assert "deny rule 'Bash(git push *)' from --disallowedTools" in refused
+    assert "fine" in fine
+
+
+def test_a_bad_rule_on_the_command_line_is_a_warning(tmp_path: Path) -> None:
+    from test_cli_durable import Project, ScriptedServer
+
+    with ScriptedServer() as server:
+        home = tmp_path / "home"
+        home.mkdir()
+        cli = Project(tmp_path / "cli-project", server, home)
+        server.say("finished")
+        done = cli.run("hi", "--no-store", "--disallowedTools", "Glob(oops(")
+    assert done.code == 0, done.err
+    assert "Warning:" in done.said and "Glob(oops(" in done.said
