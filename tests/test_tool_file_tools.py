@@ -13,6 +13,7 @@ from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.builtin import builtin_tools
 from subagents.tools.builtin.read import MAX_READ_OUTPUT_CHARS
 from subagents.tools.execution import ToolOutcome, execute_tool_call
+from subagents.tools.names import BUILTIN_TOOL_NAMES
 
 Run = Callable[..., Awaitable[ToolOutcome]]
 
@@ -30,9 +31,14 @@ def run(tmp_path: Path) -> Run:
 
 def test_builtin_tools_have_claude_code_names_and_flags() -> None:
     tools = {t.name: t for t in builtin_tools()}
-    assert list(tools) == ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash"]
-    assert {n for n, t in tools.items() if t.read_only} == {"Read", "Glob", "Grep", "LS"}
-    assert {n for n, t in tools.items() if t.requires_approval} == {"Write", "Edit", "Bash"}
+    assert list(tools) == list(BUILTIN_TOOL_NAMES)
+    assert list(tools)[:7] == ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash"]
+    assert "MultiEdit" in tools
+    read_only = {n for n, t in tools.items() if t.read_only}
+    asking = {n for n, t in tools.items() if t.requires_approval}
+    assert {"Read", "Glob", "Grep", "LS"} <= read_only
+    assert {"Write", "Edit", "MultiEdit", "Bash"} <= asking
+    assert not read_only & asking
     assert tools["Read"].parameters["required"] == ["file_path"]
     assert tools["Edit"].parameters["required"] == ["file_path", "old_string", "new_string"]
     assert set(tools["Grep"].parameters["properties"]) >= {"-i", "-n", "-A", "-B", "-C", "type"}

@@ -225,6 +225,14 @@ async def test_grep_no_match(run: Run) -> None:
 
 async def test_ls_marks_folders_and_lists_them_first(run: Run, project: Path) -> None:
     assert lines(await run("LS")) == [
+        f"{project}/ (the workspace root) - 4 entries:",
+        "  notes/",
+        "  src/",
+        "  logo.png",
+        "  README.md",
+        "(1 ignored or hidden entry skipped, e.g. .git/; pass include_ignored: true to list them)",
+    ]
+    assert lines(await run("LS", include_ignored=True)) == [
         f"{project}/ (the workspace root) - 5 entries:",
         "  .git/",
         "  notes/",

@@ -19,7 +19,16 @@ __all__ = [
     "classify_tool_name",
 ]
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash")
+BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "LS",
+    "Bash",
+    "MultiEdit",
+)
 READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
 TASK_OUTPUT_TOOL_NAME = "TaskOutput"
@@ -42,7 +51,6 @@ CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
         "NotebookRead",
         "TodoWrite",
         "TodoRead",
-        "MultiEdit",
         "BashOutput",
         "KillShell",
         "KillBash",

@@ -32,7 +32,7 @@ HeadlessPolicy = Literal["allow", "deny"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 
 # The tools ``acceptEdits`` approves without asking: they only change files in the workspace.
-EDIT_TOOL_NAMES: frozenset[str] = frozenset({"Write", "Edit"})
+EDIT_TOOL_NAMES: frozenset[str] = frozenset({"Write", "Edit", "MultiEdit"})
 
 # How much each mode lets through, from the most restrictive up.
 _PERMISSIVENESS: dict[str, int] = {
@@ -87,7 +87,8 @@ class PermissionPolicy:
 
     - ``bypassPermissions``: everything runs.
     - ``plan``: read-only tools only; anything else is refused.
-    - ``acceptEdits``: Write and Edit run; other tools that need approval ask the approver.
+    - ``acceptEdits``: Write, Edit and MultiEdit run; other tools that need approval ask the
+      approver.
     - ``default``: tools that need approval ask the approver.
     - ``dontAsk``: never asks; what would ask is refused (read-only tools and calls an allow
       rule matches still run).

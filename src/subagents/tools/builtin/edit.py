@@ -1,7 +1,12 @@
-"""Edit: exact string replacement in a file."""
+"""Edit: exact string replacement in a file.
+
+The steps (read the text, apply one replacement, write it back) are functions of their own so
+that MultiEdit applies several replacements with the same rules and the same messages.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
@@ -12,7 +17,13 @@ from subagents.tools.builtin._files import plural, require_text_file
 from subagents.tools.decorator import tool
 from subagents.tools.workspace import workspace_of
 
-__all__ = ["edit_tool"]
+__all__ = [
+    "apply_replacement",
+    "check_replacement",
+    "edit_tool",
+    "read_for_edit",
+    "write_edited",
+]
 
 _DESCRIPTION = """\
 Replace exact text in a file of the workspace. `old_string` must match the file exactly, \
@@ -30,6 +41,18 @@ def edit_file(
         bool, Field(description="Replace every occurrence instead of exactly one.")
     ] = False,
 ) -> str:
+    check_replacement(old_string, new_string)
+    workspace = workspace_of(ctx)
+    path = require_text_file(workspace, file_path)
+    shown = workspace.display(path)
+    text = read_for_edit(path, shown, "Edit")
+    updated, found = apply_replacement(text, old_string, new_string, replace_all, shown)
+    write_edited(path, updated, shown)
+    return f"Edited {shown}: replaced {plural(found, 'occurrence')}."
+
+
+def check_replacement(old_string: str, new_string: str) -> None:
+    """Refuse a replacement that cannot change anything, before any file is touched."""
     if old_string == new_string:
         raise ToolError(
             "old_string and new_string are the same, so nothing would change; give the new text "
@@ -40,17 +63,25 @@ def edit_file(
             "old_string is empty; give the exact text to replace (use Write to "
             "create or overwrite a whole file)."
         )
-    workspace = workspace_of(ctx)
-    path = require_text_file(workspace, file_path)
-    shown = workspace.display(path)
+
+
+def read_for_edit(path: Path, shown: str, tool_name: str) -> str:
+    """The file's text exactly as stored (line endings kept), or a ToolError if not UTF-8."""
     try:
         with path.open(encoding="utf-8", newline="") as handle:
-            text = handle.read()
+            return handle.read()
     except UnicodeDecodeError as exc:
         raise ToolError(
-            f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start}); Edit only changes "
-            "UTF-8 files."
+            f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start}); {tool_name} only "
+            "changes UTF-8 files."
         ) from exc
+
+
+def apply_replacement(
+    text: str, old_string: str, new_string: str, replace_all: bool, shown: str
+) -> tuple[str, int]:
+    """``text`` with ``old_string`` replaced, and how many times; a ToolError when it is
+    missing, or ambiguous without ``replace_all`` (:func:`check_replacement` comes first)."""
     found = text.count(old_string)
     if found == 0:
         raise ToolError(
@@ -62,13 +93,15 @@ def edit_file(
             f"old_string occurs {found} times in {shown}. Add surrounding lines to old_string so "
             "that it matches exactly one place, or set replace_all to true to change all of them."
         )
-    updated = text.replace(old_string, new_string)
+    return text.replace(old_string, new_string), found
+
+
+def write_edited(path: Path, text: str, shown: str) -> None:
     try:
         with path.open("w", encoding="utf-8", newline="") as handle:
-            handle.write(updated)
+            handle.write(text)
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {exc.strerror or exc}.") from exc
-    return f"Edited {shown}: replaced {plural(found, 'occurrence')}."
 
 
 edit_tool = tool(name="Edit", description=_DESCRIPTION, writes_paths=("file_path",))(edit_file)

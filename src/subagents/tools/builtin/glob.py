@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
@@ -11,10 +12,10 @@ from subagents.tools.base import Tool, ToolContext
 from subagents.tools.builtin._files import (
     Deadline,
     glob_regex,
-    iter_files,
     plural,
     require_directory,
 )
+from subagents.tools.builtin._ignore import INCLUDE_IGNORED_DESCRIPTION, SearchFilter
 from subagents.tools.decorator import tool
 from subagents.tools.workspace import Workspace, workspace_of
 
@@ -34,7 +35,10 @@ _DESCRIPTION = """\
 Find files by name pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. `*` matches within one \
 folder name, `**` across folders. Returns matching file paths relative to the workspace root, \
 most recently modified first, at most 100. `path` is the folder to search (default: the \
-workspace root). Use Grep to search file contents."""
+workspace root). Like ripgrep, it skips files that .gitignore, .ignore or .git/info/exclude \
+exclude and hidden files (names starting with '.'), unless `include_ignored` is true or the \
+pattern or `path` names such a folder itself (e.g. `.github/**/*.yml`). Use Grep to search \
+file contents."""
 
 _GLOB_CHARS = frozenset("*?[{")
 
@@ -48,30 +52,38 @@ def make_glob_tool(*, time_budget_seconds: float = GLOB_TIME_BUDGET_SECONDS) -> 
         path: Annotated[
             str | None, Field(description="Folder to search in (default: the workspace root).")
         ] = None,
+        include_ignored: Annotated[bool, Field(description=INCLUDE_IGNORED_DESCRIPTION)] = False,
     ) -> str:
         deadline = Deadline.after("Glob", time_budget_seconds)
-        return _glob(workspace_of(ctx), pattern, path, deadline)
+        workspace = workspace_of(ctx)
+        search = SearchFilter(workspace, include_ignored=include_ignored)
+        return _glob(workspace, pattern, path, deadline, search)
 
     return tool(name="Glob", description=_DESCRIPTION, read_only=True, idempotent=True)(glob_files)
 
 
-def _glob(workspace: Workspace, pattern: str, path: str | None, deadline: Deadline) -> str:
+def _glob(
+    workspace: Workspace, pattern: str, path: str | None, deadline: Deadline, search: SearchFilter
+) -> str:
     if pattern.startswith("/"):
         path, pattern = split_absolute_pattern(pattern)
     base = require_directory(workspace, path)
-    compiled = glob_regex(pattern.removeprefix("./"))
+    where = workspace.display(base)
+    start, rest = _literal_start(base, pattern.removeprefix("./"))
+    compiled = glob_regex(rest)
     matches: list[tuple[float, str]] = []
-    for file in iter_files(workspace, base):
-        relative = file.relative_to(base).as_posix()
+    for file in search.files(start):
+        relative = file.relative_to(start).as_posix()
         try:
             matched = compiled.match(relative, timeout=deadline.remaining())
         except TimeoutError:
             raise deadline.expired() from None
         if matched:
             matches.append((_mtime(file), workspace.display(file)))
-    where = workspace.display(base)
+    notes = search.notes_text()
     if not matches:
-        return f"No files match {pattern!r} in {where}."
+        skipped = search.skipped_note()
+        return "\n".join(filter(None, [f"No files match {pattern!r} in {where}.", skipped, notes]))
     matches.sort(key=lambda item: (-item[0], item[1]))
     lines = [shown for _, shown in matches[:MAX_GLOB_RESULTS]]
     if len(matches) > MAX_GLOB_RESULTS:
@@ -81,7 +93,27 @@ def _glob(workspace: Workspace, pattern: str, path: str | None, deadline: Deadli
         )
     else:
         lines.append(f"({plural(len(matches), 'file')} in {where})")
+    if notes:
+        lines.append(notes)
     return "\n".join(lines)
+
+
+def _literal_start(base: Path, pattern: str) -> tuple[Path, str]:
+    """The folder the pattern's leading literal names lead to, and the rest of the pattern:
+    ``src/**/*.py`` -> (``base/src``, ``**/*.py``). The walk then starts there, and a hidden
+    or ignored folder the pattern names (``.github/*.yml``) is searched as asked."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for part in parts[:-1]:
+        if not part or part in (".", "..") or _GLOB_CHARS.intersection(part) or "\\" in part:
+            break
+        literal.append(part)
+    while literal:
+        folder = base.joinpath(*literal)
+        if folder.is_dir() and Path(os.path.realpath(folder)) == folder:  # no symlink on the way
+            return folder, "/".join(parts[len(literal) :])
+        literal.pop()
+    return base, pattern
 
 
 def split_absolute_pattern(pattern: str) -> tuple[str, str]:

@@ -16,7 +16,8 @@ from pydantic import Field
 
 from subagents.errors import ToolError
 from subagents.tools.base import Tool, ToolContext
-from subagents.tools.builtin._files import Deadline, cut_line, glob_regex, iter_files, plural
+from subagents.tools.builtin._files import Deadline, cut_line, glob_regex, plural
+from subagents.tools.builtin._ignore import INCLUDE_IGNORED_DESCRIPTION, SearchFilter
 from subagents.tools.builtin._matcher import LineMatcher, line_starts, split_lines
 from subagents.tools.decorator import tool
 from subagents.tools.workspace import Workspace, workspace_of
@@ -73,7 +74,9 @@ Search file contents with a regular expression (Python `re` syntax, like ripgrep
 "count" gives matches per file. Narrow the search with `path` (a folder or file), `glob` \
 (e.g. "*.py" or "src/**/*.{ts,tsx}") or `type` (e.g. "py", "js", "rust"). `-i` ignores case; \
 `multiline` lets `.` and the pattern span lines. `head_limit` keeps only the first N entries. \
-Binary files and version-control folders are skipped."""
+Binary files and version-control folders are skipped; like ripgrep, so are files that \
+.gitignore, .ignore or .git/info/exclude exclude and hidden files (names starting with '.'), \
+unless `include_ignored` is true or `path` names them itself."""
 
 
 @dataclass(slots=True)
@@ -122,6 +125,7 @@ def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> 
         multiline: Annotated[
             bool, Field(description="Let the pattern span lines ('.' also matches newlines).")
         ] = False,
+        include_ignored: Annotated[bool, Field(description=INCLUDE_IGNORED_DESCRIPTION)] = False,
     ) -> str:
         deadline = Deadline.after("Grep", time_budget_seconds)
         query = _Query(
@@ -138,6 +142,7 @@ def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> 
             ),
             head_limit=head_limit,
             multiline=multiline,
+            include_ignored=include_ignored,
         )
         return _grep(workspace_of(ctx), query, deadline)
 
@@ -156,6 +161,7 @@ class _Query:
     context: tuple[int, int]  # lines before, lines after
     head_limit: int | None
     multiline: bool
+    include_ignored: bool = False
 
 
 def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
@@ -164,7 +170,8 @@ def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
     accept = _file_filter(base, query.glob, query.file_type, deadline)
     hits: list[_FileHits] = []
     too_big = 0
-    for file in iter_files(workspace, base):
+    search = SearchFilter(workspace, include_ignored=query.include_ignored)
+    for file in search.files(base):
         if not accept(file):
             continue
         if _size(file) > MAX_GREP_FILE_BYTES:
@@ -182,7 +189,11 @@ def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
         if too_big
         else ""
     )
+    notes = search.notes_text()
+    skipped += f"\n{notes}" if notes else ""
     if not hits:
+        ignored = search.skipped_note()
+        skipped += f"\n{ignored}" if ignored else ""
         return f"No matches for {query.pattern!r} in {where}.{skipped}"
     return _render(hits, workspace, query.output_mode, query.head_limit) + skipped
 
