@@ -26,12 +26,15 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.config import project_directories, resolve_home
 from subagents.definitions.frontmatter import read_frontmatter, split_frontmatter
 from subagents.definitions.validate import NAME_PATTERN, normalise_name
+
+if TYPE_CHECKING:
+    from subagents.inventory import AgentRecord
 
 __all__ = [
     "MAX_PRELOAD_CHARS",
@@ -42,11 +45,13 @@ __all__ = [
     "SkillCatalog",
     "SkillFolder",
     "SkillScope",
+    "apply_skills",
     "discover_skills",
     "preload_prompt",
     "read_skill",
     "skill_folders",
     "skill_text",
+    "skill_warnings",
     "skills_prompt",
 ]
 
@@ -254,6 +259,7 @@ def _name(value: object, fallback: str, errors: list[str], warnings: list[str]) 
             f"name {name[:_MAX_NAME_CHARS]!r} is not valid: use at most {_MAX_NAME_CHARS} "
             "lowercase letters, digits and '-', starting with a letter"
         )
+        return fallback  # known by its folder in listings and messages
     return name
 
 
@@ -313,3 +319,45 @@ def preload_prompt(names: Sequence[str], catalog: SkillCatalog) -> str:
 def skills_prompt(names: Sequence[str], cwd: Path, *, home: Path | None = None) -> str:
     """:func:`preload_prompt` for the skills visible from ``cwd`` (no disk access for none)."""
     return preload_prompt(names, discover_skills(cwd, home=home)) if names else ""
+
+
+def skill_warnings(names: Sequence[str], catalog: SkillCatalog) -> list[str]:
+    """Warnings about the skills an agent lists that it will not get."""
+    warnings = []
+    for name in dict.fromkeys(names):
+        skill = catalog.get(name)
+        if skill is None:
+            warnings.append(
+                f"skill {name!r} is not found (a folder {name}/ with a {SKILL_FILE_NAME} in "
+                ".claude/skills/ of the project or of ~); it is not loaded - add it, or remove "
+                "it from 'skills' ('subagents skills list' shows the skills found)"
+            )
+        elif not skill.usable:
+            warnings.append(
+                f"skill {name!r} ({skill.path}) cannot be loaded: {'; '.join(skill.errors)}; "
+                "fix it or remove it from 'skills'"
+            )
+    return warnings
+
+
+def apply_skills(
+    records: Iterable[AgentRecord], cwd: Path | None, *, home: Path | None = None
+) -> None:
+    """What skills change in the inventory's records: the ``Skill`` tool among the effective
+    tools of agents that may use it (when there is a skill to load), and
+    :func:`skill_warnings` about the skills an agent lists that it will not get."""
+    from subagents.definitions.validate import effective_tool_names
+    from subagents.tools.names import SKILL_TOOL_NAME, TASK_TOOL_NAME
+
+    catalog = discover_skills(cwd, home=home)
+    offered = bool(catalog.usable())
+    for record in records:
+        definition = record.definition
+        tools = record.effective_tools
+        if offered and effective_tool_names(definition, [SKILL_TOOL_NAME]):
+            at = tools.index(TASK_TOOL_NAME) if TASK_TOOL_NAME in tools else len(tools)
+            tools.insert(at, SKILL_TOOL_NAME)
+        found = skill_warnings(definition.skills, catalog)
+        if found:
+            warnings = [*definition.warnings, *found]
+            record.definition = definition.model_copy(update={"warnings": warnings})
