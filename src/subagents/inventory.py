@@ -47,6 +47,7 @@ from subagents.definitions.validate import (
     validate_definition,
 )
 from subagents.errors import AgentDefinitionError, AgentNotFoundError, AgentUnavailableError
+from subagents.skills import apply_skills
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -495,6 +496,7 @@ class Inventory:
             for name in sorted(winners)
         }
         _apply_config_switches(config, records, events)
+        apply_skills(records.values(), self._cwd, home=self._home or config.home)
         for record in records.values():
             for lower in record.overrides:
                 events.append(

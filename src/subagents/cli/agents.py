@@ -160,6 +160,9 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "color": d.color,
         "background": d.background,
         "temperature": d.temperature,
+        "skills": d.skills,
+        "memory": d.memory,
+        "memory_folder": _memory_folder(d, base),
         "extra": d.extra,
         "validation_errors": d.validation_errors,
         "warnings": d.warnings,
@@ -171,6 +174,15 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
             for lower in record.overrides
         ],
     }
+
+
+def _memory_folder(d: AgentDefinition, base: Path) -> str | None:
+    """Where the agent's memory folder is (it is made when the agent first runs)."""
+    if d.memory is None:
+        return None
+    from subagents.runtime.memory import memory_folder
+
+    return str(memory_folder(d.name, d.memory, workspace=base))
 
 
 def _print_json(data: object) -> None:
@@ -299,6 +311,8 @@ def show_agent(
         ("color", d.color),
         ("background", "yes" if d.background else ""),
         ("temperature", d.temperature),
+        ("skills", ", ".join(d.skills)),
+        ("memory", f"{d.memory}: {_memory_folder(d, base)}" if d.memory else None),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))

@@ -12,6 +12,7 @@ from subagents.cli.agents import agents_app
 from subagents.cli.mcp import mcp_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
+from subagents.cli.skills import skills_app
 from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
 from subagents.cli.trace import trace_command
 
@@ -32,6 +33,7 @@ app.command("resume")(resume_command)
 app.command("trace")(trace_command)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(skills_app, name="skills")
 app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)
 app.command("import")(import_command)

@@ -20,6 +20,7 @@ from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
+from subagents.runtime.memory import memory_grants
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
@@ -320,6 +321,7 @@ class Delegation:
             description=description,
             tool_env=parent.tool_env,
             tool_sandbox=parent.tool_sandbox,
+            file_grants=memory_grants(definition, workspace=parent.workspace),
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         if fallback is not None:

@@ -12,6 +12,9 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.runtime.memory import memory_prompt
+from subagents.skills import skills_prompt
+
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
 
@@ -31,6 +34,10 @@ def compose_system_prompt(
     """The system prompt of a session running ``definition`` (``None``: the default main
     agent). A subagent is also told where it works, since it starts with no history."""
     prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
+    if definition is not None:  # the skills it preloads, and its memory
+        prompt += skills_prompt(definition.skills, workspace) + memory_prompt(
+            definition, workspace=workspace
+        )
     if subagent:
         prompt += environment_note(workspace)
     return prompt

@@ -21,6 +21,7 @@ from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
+from subagents.runtime.memory import memory_grants
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
 from subagents.runtime.result import RunResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
     from subagents.mcp.connection import MCPManager
     from subagents.runtime.recorder import Recorder
+    from subagents.skills import SkillCatalog
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
@@ -96,6 +98,7 @@ class Runtime:
         self._agent_models: dict[str, Model] = dict(agent_models or {})
         self._extra_tools = tuple(tools)
         self._base_tools: tuple[Tool, ...] | None = None
+        self._skills: SkillCatalog | None = None
         self._task_description: tuple[int, str] | None = None
         self._builtin_tools = builtin_tools
         self.permission_mode: PermissionMode = permission_mode
@@ -235,9 +238,27 @@ class Runtime:
                 from subagents.tools.builtin import builtin_tools
 
                 tools.extend(builtin_tools())
+                tools.extend(self._skill_tools())
             by_name = {tool.name: tool for tool in [*tools, *self._mcp_tools, *self._extra_tools]}
             self._base_tools = tuple(by_name.values())
         return ToolRegistry(self._base_tools)
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills visible from the workspace (see :mod:`subagents.skills`), read once."""
+        if self._skills is None:
+            from subagents.skills import discover_skills
+
+            self._skills = discover_skills(self.workspace, home=self.config.home)
+        return self._skills
+
+    def _skill_tools(self) -> list[Tool]:
+        """The Skill tool, when there is a skill to load."""
+        if not self.skills.usable():
+            return []
+        from subagents.tools.builtin.skill import skill_tool
+
+        return [skill_tool(self.skills)]
 
     def task_tool_description(self) -> str:
         """The Task tool's description for the current inventory (rebuilt after a reload)."""
@@ -407,6 +428,7 @@ class Runtime:
             delegation=delegation,
             tool_env=self.tool_environment(),
             tool_sandbox=self.bash_sandbox(),
+            file_grants=memory_grants(definition, workspace=self.workspace),
         )
         delegation.main = session
         return session
@@ -693,6 +715,7 @@ class Runtime:
             recorded_status=record.status,
             tool_env=self.tool_environment(),
             tool_sandbox=self.bash_sandbox(),
+            file_grants=memory_grants(definition, workspace=self.workspace),
         )
 
     def _rebuilt_tools(

@@ -97,6 +97,7 @@ class Session:
     recorded_status: SessionStatus | None = None  # the status last written to the store
     tool_env: Mapping[str, str] | None = None  # for tools' subprocesses (see ToolContext.env)
     tool_sandbox: BashSandbox | None = None  # where Bash runs commands (ToolContext.sandbox)
+    file_grants: tuple[Path, ...] = ()  # folders beyond the workspace (ToolContext.grants)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
@@ -415,6 +416,7 @@ class Session:
             self,
             env=self.tool_env,
             sandbox=self.tool_sandbox,
+            grants=self.file_grants,
         )
         policy = self.permissions if permissions is True else permissions or None
         outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)

@@ -29,6 +29,8 @@ class ToolContext:
     delegate. ``env`` is the environment for subprocesses a tool starts; ``None`` means
     :func:`~subagents.secrets.tool_environment` of the process without config. ``sandbox``,
     when set, is the OS sandbox Bash runs its commands in (see :mod:`subagents.tools.sandbox`).
+    ``grants`` are folders outside ``workspace`` the file tools may also use (an agent's memory
+    folder; see :class:`~subagents.tools.workspace.Workspace`).
     """
 
     workspace: Path
@@ -38,6 +40,7 @@ class ToolContext:
     session: Any = None
     env: Mapping[str, str] | None = None
     sandbox: BashSandbox | None = None
+    grants: tuple[Path, ...] = ()
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ __all__ = [
     "CLAUDE_CODE_ONLY_TOOL_NAMES",
     "DELEGATION_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
+    "SKILL_TOOL_NAME",
     "TASK_CANCEL_TOOL_NAME",
     "TASK_OUTPUT_TOOL_NAME",
     "TASK_TOOL_NAME",
@@ -40,6 +41,7 @@ DELEGATION_TOOL_NAMES: tuple[str, ...] = (
     TASK_CANCEL_TOOL_NAME,
 )
 ASK_HUMAN_TOOL_NAME = "AskHuman"  # pauses a durable run for a person
+SKILL_TOOL_NAME = "Skill"  # loads a skill; present when skills are found (subagents.skills)
 
 # Tools Claude Code has that this library does not provide (yet). Agent files naming them stay
 # valid: the name is reported in a warning and left out of the effective tool set.
@@ -56,7 +58,6 @@ CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
         "KillBash",
         "SlashCommand",
         "ExitPlanMode",
-        "Skill",
         "AskUserQuestion",
     }
 )
@@ -72,7 +73,7 @@ def classify_tool_name(name: str) -> ToolNameKind:
     ``mcp`` covers ``mcp__server``, ``mcp__server__tool`` and ``mcp__server__*``; whether that
     server is configured is for the caller to check.
     """
-    if name in BUILTIN_TOOL_NAMES:
+    if name in BUILTIN_TOOL_NAMES or name == SKILL_TOOL_NAME:
         return "builtin"
     if name in (TASK_TOOL_NAME, "Agent"):  # Claude Code's name for the delegation tool
         return "task"

@@ -234,7 +234,7 @@ class PermissionPolicy:
                 path = workspace.resolve(value)
             except ToolError:
                 continue  # outside the workspace: the tool itself refuses it
-            why = self.protected.reason(path)
+            why = self.protected.reason(path, within=workspace.grant_of(path))
             if why is not None:
                 return f"{tool.name} would write {workspace.display(path)}, and {why}"
         return None

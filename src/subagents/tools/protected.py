@@ -74,19 +74,23 @@ class ProtectedPaths:
         extras = frozenset(Path(os.path.realpath(path)) for path in extra)
         return cls(real_root, tuple(allowed), extras)
 
-    def reason(self, path: Path) -> str | None:
+    def reason(self, path: Path, *, within: Path | None = None) -> str | None:
         """Why writing ``path`` (a real path inside the root) needs a person; ``None`` if it
-        does not, because it is not protected or the project allows it."""
-        why = self._why_protected(path)
+        does not, because it is not protected or the project allows it.
+
+        ``within`` is a folder granted to the session as a whole (its memory folder): only the
+        part of ``path`` below it is judged, so the ``.claude/`` above it does not count.
+        """
+        why = self._why_protected(path, within or self.root)
         if why is None or self._allowed(path):
             return None
         return why
 
-    def _why_protected(self, path: Path) -> str | None:
+    def _why_protected(self, path: Path, base: Path) -> str | None:
         if path in self.extra or _sidecar_of(path) in self.extra:
             return "it is the task store of this run"
         try:
-            parts = path.relative_to(self.root).parts
+            parts = path.relative_to(base).parts
         except ValueError:
             return None
         folded = [part.casefold() for part in parts]

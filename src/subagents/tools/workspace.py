@@ -1,8 +1,9 @@
-"""The workspace root every file tool is confined to."""
+"""The workspace root every file tool is confined to, and the few folders granted beyond it."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,28 @@ class Workspace:
     ``resolve`` turns whatever path a model sends into a real path inside ``root``: relative
     paths are taken from the root, and every symlink is followed before the check, so neither
     ``..`` nor a link pointing elsewhere can reach a file outside.
+
+    ``grants`` are further folders the tools may use, each as a whole (an agent's memory
+    folder, see :mod:`subagents.runtime.memory`); the same checks hold inside them.
     """
 
-    __slots__ = ("root",)
+    __slots__ = ("grants", "root")
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, grants: Iterable[Path | str] = ()) -> None:
         self.root = Path(os.path.realpath(root))
+        self.grants = tuple(Path(os.path.realpath(folder)) for folder in grants)
 
     def __repr__(self) -> str:
+        if self.grants:
+            return f"Workspace({str(self.root)!r}, grants={[str(g) for g in self.grants]!r})"
         return f"Workspace({str(self.root)!r})"
+
+    def grant_of(self, path: Path) -> Path | None:
+        """The granted folder holding the real path ``path``, if any."""
+        for folder in self.grants:
+            if path == folder or path.is_relative_to(folder):
+                return folder
+        return None
 
     def resolve(self, path: str | Path, *, must_exist: bool = False) -> Path:
         """The real path of ``path``, refused with :class:`ToolError` when it is outside.
@@ -46,10 +60,11 @@ class Workspace:
             real = Path(os.path.realpath(self.root / text))
         except (OSError, ValueError) as exc:
             raise ToolError(f"The path {_short(text)} cannot be used: {exc}.") from exc
-        if real != self.root and not real.is_relative_to(self.root):
+        if real != self.root and not real.is_relative_to(self.root) and not self.grant_of(real):
+            also = "".join(f" or inside {folder}" for folder in self.grants)
             raise ToolError(
                 f"The path {_short(text)} is outside the workspace {self.root}; use a path "
-                "inside it "
+                f"inside it{also} "
                 "(relative paths are taken from the workspace root)."
             )
         if must_exist and not real.exists():
@@ -90,13 +105,17 @@ def _short(text: str, limit: int = 120) -> str:
 
 
 @lru_cache(maxsize=64)
-def _workspace_for(root: Path) -> Workspace:
-    return Workspace(root)
+def _workspace_for(root: Path, grants: tuple[Path, ...] = ()) -> Workspace:
+    return Workspace(root, grants)
 
 
 def workspace_of(ctx: Any) -> Workspace:
-    """The :class:`Workspace` of a tool context, whose ``workspace`` may be a path or one."""
+    """The :class:`Workspace` of a tool context, whose ``workspace`` may be a path or one,
+    with the context's ``grants`` (folders granted beyond it), if any."""
     workspace = ctx.workspace
+    grants = tuple(getattr(ctx, "grants", ()) or ())
     if isinstance(workspace, Workspace):
-        return workspace
-    return _workspace_for(Path(workspace))
+        if not grants or set(grants) <= set(workspace.grants):
+            return workspace
+        return _workspace_for(workspace.root, (*workspace.grants, *grants))
+    return _workspace_for(Path(workspace), grants)

@@ -1,0 +1,363 @@
+"""Skills: folders of instructions (a ``SKILL.md`` and any files it refers to) agents can load.
+
+A skill is a folder holding ``SKILL.md``: YAML frontmatter with ``name`` and ``description``,
+then the instructions. Discovery looks, highest precedence first, in
+
+1. every project directory from the working directory up to the repository root (nearest
+   first), in ``.subagents/skills/`` then ``.claude/skills/``;
+2. the same two folders under the home directory (``config.resolve_home()``).
+
+Each immediate subfolder with a ``SKILL.md`` is one skill. Its name is the frontmatter's
+``name`` (normalised like agent names), else the folder's name; it can also be asked for by
+its folder's name. When two skills share a name the first found wins, even when it is broken,
+so that a broken skill is reported instead of silently replaced by another one.
+
+A malformed ``SKILL.md`` never raises: the skill is kept with its ``errors`` (it cannot be
+loaded) or ``warnings`` (it loads, but something was ignored), for ``subagents skills list``.
+
+An agent's ``skills: [a, b]`` puts those skills, in full, into its system prompt
+(:func:`preload_prompt`); the ``Skill`` tool (:mod:`subagents.tools.builtin.skill`) loads
+others on demand.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
+from subagents.config import project_directories, resolve_home
+from subagents.definitions.frontmatter import read_frontmatter, split_frontmatter
+from subagents.definitions.validate import NAME_PATTERN, normalise_name
+
+if TYPE_CHECKING:
+    from subagents.inventory import AgentRecord
+
+__all__ = [
+    "MAX_PRELOAD_CHARS",
+    "MAX_SKILL_FILE_BYTES",
+    "SKILL_FILE_NAME",
+    "SKILL_FOLDER_NAMES",
+    "Skill",
+    "SkillCatalog",
+    "SkillFolder",
+    "SkillScope",
+    "apply_skills",
+    "discover_skills",
+    "preload_prompt",
+    "read_skill",
+    "skill_folders",
+    "skill_text",
+    "skill_warnings",
+    "skills_prompt",
+]
+
+SkillScope = Literal["project", "user"]
+
+SKILL_FILE_NAME = "SKILL.md"
+# Inside one directory, earlier folders win a same-name clash (as for agent folders).
+SKILL_FOLDER_NAMES: tuple[str, ...] = (".subagents/skills", ".claude/skills")
+MAX_SKILL_FILE_BYTES = 256 * 1024
+"""A ``SKILL.md`` larger than this is reported, not read."""
+MAX_PRELOAD_CHARS = 40_000
+"""Characters of one skill's instructions put into a prompt; the rest is cut, with a note."""
+_MAX_NAME_CHARS = 64
+_MAX_DESCRIPTION_CHARS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFolder:
+    """A folder discovery looks in for skill folders (whether or not it exists)."""
+
+    path: Path
+    scope: SkillScope
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One ``SKILL.md`` as read. ``errors`` make it unusable; ``warnings`` are notes."""
+
+    name: str
+    description: str
+    body: str
+    path: Path
+    scope: SkillScope
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> Path:
+        """The skill's folder, where the files its instructions refer to live."""
+        return self.path.parent
+
+    @property
+    def usable(self) -> bool:
+        return not self.errors
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return (*self.errors, *self.warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillCatalog:
+    """Every skill found, highest precedence first, and the one used for each name."""
+
+    found: tuple[Skill, ...] = ()
+    _by_name: dict[str, Skill] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, found: Iterable[Skill]) -> SkillCatalog:
+        ordered = tuple(found)
+        by_name: dict[str, Skill] = {}
+        for skill in ordered:
+            by_name.setdefault(skill.name, skill)
+        for skill in ordered:  # a folder's name finds its skill unless a skill is so named
+            by_name.setdefault(skill.folder.name, skill)
+        return cls(ordered, by_name)
+
+    def get(self, name: str) -> Skill | None:
+        """The skill used for ``name`` (usable or not), or ``None`` when there is none."""
+        name = name.strip()
+        return self._by_name.get(name) or self._by_name.get(normalise_name(name))
+
+    def winners(self) -> list[Skill]:
+        """The skill used for each name, in precedence order."""
+        return [skill for skill in self.found if self._by_name.get(skill.name) is skill]
+
+    def usable(self) -> list[Skill]:
+        """The skills an agent can load."""
+        return [skill for skill in self.winners() if skill.usable]
+
+    def shadowed_by(self, skill: Skill) -> Skill | None:
+        """The skill that hides ``skill`` (same name, higher precedence), if any."""
+        winner = self._by_name.get(skill.name)
+        return None if winner is None or winner is skill else winner
+
+    def names(self) -> list[str]:
+        return [skill.name for skill in self.usable()]
+
+
+def skill_folders(cwd: Path | None = None, *, home: Path | None = None) -> list[SkillFolder]:
+    """Every folder discovery looks in, highest precedence first."""
+    home = resolve_home(home)
+    folders = [
+        SkillFolder(directory / name, "project")
+        for directory in project_directories(cwd, home=home)
+        for name in SKILL_FOLDER_NAMES
+    ]
+    folders.extend(SkillFolder(home / name, "user") for name in SKILL_FOLDER_NAMES)
+    return folders
+
+
+def discover_skills(cwd: Path | None = None, *, home: Path | None = None) -> SkillCatalog:
+    """Read every skill visible from ``cwd``; never raises."""
+    found: list[Skill] = []
+    seen: set[Path] = set()
+    for folder in skill_folders(cwd, home=home):
+        for skill_file in _skill_files(folder.path):
+            real = Path(os.path.realpath(skill_file))
+            if real in seen:  # the same folder reached twice (a symlink, home inside project)
+                continue
+            seen.add(real)
+            found.append(read_skill(skill_file, scope=folder.scope))
+    return SkillCatalog.of(found)
+
+
+def _skill_files(folder: Path) -> list[Path]:
+    """``SKILL.md`` of each immediate, non-hidden subfolder of ``folder``, by folder name.
+
+    A subfolder whose skill file is spelled otherwise (``skill.md``) is returned too, so that
+    reading it reports the spelling; subfolders with no such file are not skills.
+    """
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name for entry in entries if not entry.name.startswith("."))
+    except OSError:
+        return []
+    files = []
+    for name in names:
+        subfolder = folder / name
+        try:
+            with os.scandir(subfolder) as entries:
+                spellings = [e.name for e in entries if e.name.lower() == "skill.md"]
+        except OSError:
+            continue
+        if spellings:
+            files.append(subfolder / SKILL_FILE_NAME)
+    return files
+
+
+def read_skill(path: Path, *, scope: SkillScope = "project") -> Skill:
+    """Read one ``SKILL.md``; problems are recorded on the skill, never raised."""
+    fallback = normalise_name(path.parent.name)
+    try:
+        raw = read_capped(path, MAX_SKILL_FILE_BYTES)
+    except FileNotFoundError:
+        return _broken(
+            path, scope, fallback, f"the skill file must be named {SKILL_FILE_NAME}: rename it"
+        )
+    except FileTooLargeError as error:
+        return _broken(
+            path,
+            scope,
+            fallback,
+            f"{SKILL_FILE_NAME} is too large ({error}): move details into other files of the "
+            "skill's folder and refer to them",
+        )
+    except NotARegularFileError:
+        return _broken(path, scope, fallback, f"{SKILL_FILE_NAME} is not a regular file")
+    except OSError as error:
+        return _broken(path, scope, fallback, f"cannot be read ({error.strerror or error})")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return _broken(path, scope, fallback, f"is not UTF-8 text ({error.reason}): save it so")
+    return _from_text(text, path, scope, fallback)
+
+
+def _broken(path: Path, scope: SkillScope, name: str, problem: str) -> Skill:
+    return Skill(name, "", "", path, scope, errors=(problem,))
+
+
+def _from_text(text: str, path: Path, scope: SkillScope, fallback: str) -> Skill:
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    frontmatter, body, first_line, warnings = split_frontmatter(text)
+    errors: list[str] = []
+    data: dict[object, object] = {}
+    if frontmatter is None:
+        warnings.append(
+            "has no frontmatter: start it with '---', 'name: ...', 'description: ...', '---'"
+        )
+    else:
+        read = read_frontmatter(frontmatter, first_line)
+        errors.extend(read.errors)
+        warnings.extend(read.warnings)
+        data = dict(read.data or {})
+    name = _name(data.get("name"), fallback, errors, warnings)
+    description = _description(data.get("description"), warnings)
+    if not errors and not body.strip():
+        errors.append("has no instructions: write them below the frontmatter")
+    return Skill(name, description, body, path, scope, tuple(errors), tuple(warnings))
+
+
+def _name(value: object, fallback: str, errors: list[str], warnings: list[str]) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        name, written = fallback, None
+    elif isinstance(value, str):
+        name, written = normalise_name(value), value.strip()
+    else:
+        warnings.append(f"name must be text; the folder's name {fallback!r} is used")
+        name, written = fallback, None
+    if written is not None and written != name:
+        warnings.append(f"name {written[:_MAX_NAME_CHARS]!r} was normalised to {name!r}")
+    if not NAME_PATTERN.match(name) or len(name) > _MAX_NAME_CHARS:
+        errors.append(
+            f"name {name[:_MAX_NAME_CHARS]!r} is not valid: use at most {_MAX_NAME_CHARS} "
+            "lowercase letters, digits and '-', starting with a letter"
+        )
+        return fallback  # known by its folder in listings and messages
+    return name
+
+
+def _description(value: object, warnings: list[str]) -> str:
+    if value is None:
+        warnings.append("description is missing: say what the skill does and when to use it")
+        return ""
+    if not isinstance(value, str):
+        warnings.append("description must be text; it is ignored")
+        return ""
+    text = " ".join(value.split())
+    if len(text) > _MAX_DESCRIPTION_CHARS:
+        warnings.append(
+            f"description has {len(text):,} characters; only the first "
+            f"{_MAX_DESCRIPTION_CHARS:,} are shown to agents"
+        )
+        text = text[:_MAX_DESCRIPTION_CHARS] + "..."
+    return text
+
+
+def skill_text(skill: Skill, *, limit: int = MAX_PRELOAD_CHARS) -> str:
+    """A skill's instructions, headed by where it lives, and cut at ``limit`` with a note."""
+    body = skill.body.strip()
+    note = ""
+    if len(body) > limit:
+        note = (
+            f"\n\n[The skill's instructions were cut here: {len(body):,} characters, of which "
+            f"the first {limit:,} are shown. The whole text is {skill.path}.]"
+        )
+        body = body[:limit]
+    return f'<skill name="{skill.name}" folder="{skill.folder}">\n{body}{note}\n</skill>'
+
+
+def preload_prompt(names: Sequence[str], catalog: SkillCatalog) -> str:
+    """The system-prompt block holding the skills ``names`` in full ("" when none).
+
+    A skill that is missing or broken is named in the block, so the agent knows it lacks it.
+    """
+    if not names:
+        return ""
+    parts: list[str] = []
+    missing: list[str] = []
+    for name in dict.fromkeys(names):
+        skill = catalog.get(name)
+        if skill is None or not skill.usable:
+            missing.append(name)
+        else:
+            parts.append(skill_text(skill))
+    if missing:
+        parts.append(f"(Skills listed for you but not available here: {', '.join(missing)}.)")
+    return (
+        "\n\n# Skills\nThese skills were loaded for you; follow their instructions when they "
+        "apply. Files they mention are in the skill's folder.\n\n" + "\n\n".join(parts)
+    )
+
+
+def skills_prompt(names: Sequence[str], cwd: Path, *, home: Path | None = None) -> str:
+    """:func:`preload_prompt` for the skills visible from ``cwd`` (no disk access for none)."""
+    return preload_prompt(names, discover_skills(cwd, home=home)) if names else ""
+
+
+def skill_warnings(names: Sequence[str], catalog: SkillCatalog) -> list[str]:
+    """Warnings about the skills an agent lists that it will not get."""
+    warnings = []
+    for name in dict.fromkeys(names):
+        skill = catalog.get(name)
+        if skill is None:
+            warnings.append(
+                f"skill {name!r} is not found (a folder {name}/ with a {SKILL_FILE_NAME} in "
+                ".claude/skills/ of the project or of ~); it is not loaded - add it, or remove "
+                "it from 'skills' ('subagents skills list' shows the skills found)"
+            )
+        elif not skill.usable:
+            warnings.append(
+                f"skill {name!r} ({skill.path}) cannot be loaded: {'; '.join(skill.errors)}; "
+                "fix it or remove it from 'skills'"
+            )
+    return warnings
+
+
+def apply_skills(
+    records: Iterable[AgentRecord], cwd: Path | None, *, home: Path | None = None
+) -> None:
+    """What skills change in the inventory's records: the ``Skill`` tool among the effective
+    tools of agents that may use it (when there is a skill to load), and
+    :func:`skill_warnings` about the skills an agent lists that it will not get."""
+    from subagents.definitions.validate import effective_tool_names
+    from subagents.tools.names import SKILL_TOOL_NAME, TASK_TOOL_NAME
+
+    catalog = discover_skills(cwd, home=home)
+    offered = bool(catalog.usable())
+    for record in records:
+        definition = record.definition
+        tools = record.effective_tools
+        if offered and effective_tool_names(definition, [SKILL_TOOL_NAME]):
+            at = tools.index(TASK_TOOL_NAME) if TASK_TOOL_NAME in tools else len(tools)
+            tools.insert(at, SKILL_TOOL_NAME)
+        found = skill_warnings(definition.skills, catalog)
+        if found:
+            warnings = [*definition.warnings, *found]
+            record.definition = definition.model_copy(update={"warnings": warnings})
