@@ -117,6 +117,8 @@ class ProgressPrinter:
                 f"[yellow]MCP server {escape(event.server)} is left out:[/] "
                 f"{escape(redact.text(event.error))}"
             )
+        elif isinstance(event, ev.InstructionsNotice):
+            console.print(f"[yellow]Project instructions:[/] {escape(redact.text(event.message))}")
         elif isinstance(event, ev.SessionPaused):
             console.print(
                 f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "

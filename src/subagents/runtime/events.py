@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "EventBus",
     "EventHandler",
+    "InstructionsNotice",
     "MCPServerFailed",
     "ModelFallback",
     "ModelResponded",
@@ -118,6 +119,15 @@ class ModelFallback:
 
 
 @dataclass(slots=True, frozen=True)
+class InstructionsNotice:
+    """A CLAUDE.md / AGENTS.md file was cut or skipped (see
+    :mod:`subagents.runtime.instructions`); the run goes on with what could be read."""
+
+    message: str
+    kind: Literal["instructions_notice"] = "instructions_notice"
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPaused:
     """The session waits for a person (approval, AskHuman, crash recovery); the run stops
     here until ``subagents resume`` delivers a decision."""
@@ -163,6 +173,7 @@ Event = (
     | SubagentFinished
     | MCPServerFailed
     | ModelFallback
+    | InstructionsNotice
 )
 EventHandler = Callable[[Event], None]
 

@@ -1,7 +1,8 @@
 """The system prompt a session starts with: the agent's own prompt, and what the harness adds.
 
 One place composes it for the main agent and for subagents, so that what every agent is told
-about its surroundings (the environment, and the project context other modules add) agrees.
+about its surroundings (the environment, the project's CLAUDE.md / AGENTS.md files, and the
+project context other modules add) agrees.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.runtime.instructions import load_project_instructions as project_instructions
 from subagents.runtime.memory import memory_prompt
 from subagents.skills import skills_prompt
 
@@ -40,6 +42,8 @@ def compose_system_prompt(
         )
     if subagent:
         prompt += environment_note(workspace)
+    if definition is None or not definition.omit_claude_md:
+        prompt += project_instructions(workspace).prompt_section()
     return prompt
 
 

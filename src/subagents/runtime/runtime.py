@@ -451,6 +451,7 @@ class Runtime:
         if task_id is not None:
             _check_task_id(task_id)
         await self.start_mcp()
+        self._announce_instruction_problems()
         delegation = Delegation(self)
         self.last_delegation = delegation
         session = self.main_session(delegation, agent)
@@ -465,6 +466,15 @@ class Runtime:
             recorder.start_task()
             self.store.claim_task(recorder.task_id, self._owner)
         return await self._drive(session, delegation, recorder, session.run(prompt))
+
+    def _announce_instruction_problems(self) -> None:
+        """Say once per run which CLAUDE.md / AGENTS.md files were cut or skipped."""
+        if self.events.active:
+            from subagents.runtime.events import InstructionsNotice
+            from subagents.runtime.instructions import load_project_instructions
+
+            for warning in load_project_instructions(self.workspace).warnings:
+                self.events.emit(InstructionsNotice(warning))
 
     async def resume(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
