@@ -81,9 +81,14 @@ class UserMessage:
 
 @dataclass(slots=True, frozen=True)
 class AssistantMessage:
+    """A model's turn. ``reasoning`` holds the provider's reasoning blocks exactly as it sent
+    them (Anthropic's signed ``thinking`` / ``redacted_thinking`` blocks), to be sent back
+    unchanged with the rest of a tool-use loop, as that provider requires."""
+
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     role: Literal["assistant"] = "assistant"
+    reasoning: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,7 +106,7 @@ Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
 def message_to_dict(message: Message) -> dict[str, Any]:
     """A JSON-ready dict of ``message``, tagged by ``role``."""
     if isinstance(message, AssistantMessage):
-        return {
+        data: dict[str, Any] = {
             "role": "assistant",
             "content": message.content,
             "tool_calls": [
@@ -115,6 +120,9 @@ def message_to_dict(message: Message) -> dict[str, Any]:
                 for call in message.tool_calls
             ],
         }
+        if message.reasoning:
+            data["reasoning"] = [dict(block) for block in message.reasoning]
+        return data
     if isinstance(message, ToolResultMessage):
         return {
             "role": "tool",
@@ -144,7 +152,12 @@ def message_from_dict(data: dict[str, Any]) -> Message:
             )
             for call in data.get("tool_calls") or ()
         )
-        return AssistantMessage(content=str(data.get("content") or ""), tool_calls=calls)
+        reasoning = tuple(
+            dict(block) for block in data.get("reasoning") or () if isinstance(block, dict)
+        )
+        return AssistantMessage(
+            content=str(data.get("content") or ""), tool_calls=calls, reasoning=reasoning
+        )
     if role == "tool":
         return ToolResultMessage(
             tool_call_id=str(data["tool_call_id"]),

@@ -51,7 +51,21 @@ from subagents.models.settings import (
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-__all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
+__all__ = [
+    "THINKING_ANSWER_TOKENS",
+    "THINKING_BUDGETS",
+    "AnthropicModel",
+    "to_anthropic_messages",
+    "to_anthropic_tools",
+]
+
+# ``effort`` -> extended thinking's ``budget_tokens``. With the answer room below, even ``max``
+# stays within 32,000 output tokens, the smallest output limit of the Claude models that think
+# (Opus 4 / 4.1), so no level makes a request that a thinking model refuses.
+THINKING_BUDGETS: dict[str, int] = {"low": 2_048, "medium": 6_144, "high": 12_288, "max": 23_808}
+THINKING_ANSWER_TOKENS = 8_192
+"""What ``max_tokens`` leaves for the answer beyond the thinking budget, at least."""
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -65,7 +79,10 @@ _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_lim
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if isinstance(message, AssistantMessage):
-        blocks: list[dict[str, Any]] = []
+        # signed thinking blocks go back first and unchanged, as the API requires
+        blocks: list[dict[str, Any]] = [
+            dict(block) for block in message.reasoning if block.get("type") in _THINKING_BLOCKS
+        ]
         if message.content:
             blocks.append({"type": "text", "text": message.content})
         blocks.extend(
@@ -143,10 +160,17 @@ def _response_from_message(message: Any, model_name: str) -> ModelResponse:
         raise MalformedResponseError(f"a body that is not a message: {message!r:.200}")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
     for block in _list(message.content):
         kind = wire.field(block, "type")
         if kind == "text":
             texts.append(wire.text(wire.field(block, "text")))
+        elif kind == "thinking":
+            reasoning.append(
+                _thinking_block(wire.field(block, "thinking"), wire.field(block, "signature"))
+            )
+        elif kind == "redacted_thinking":
+            reasoning.append({"type": "redacted_thinking", "data": wire.field(block, "data")})
         elif kind == "tool_use":
             calls.append(
                 wire.decoded_tool_call(
@@ -159,7 +183,16 @@ def _response_from_message(message: Any, model_name: str) -> ModelResponse:
         usage=_usage(wire.field(message, "usage")),
         stop_reason=_stop_reason(wire.field(message, "stop_reason"), bool(calls)),
         model_name=model_name,
+        reasoning=tuple(reasoning),
     )
+
+
+def _thinking_block(thinking: Any, signature: Any) -> dict[str, Any]:
+    return {
+        "type": "thinking",
+        "thinking": thinking if isinstance(thinking, str) else "",
+        "signature": signature if isinstance(signature, str) else "",
+    }
 
 
 @dataclass(slots=True)
@@ -169,6 +202,7 @@ class _Block:
     name: Any = None
     initial_input: Any = None
     parts: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
 
     def tool_call(self) -> ToolCall:
         if self.parts:
@@ -226,6 +260,12 @@ class _EventAssembler:
                 name=wire.field(content, "name"),
                 initial_input=wire.field(content, "input"),
             )
+        elif kind == "thinking":
+            block = _Block("thinking", parts=[wire.text(wire.field(content, "thinking"))])
+            block.signature.append(wire.text(wire.field(content, "signature")))
+            self.blocks[index] = block
+        elif kind == "redacted_thinking":
+            self.blocks[index] = _Block("redacted_thinking", initial_input=content)
         return ""
 
     def _add_delta(self, event: Any) -> str:
@@ -243,6 +283,10 @@ class _EventAssembler:
             piece = wire.field(delta, "partial_json")
             if isinstance(piece, str):
                 block.parts.append(piece)
+        elif kind == "thinking_delta":
+            block.parts.append(wire.text(wire.field(delta, "thinking")))
+        elif kind == "signature_delta":
+            block.signature.append(wire.text(wire.field(delta, "signature")))
         return ""
 
     def _add_final_usage(self, usage: Any) -> None:
@@ -263,9 +307,15 @@ class _EventAssembler:
             raise MalformedResponseError("the stream ended before the model finished its answer")
         texts: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[dict[str, Any]] = []
         for _, block in sorted(self.blocks.items()):
             if block.kind == "text":
                 texts.append("".join(block.parts))
+            elif block.kind == "thinking":
+                reasoning.append(_thinking_block("".join(block.parts), "".join(block.signature)))
+            elif block.kind == "redacted_thinking":
+                data = wire.field(block.initial_input, "data")
+                reasoning.append({"type": "redacted_thinking", "data": data})
             else:
                 calls.append(block.tool_call())
         return ModelResponse(
@@ -274,6 +324,7 @@ class _EventAssembler:
             usage=self.usage,
             stop_reason=_stop_reason(self.stop_reason, bool(calls)),
             model_name=model_name,
+            reasoning=tuple(reasoning),
         )
 
 
@@ -282,6 +333,12 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``. ``max_tokens`` is the answer budget sent
     with every request unless the request's settings give one (the API requires it).
+
+    A request whose settings carry an ``effort`` turns on extended thinking with the budget of
+    :data:`THINKING_BUDGETS` for that level; ``max_tokens`` is raised to hold the budget plus
+    :data:`THINKING_ANSWER_TOKENS`, and ``temperature`` is not sent (thinking does not accept
+    one). The signed thinking blocks of each answer are kept with the message and sent back
+    unchanged, as a tool-use loop with thinking requires.
     The timeouts are those of :mod:`subagents.models.settings`. ``sleep`` replaces
     ``asyncio.sleep`` in the retry backoff (tests use it to observe waits).
     """
@@ -347,7 +404,11 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             params["system"] = system
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools)
-        if settings.temperature is not None:
+        budget = THINKING_BUDGETS.get(settings.effort or "")
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            params["max_tokens"] = max(params["max_tokens"], budget + THINKING_ANSWER_TOKENS)
+        elif settings.temperature is not None:
             # Newer SDKs dropped the sampling arguments from create(); the field still goes
             # in the body for the models and servers that accept it.
             params["extra_body"] = {"temperature": settings.temperature}

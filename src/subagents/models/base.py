@@ -34,9 +34,14 @@ class ToolSpec:
 
 @dataclass(slots=True, frozen=True)
 class ModelSettings:
+    """Per-request settings. ``effort`` (``low``, ``medium``, ``high``, ``max``; from an agent
+    file's ``effort``) asks for the provider's reasoning control: OpenAI's ``reasoning_effort``,
+    Anthropic's extended thinking budget (see each provider's model class)."""
+
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_seconds: float | None = None
+    effort: str | None = None
 
 
 @dataclass(slots=True)
@@ -56,6 +61,7 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     stop_reason: StopReason = "end_turn"
     model_name: str = ""
+    reasoning: tuple[dict[str, Any], ...] = ()  # see AssistantMessage.reasoning
 
 
 @dataclass(slots=True, frozen=True)

@@ -54,12 +54,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OLLAMA_DEFAULT_BASE_URL",
+    "REASONING_EFFORTS",
     "OpenAIChatModel",
     "to_openai_messages",
     "to_openai_tools",
 ]
 
 OLLAMA_DEFAULT_BASE_URL = "http://localhost:11434/v1"
+# ``effort`` -> ``reasoning_effort`` (the API has no level above ``high``)
+REASONING_EFFORTS: dict[str, str] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "max": "high",
+}
 _NO_KEY_NEEDED = "not-needed"
 
 _FINISH_REASONS: dict[str, StopReason] = {
@@ -279,6 +287,12 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     ``base_url`` and ``ollama`` work without a key. The timeouts are those of
     :mod:`subagents.models.settings`. ``sleep`` replaces ``asyncio.sleep`` in the retry backoff
     (tests use it to observe waits).
+
+    A request whose settings carry an ``effort`` sends ``reasoning_effort``
+    (:data:`REASONING_EFFORTS`), whatever the model: which models reason is not knowable from
+    their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too). A model or server
+    that refuses the parameter (HTTP 400/422 naming ``reasoning_effort``) gets the request
+    again at once without it, and this model object stops sending it.
     """
 
     _sdk_module = "openai"
@@ -314,6 +328,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         )
         self._api_key = api_key or self._default_key()
         self._policy = self._retry_policy(max_retries, sleep)
+        self._effort_refused = False
 
     def _default_key(self) -> str:
         if self.provider == "openai" and self.base_url is None:
@@ -352,13 +367,27 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             params[key] = settings.max_tokens
         if settings.timeout_seconds is not None:
             params["timeout"] = self._timeout(settings.timeout_seconds)
+        if settings.effort in REASONING_EFFORTS and not self._effort_refused:
+            params["reasoning_effort"] = REASONING_EFFORTS[settings.effort]
         return params
+
+    async def _create(self, params: dict[str, Any], **extra: Any) -> Any:
+        """``chat.completions.create``, once more without ``reasoning_effort`` if the model
+        refuses that parameter."""
+        try:
+            return await self._client().chat.completions.create(**params, **extra)
+        except Exception as exc:
+            if "reasoning_effort" not in params or not _refuses_effort(exc):
+                raise
+        self._effort_refused = True
+        del params["reasoning_effort"]
+        return await self._client().chat.completions.create(**params, **extra)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         params = self._params(request)
 
         async def attempt() -> ModelResponse:
-            completion = await self._client().chat.completions.create(**params)
+            completion = await self._create(params)
             return _response_from_completion(completion, self.name)
 
         return await call_with_retries(
@@ -369,9 +398,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         params = self._params(request)
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
-            stream = await self._client().chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
-            )
+            stream = await self._create(params, stream=True, stream_options={"include_usage": True})
             assembler = _ChunkAssembler()
             async with stream:
                 async for chunk in stream:
@@ -414,3 +441,12 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 hint="the provider reported an error; check its status and the request",
             )
         return None
+
+
+def _refuses_effort(exc: BaseException) -> bool:
+    """Whether ``exc`` is a server saying it does not take ``reasoning_effort``."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    return "reasoning_effort" in error_message_from_body(exc.body, exc.message)

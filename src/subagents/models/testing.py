@@ -110,6 +110,7 @@ def _finish(item: ModelResponse | str, model_name: str) -> ModelResponse:
         usage=usage,
         stop_reason=item.stop_reason,
         model_name=model_name,
+        reasoning=item.reasoning,
     )
 
 

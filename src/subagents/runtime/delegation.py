@@ -9,6 +9,7 @@ can continue it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,17 @@ from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
+from subagents.runtime.worktree import (
+    Worktree,
+    WorktreeError,
+    WorktreeOutcome,
+    enter_worktree,
+    leave_worktree,
+    rooted_permissions,
+    rooted_sandbox,
+    worktree_note,
+    worktree_prompt_note,
+)
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
@@ -36,6 +48,8 @@ from subagents.tools.names import (
 from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
     from subagents.models.choice import ModelChoice
@@ -105,6 +119,8 @@ class SubagentHandle:
     delivered: bool = False
     rebound: bool = False
     model_fallback: ModelChoice | None = None  # why it runs on its parent's model, if it does
+    worktree: Worktree | None = None  # isolation: worktree, while it is in one
+    worktree_outcome: WorktreeOutcome | None = None  # what became of it when the run ended
 
     @property
     def running(self) -> bool:
@@ -238,6 +254,8 @@ class Delegation:
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id
             )
+            if rebound is None:
+                await self._isolate_new(handle)
         child_prompt = None if rebound is not None else prompt
         if run_in_background:
             handle.background = True
@@ -300,9 +318,7 @@ class Delegation:
         model, resolved_model, fallback = self._child_model(parent, definition, model_override)
         session = Session(
             model=model,
-            system_prompt=compose_system_prompt(
-                definition, workspace=parent.workspace, subagent=True
-            ),
+            system_prompt=self._system_prompt(definition, parent.workspace),
             tools=tools,
             workspace=parent.workspace,
             agent_type=definition.name,
@@ -330,6 +346,60 @@ class Delegation:
                 session.add_trace(session.recorder.model_fallback_trace(session, fallback))
         self.handles[session.agent_id] = handle
         return handle
+
+    def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
+        return compose_system_prompt(definition, workspace=workspace, subagent=True)
+
+    # -- isolation: worktree -----------------------------------------------------------------
+
+    async def _isolate_new(self, handle: SubagentHandle) -> None:
+        """A new subagent that asks for a worktree gets one before it starts, or does not
+        start: the parent gets a tool error saying why."""
+        try:
+            await self._enter_worktree(handle)
+        except WorktreeError as error:
+            del self.handles[handle.session.agent_id]
+            raise ToolError(f"cannot start '{handle.definition.name}': {error}") from None
+
+    async def _enter_worktree(self, handle: SubagentHandle) -> None:
+        """Move an ``isolation: worktree`` subagent into its worktree (made on first use,
+        found again when it is resumed or re-bound after a restart)."""
+        if handle.definition.isolation != "worktree":
+            return
+        session = handle.session
+        worktree = await enter_worktree(
+            handle.parent.workspace, agent_name=handle.definition.name, session_id=session.agent_id
+        )
+        handle.worktree, handle.worktree_outcome = worktree, None
+        root = worktree.workspace
+        if session.workspace == root:
+            return
+        if not session.messages:  # a new session: tell it where it works
+            session.system_prompt = self._system_prompt(
+                handle.definition, root
+            ) + worktree_prompt_note(worktree)
+        session.workspace = root
+        session.permissions = rooted_permissions(session.permissions, root)
+        session.tool_sandbox = rooted_sandbox(session.tool_sandbox, root)
+
+    async def _leave_worktree(self, handle: SubagentHandle) -> None:
+        """Remove the subagent's worktree if it changed nothing, else keep it; the outcome
+        goes to the parent with the result, and into the trace."""
+        worktree, handle.worktree = handle.worktree, None
+        if worktree is None:
+            return
+        outcome = handle.worktree_outcome = await leave_worktree(worktree)
+        recorder = handle.parent.recorder
+        if recorder is not None:
+            step = "worktree_kept" if outcome.kept else "worktree_removed"
+            trace = recorder.session_trace(handle.session, step, worktree_note(outcome))
+            trace.data.update(
+                worktree_path=str(worktree.path),
+                worktree_branch=worktree.branch,
+                worktree_kept=outcome.kept,
+                worktree_changes=list(outcome.changes),
+            )
+            handle.parent._traces.append(trace)  # committed with the parent's next step
 
     def _rebind(
         self, parent: Session, tool_call_id: str, description: str
@@ -441,6 +511,13 @@ class Delegation:
         started = time.perf_counter()
         result: RunResult | None = None
         try:
+            await self._enter_worktree(handle)
+        except WorktreeError as error:
+            result = session._finish(
+                "failed", session._partial_output(), started, error=f"no worktree: {error}"
+            )
+            return self._record_spawn(handle, result, started)
+        try:
             async with semaphore:
                 if prompt is None:  # re-bound after a restart: continue where it stood
                     result = await session.resume()
@@ -449,8 +526,11 @@ class Delegation:
         except RunPaused:
             raise  # not finished: the run waits for a person, and resumes this session later
         except asyncio.CancelledError:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._leave_worktree(handle))
             self._record_spawn(handle, None, started)
             raise
+        await self._leave_worktree(handle)
         return self._record_spawn(handle, result, started)
 
     def _record_spawn(
@@ -544,6 +624,7 @@ class Delegation:
             background=handle.background,
             status=status,
             error=error,
+            **_worktree_fields(handle.worktree_outcome),
         )
 
     # -- background ------------------------------------------------------------------------
@@ -711,12 +792,26 @@ def _trailer(handle: SubagentHandle) -> str:
 
 def _render_for_parent(handle: SubagentHandle, spawn: SpawnResult) -> str:
     if spawn.success:
-        return f"{spawn.summary}\n\n{_trailer(handle)}"
+        return f"{spawn.summary}\n\n{_worktree_text(handle)}{_trailer(handle)}"
     partial = spawn.summary or "(no output)"
     raise ToolError(
         f"Subagent '{spawn.subagent_type}' did not finish ({spawn.status}): {spawn.error}\n\n"
-        f"Partial output:\n{partial}\n\n{_trailer(handle)}"
+        f"Partial output:\n{partial}\n\n{_worktree_text(handle)}{_trailer(handle)}"
     )
+
+
+def _worktree_text(handle: SubagentHandle) -> str:
+    outcome = handle.worktree_outcome
+    return f"{worktree_note(outcome)}\n\n" if outcome is not None else ""
+
+
+def _worktree_fields(outcome: WorktreeOutcome | None) -> dict[str, str]:
+    if outcome is None or not outcome.kept:
+        return {}
+    return {
+        "worktree_path": str(outcome.worktree.path),
+        "worktree_branch": outcome.worktree.branch,
+    }
 
 
 def _render_notification(handle: SubagentHandle, spawn: SpawnResult) -> str:
@@ -724,7 +819,8 @@ def _render_notification(handle: SubagentHandle, spawn: SpawnResult) -> str:
     body = spawn.summary or "(no output)"
     return (
         f"<task-notification>\nBackground subagent '{spawn.subagent_type}' "
-        f"({handle.description}) {state}.\n\n{body}\n\n{_trailer(handle)}\n</task-notification>"
+        f"({handle.description}) {state}.\n\n{body}\n\n{_worktree_text(handle)}"
+        f"{_trailer(handle)}\n</task-notification>"
     )
 
 

@@ -60,6 +60,9 @@ class SpawnResult:
     background: bool
     status: str
     error: str | None = None
+    # isolation: worktree, when the subagent's worktree was kept because it holds changes
+    worktree_path: str | None = None
+    worktree_branch: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,4 +78,6 @@ class SpawnResult:
             "background": self.background,
             "status": self.status,
             "error": self.error,
+            "worktree_path": self.worktree_path,
+            "worktree_branch": self.worktree_branch,
         }

@@ -330,9 +330,9 @@ class Runtime:
         )
 
     def model_settings(self, definition: AgentDefinition | None) -> ModelSettings:
-        if definition is not None and definition.temperature is not None:
-            return ModelSettings(temperature=definition.temperature)
-        return ModelSettings()
+        if definition is None:
+            return ModelSettings()
+        return ModelSettings(temperature=definition.temperature, effort=definition.effort)
 
     def permissions_for(
         self,

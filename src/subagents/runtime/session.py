@@ -187,7 +187,9 @@ class Session:
                     if response.tool_calls
                     else ()
                 )
-                self.messages.append(AssistantMessage(response.text, calls))
+                self.messages.append(
+                    AssistantMessage(response.text, calls, reasoning=response.reasoning)
+                )
                 if not calls:
                     if self._inbox:  # a background result arrived while the model answered
                         continue

@@ -1,0 +1,438 @@
+"""Worktree isolation: a subagent with ``isolation: worktree`` works in a git worktree of its own.
+
+When such a subagent starts, :func:`enter_worktree` adds a worktree of the project's repository
+on a new branch ``subagents/<agent>-<8 hex>`` that starts at the current ``HEAD``, and the
+subagent's file tools and Bash work there instead of in the project. Two subagents started at
+once each get their own, so they never overwrite each other's files.
+
+What it starts from: the last commit. Uncommitted changes of the project's checkout (modified,
+staged and untracked files) are not copied into it, as in Claude Code; the subagent and its
+parent are told when there were some.
+
+Where: ``<git common dir>/subagents/worktrees/<name>`` (inside ``.git``), so the project's
+checkout never shows it as untracked files and the project's own Glob/Grep never walk it. Its
+name is derived from the subagent's session id, which is itself derived from the Task call that
+started it: a run resumed after a crash finds the same worktree again and continues in it.
+
+When it ends (:func:`leave_worktree`): nothing changed (no modified or untracked file, still
+on its branch, no commit) -> the worktree and its branch are removed. Otherwise both are kept
+and the parent is told where they are. Removal is done by ``git worktree remove`` without
+``--force`` (git itself refuses a worktree with changes) and the branch is deleted only while it
+still points at the commit it started from, so a worktree with work in it is never deleted, not
+even when a file appears between the check and the removal. Ignored files (build output, caches)
+do not count as changes and go with the worktree.
+
+The repository's git hooks do not run when the worktree is made (``core.hooksPath`` points
+nowhere for the harness's own git calls): creating a worktree for a subagent must not run
+project code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from subagents.errors import SubagentsError
+
+if TYPE_CHECKING:
+    from subagents.tools.permissions import PermissionPolicy
+    from subagents.tools.sandbox import BashSandbox
+
+__all__ = [
+    "GIT_TIMEOUT_SECONDS",
+    "Worktree",
+    "WorktreeError",
+    "WorktreeOutcome",
+    "enter_worktree",
+    "leave_worktree",
+    "rooted_permissions",
+    "rooted_sandbox",
+    "worktree_note",
+    "worktree_prompt_note",
+]
+
+GIT_TIMEOUT_SECONDS = 60.0
+"""The longest one git command of the harness may take (a huge checkout takes a while)."""
+
+_BRANCH_PREFIX = "subagents/"
+_FOLDER = ("subagents", "worktrees")
+# Variables that would point git at another repository than the workspace's.
+_GIT_LOCATION_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+)
+# One git operation on a repository's worktrees at a time (per common git dir).
+_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+class WorktreeError(SubagentsError):
+    """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
+    commit yet) or a git command failed; the message says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    """One subagent's worktree: where it is, its branch, and the commit it started from.
+
+    ``base`` is ``None`` when an existing branch was taken over without a record of where it
+    started; such a branch is never deleted. ``uncommitted`` counts the changes of the
+    project's checkout that the worktree does not have (``git status`` lines when it was made).
+    """
+
+    repository: Path
+    path: Path
+    branch: str
+    base: str | None
+    uncommitted: int = 0
+    subfolder: str = ""
+
+    @property
+    def workspace(self) -> Path:
+        """Where the subagent works: the worktree's copy of the project's folder."""
+        return self.path / self.subfolder if self.subfolder else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeOutcome:
+    """What became of a worktree when its subagent ended: ``kept`` with what changed, or
+    removed. ``problem`` says why a clean worktree could not be removed (it is then kept)."""
+
+    worktree: Worktree
+    kept: bool
+    changes: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+async def enter_worktree(workspace: Path, *, agent_name: str, session_id: str) -> Worktree:
+    """The worktree of the subagent ``session_id``: made on first use, found again after."""
+    git = await _Git.find(workspace)
+    subfolder = _subfolder(workspace, git.toplevel)
+    name = _worktree_name(agent_name, session_id)
+    path = git.common_dir.joinpath(*_FOLDER, name)
+    branch = f"{_BRANCH_PREFIX}{name}"
+    async with _lock_for(git.common_dir):
+        if await git.is_worktree(path):
+            base, uncommitted = _read_record(path)
+            return Worktree(git.toplevel, path, branch, base, uncommitted, subfolder)
+        base = await git.head_commit()
+        uncommitted = await git.count_changes(git.toplevel)
+        if await git.branch_exists(branch):  # its worktree was removed by hand: take it over
+            await git.run("worktree", "add", str(path), branch)
+            recorded_base: str | None = None
+        else:
+            await git.run("worktree", "add", "-b", branch, str(path), base)
+            recorded_base = base
+        worktree = Worktree(git.toplevel, path, branch, recorded_base, uncommitted, subfolder)
+        _write_record(worktree)
+        return worktree
+
+
+async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
+    """Remove ``worktree`` and its branch if nothing changed in it; keep them otherwise."""
+    path = worktree.path
+    if not path.is_dir():
+        return WorktreeOutcome(worktree, kept=False, problem="the worktree folder is gone")
+    try:
+        git = await _Git.find(path)
+        async with _lock_for(git.common_dir):
+            changes = await _changes(git, worktree)
+            if changes:
+                return WorktreeOutcome(worktree, kept=True, changes=tuple(changes))
+            # no --force: git refuses if a file changed since the check above
+            await git.run("worktree", "remove", str(path), cwd=worktree.repository)
+            _record_path(path).unlink(missing_ok=True)
+            if worktree.base is not None:
+                # deleted only while it still points where it started
+                await git.run(
+                    "update-ref",
+                    "-d",
+                    f"refs/heads/{worktree.branch}",
+                    worktree.base,
+                    cwd=worktree.repository,
+                )
+    except WorktreeError as error:
+        return WorktreeOutcome(worktree, kept=True, problem=error.message)
+    return WorktreeOutcome(worktree, kept=False)
+
+
+async def _changes(git: _Git, worktree: Worktree) -> list[str]:
+    changes: list[str] = []
+    changed_files = await git.count_changes(worktree.path)
+    if changed_files:
+        changes.append(f"{changed_files} changed or new file{'s' * (changed_files != 1)}")
+    on_branch = await git.current_branch(worktree.path)
+    if on_branch != worktree.branch:
+        changes.append(f"it is on {on_branch or 'a detached HEAD'}, not {worktree.branch}")
+    head = await git.head_commit(worktree.path)
+    if worktree.base is None:
+        changes.append("its branch was taken over, so its commits cannot be told apart")
+    elif head != worktree.base:
+        commits = await git.run(
+            "rev-list", "--count", f"{worktree.base}..{head}", cwd=worktree.path
+        )
+        count = int(commits.strip() or "0")
+        changes.append(f"{count} new commit{'s' * (count != 1)}" if count else "a moved HEAD")
+    return changes
+
+
+# -- what sessions are told -------------------------------------------------------------------
+
+
+def worktree_prompt_note(worktree: Worktree) -> str:
+    """What a subagent's system prompt says about its worktree."""
+    text = (
+        "\n\n<isolation>\n"
+        f"You work in an isolated git worktree at {worktree.path}, on the branch "
+        f"{worktree.branch}, started from the last commit of {worktree.repository}. Your "
+        "changes stay here and do not touch the main checkout; commit them on this branch if "
+        "you want to hand over commits."
+    )
+    if worktree.uncommitted:
+        text += (
+            f" The main checkout had {worktree.uncommitted} uncommitted change(s) that are not "
+            "in this worktree."
+        )
+    return text + "\n</isolation>"
+
+
+def worktree_note(outcome: WorktreeOutcome) -> str:
+    """What the parent is told, with the subagent's answer, about its worktree."""
+    worktree = outcome.worktree
+    lines: list[str] = []
+    if outcome.kept:
+        why = "; ".join(outcome.changes) or outcome.problem or "it may hold changes"
+        lines.append(
+            f"The subagent worked in an isolated git worktree, kept because it has changes "
+            f"({why}):\n  path: {worktree.path}\n  branch: {worktree.branch}\n"
+            f"Review them with `git -C {worktree.path} status` / `git diff`, merge the branch "
+            f"when they are right, and remove it with `git worktree remove {worktree.path}` and "
+            f"`git branch -D {worktree.branch}` when done."
+        )
+        if outcome.problem and outcome.changes:
+            lines.append(f"(Note: {outcome.problem}.)")
+    else:
+        lines.append(
+            "The subagent worked in an isolated git worktree and changed nothing there; the "
+            "worktree and its branch were removed."
+        )
+    if worktree.uncommitted:
+        lines.append(
+            f"Your checkout had {worktree.uncommitted} uncommitted change(s) that were not "
+            "copied into its worktree (it started from the last commit)."
+        )
+    return "\n".join(lines)
+
+
+# -- the session's surroundings -------------------------------------------------------------
+
+
+def rooted_permissions(policy: PermissionPolicy | None, root: Path) -> PermissionPolicy | None:
+    """``policy`` with its protected paths (``.git``, ``.claude``, ...) taken from ``root``."""
+    if policy is None or policy.protected is None:
+        return policy
+    rooted = copy.copy(policy)  # keeps whatever else the policy holds
+    rooted.protected = dataclasses.replace(policy.protected, root=Path(os.path.realpath(root)))
+    return rooted
+
+
+def rooted_sandbox(sandbox: BashSandbox | None, root: Path) -> BashSandbox | None:
+    """``sandbox`` writing ``root`` instead of the project (everything else stays read-only)."""
+    if sandbox is None:
+        return None
+    from subagents.tools.sandbox import BashSandbox
+
+    return BashSandbox.for_workspace(root, network=sandbox.network)
+
+
+# -- git ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Git:
+    toplevel: Path
+    common_dir: Path
+
+    @classmethod
+    async def find(cls, workspace: Path) -> _Git:
+        try:
+            out = await _git(workspace, "rev-parse", "--show-toplevel", "--git-common-dir")
+        except WorktreeError as error:
+            raise WorktreeError(
+                f"isolation: worktree needs a git repository, and {workspace} is not in one "
+                f"({error.message})",
+                hint="run the agent from inside a git repository (git init, then commit once), "
+                "or remove `isolation: worktree` from its agent file",
+            ) from None
+        lines = out.splitlines()
+        if len(lines) < 2:
+            raise WorktreeError(
+                f"isolation: worktree needs a git work tree, and {workspace} is not in one "
+                "(a bare repository or a .git folder)",
+                hint="run the agent from a checkout, or remove `isolation: worktree` from its "
+                "agent file",
+            )
+        toplevel = Path(lines[0])
+        common = Path(lines[1])
+        if not common.is_absolute():
+            common = workspace / common
+        return cls(_real(toplevel), _real(common))
+
+    async def run(self, *args: str, cwd: Path | None = None) -> str:
+        return await _git(cwd or self.toplevel, *args)
+
+    async def head_commit(self, where: Path | None = None) -> str:
+        try:
+            return (await self.run("rev-parse", "--verify", "HEAD^{commit}", cwd=where)).strip()
+        except WorktreeError:
+            raise WorktreeError(
+                f"isolation: worktree starts from the last commit, and {where or self.toplevel} "
+                "has no commit yet",
+                hint="commit once (git add -A && git commit -m init), or remove "
+                "`isolation: worktree` from the agent file",
+            ) from None
+
+    async def count_changes(self, where: Path) -> int:
+        out = await self.run("status", "--porcelain", "--untracked-files=all", cwd=where)
+        return sum(1 for line in out.splitlines() if line.strip())
+
+    async def current_branch(self, where: Path) -> str | None:
+        try:
+            out = await self.run("symbolic-ref", "--quiet", "--short", "HEAD", cwd=where)
+        except WorktreeError:
+            return None
+        return out.strip() or None
+
+    async def branch_exists(self, branch: str) -> bool:
+        try:
+            await self.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+        except WorktreeError:
+            return False
+        return True
+
+    async def is_worktree(self, path: Path) -> bool:
+        if not (path / ".git").is_file():
+            return False
+        out = await self.run("worktree", "list", "--porcelain", "-z")
+        listed = [entry.removeprefix("worktree ") for entry in out.split("\0")]
+        real = _real(path)
+        return any(_real(Path(item)) == real for item in listed if item)
+
+
+async def _git(cwd: Path, *args: str) -> str:
+    """Run one git command; its stdout, or WorktreeError with git's own words."""
+    command = ["git", "-c", "core.hooksPath=/dev/null", *args]
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_git_environment(),
+        )
+    except FileNotFoundError:
+        raise WorktreeError(
+            "isolation: worktree needs git, which is not installed (no `git` on PATH)",
+            hint="install git, or remove `isolation: worktree` from the agent file",
+        ) from None
+    except OSError as error:
+        raise WorktreeError(
+            f"cannot run git in {cwd}: {error}", hint="check that the folder exists"
+        ) from None
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise WorktreeError(
+            f"`git {' '.join(args[:2])}` took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
+            hint="check the repository (git status) and try again",
+        ) from None
+    if process.returncode != 0:
+        said = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
+        raise WorktreeError(
+            f"`git {' '.join(args[:2])}` failed in {cwd}: {said[:500]}",
+            hint="check the repository with git status",
+        )
+    return stdout.decode(errors="replace")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _git_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARIABLES}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _subfolder(workspace: Path, toplevel: Path) -> str:
+    """The workspace's place in its repository (``""`` at the top), as a relative path."""
+    try:
+        relative = Path(os.path.realpath(workspace)).relative_to(toplevel)
+    except ValueError:
+        return ""
+    return relative.as_posix() if relative.parts else ""
+
+
+def _lock_for(common_dir: Path) -> asyncio.Lock:
+    key = str(common_dir)
+    lock = _LOCKS.get(key)
+    if lock is None:
+        lock = _LOCKS[key] = asyncio.Lock()
+    return lock
+
+
+def _worktree_name(agent_name: str, session_id: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_name).strip(".-")[:40] or "agent"
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.json")
+
+
+def _write_record(worktree: Worktree) -> None:
+    """Beside the worktree: the commit it started from, which removal relies on."""
+    record = {
+        "schema_version": 1,
+        "branch": worktree.branch,
+        "base": worktree.base,
+        "repository": str(worktree.repository),
+        "uncommitted": worktree.uncommitted,
+    }
+    _record_path(worktree.path).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _read_record(path: Path) -> tuple[str | None, int]:
+    """The base commit and uncommitted count of an existing worktree; without a readable
+    record its branch is never deleted."""
+    try:
+        data = json.loads(_record_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None, 0
+    if not isinstance(data, dict):
+        return None, 0
+    base = data.get("base")
+    uncommitted = data.get("uncommitted")
+    return (
+        base if isinstance(base, str) and re.fullmatch(r"[0-9a-f]{40,64}", base) else None,
+        uncommitted if isinstance(uncommitted, int) and uncommitted >= 0 else 0,
+    )

@@ -1,0 +1,386 @@
+"""isolation: worktree: a subagent works in a git worktree of its own, kept only if it changed.
+
+Every test runs real git on real repositories in tmp_path and drives the real Runtime with
+scripted models; the subagents' file tools and Bash do the writing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents.definitions.model import AgentDefinition
+from subagents.messages import ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.runtime import Runtime
+from subagents.runtime.worktree import Worktree, enter_worktree, leave_worktree
+from subagents.store.sqlite import open_store
+from subagents.testing import FunctionModel, ScriptedModel, tool_call_response, tool_calls_response
+
+GIT_USER = ["-c", "user.email=test@example.com", "-c", "user.name=Test"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *GIT_USER, *args], cwd=repo, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("hello\n")
+    (path / ".gitignore").write_text("*.log\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "init")
+    return path
+
+
+def isolated(name: str = "builder", **fields: Any) -> AgentDefinition:
+    fields.setdefault("description", f"The {name} specialist.")
+    fields.setdefault("system_prompt", f"You are {name}.")
+    return AgentDefinition(name=name, isolation="worktree", **fields)
+
+
+def task(subagent_type: str, prompt: str = "do it") -> dict[str, Any]:
+    return {"description": f"run {subagent_type}", "prompt": prompt, "subagent_type": subagent_type}
+
+
+def runtime(repo: Path, main: Any, *agents: AgentDefinition, **kwargs: Any) -> Runtime:
+    return Runtime(
+        cwd=repo, agents=agents, model=main, permission_mode="bypassPermissions", **kwargs
+    )
+
+
+def task_results(model: ScriptedModel | FunctionModel) -> list[ToolResultMessage]:
+    return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [
+        line.removeprefix("worktree ")
+        for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
+
+
+def branches(repo: Path) -> list[str]:
+    return git(repo, "branch", "--format=%(refname:short)").split()
+
+
+def read(path: Path) -> str:
+    return path.read_text()
+
+
+def exists(path: Path) -> bool:
+    return path.exists()
+
+
+KEPT = re.compile(r"path: (\S+)\n\s+branch: (\S+)")
+
+
+async def test_a_subagent_that_changes_nothing_leaves_no_worktree_or_branch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel([tool_call_response("Bash", {"command": "pwd; cat README.md"}), "read"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    result = await rt.run("look around")
+
+    assert result.output == "done"
+    # it ran in a worktree of its own, not in the project
+    bash_output = next(
+        m.content for m in child.requests[1].messages if isinstance(m, ToolResultMessage)
+    )
+    where = bash_output.splitlines()[0]
+    assert where != str(repo.resolve()) and "/.git/subagents/worktrees/builder-" in where
+    assert "hello" in bash_output
+    assert f"Working directory: {where}" in child.requests[0].system
+    assert "isolated git worktree" in child.requests[0].system
+    # and both the worktree and its branch are gone
+    assert worktrees(repo) == [str(repo.resolve())]
+    assert branches(repo) == ["main"]
+    assert not exists(Path(where))
+    (returned,) = task_results(main)
+    assert "changed nothing there; the worktree and its branch were removed" in returned.content
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert spawn.worktree_path is None and spawn.worktree_branch is None
+    assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_a_subagent_that_writes_keeps_its_worktree_and_says_where(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "new.txt", "content": "from child\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("write something")
+
+    (returned,) = task_results(main)
+    match = KEPT.search(returned.content)
+    assert match is not None, returned.content
+    path, branch = Path(match.group(1)), match.group(2)
+    assert "1 changed or new file" in returned.content
+    assert (path / "new.txt").read_text() == "from child\n"
+    assert not (repo / "new.txt").exists()  # the project's checkout is untouched
+    assert git(repo, "status", "--porcelain") == ""
+    assert branch.startswith("subagents/builder-") and branch in branches(repo)
+    assert str(path) in worktrees(repo)
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert (spawn.worktree_path, spawn.worktree_branch) == (str(path), branch)
+    assert spawn.to_dict()["worktree_branch"] == branch
+
+
+async def test_two_parallel_subagents_writing_the_same_file_do_not_collide(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    both_started = asyncio.Event()
+    started: list[str] = []
+
+    def writer(text: str) -> FunctionModel:
+        async def turn(request: ModelRequest) -> ModelResponse | str:
+            if len(request.messages) == 1:
+                started.append(text)
+                if len(started) == 2:
+                    both_started.set()
+                await both_started.wait()  # both are in their worktrees before either writes
+                return tool_call_response("Write", {"file_path": "README.md", "content": text})
+            return f"wrote {text!r}"
+
+        return FunctionModel(turn, name=f"test:{text}")
+
+    main = ScriptedModel(
+        [tool_calls_response([("Task", task("alpha")), ("Task", task("beta"))]), "done"]
+    )
+    rt = runtime(
+        repo,
+        main,
+        isolated("alpha"),
+        isolated("beta"),
+        agent_models={"alpha": writer("alpha version\n"), "beta": writer("beta version\n")},
+    )
+
+    await rt.run("both at once")
+
+    kept = {}
+    for returned in task_results(main):
+        match = KEPT.search(returned.content)
+        assert match is not None, returned.content
+        kept[match.group(2)] = Path(match.group(1))
+    assert len(kept) == 2
+    contents = {
+        branch.split("/")[1].split("-")[0]: (path / "README.md").read_text()
+        for branch, path in kept.items()
+    }
+    assert contents == {"alpha": "alpha version\n", "beta": "beta version\n"}
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert len(worktrees(repo)) == 3
+
+
+async def test_outside_a_git_repository_the_parent_gets_a_clear_tool_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    child = ScriptedModel([])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(plain, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (returned,) = task_results(main)
+    assert returned.is_error
+    assert "cannot start 'builder'" in returned.content
+    assert "needs a git repository" in returned.content
+    assert "remove `isolation: worktree`" in returned.content
+    assert child.requests == []  # the subagent never started
+    assert rt.last_delegation.handles == {}  # type: ignore[union-attr]
+
+
+async def test_a_repository_without_a_commit_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    child = ScriptedModel([])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (returned,) = task_results(main)
+    assert returned.is_error and "has no commit yet" in returned.content
+    assert "commit once" in returned.content
+    assert child.requests == []
+
+
+async def test_a_commit_alone_keeps_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    command = (
+        "echo change >> README.md && git add README.md && "
+        "git -c user.email=c@example.com -c user.name=Child commit -q -m 'child change'"
+    )
+    child = ScriptedModel([tool_call_response("Bash", {"command": command}), "committed"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("commit something")
+
+    (returned,) = task_results(main)
+    assert "1 new commit" in returned.content and "changed or new file" not in returned.content
+    match = KEPT.search(returned.content)
+    assert match is not None
+    assert git(repo, "log", "-1", "--format=%s", match.group(2)).strip() == "child change"
+    assert git(repo, "log", "-1", "--format=%s", "main").strip() == "init"
+
+
+async def test_uncommitted_changes_of_the_checkout_are_not_copied_and_that_is_said(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("edited, not committed\n")
+    (repo / "draft.txt").write_text("untracked\n")
+    child = ScriptedModel([tool_call_response("Read", {"file_path": "README.md"}), "read it"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    read = next(m for m in child.requests[1].messages if isinstance(m, ToolResultMessage))
+    assert "hello" in read.content and "edited" not in read.content
+    assert "2 uncommitted change(s) that are not in this worktree" in child.requests[0].system
+    (returned,) = task_results(main)
+    assert "2 uncommitted change(s) that were not copied" in returned.content
+    assert (repo / "README.md").read_text() == "edited, not committed\n"
+
+
+async def test_the_kept_worktree_is_in_the_trace(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "a.txt", "content": "a\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    with open_store(tmp_path / "state.db") as store:
+        rt = runtime(repo, main, isolated(), agent_models={"builder": child}, store=store)
+        result = await rt.run("go")
+        assert result.task_id is not None
+        traces = [t for t in store.traces(result.task_id) if t.step_name == "worktree_kept"]
+    (trace,) = traces
+    assert trace.agent == "builder"
+    assert trace.data["worktree_branch"].startswith("subagents/builder-")
+    assert read(Path(trace.data["worktree_path"], "a.txt")) == "a\n"
+
+
+async def test_a_cancelled_subagent_with_changes_keeps_its_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    wrote = asyncio.Event()
+    never = asyncio.Event()
+
+    async def child_turn(request: ModelRequest) -> ModelResponse | str:
+        if len(request.messages) == 1:
+            return tool_call_response("Write", {"file_path": "half.txt", "content": "half\n"})
+        wrote.set()
+        await never.wait()  # works "forever" until cancelled
+        return "unreachable"
+
+    async def main_turn(request: ModelRequest) -> ModelResponse | str:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            return tool_call_response("Task", {**task("builder"), "run_in_background": True})
+        if len(results) == 1:
+            await wrote.wait()
+            agent_id = re.search(r"agent_id (\S+)\.", results[0].content)
+            assert agent_id is not None
+            return tool_call_response("TaskCancel", {"agent_id": agent_id.group(1)})
+        return "stopped it"
+
+    main = FunctionModel(main_turn)
+    rt = runtime(repo, main, isolated(), agent_models={"builder": FunctionModel(child_turn)})
+
+    await rt.run("start and stop")
+
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert spawn.status == "cancelled"
+    assert spawn.worktree_path is not None
+    assert read(Path(spawn.worktree_path, "half.txt")) == "half\n"
+    assert spawn.worktree_branch in branches(repo)
+
+
+async def test_resuming_after_a_kept_worktree_continues_in_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [
+            tool_call_response("Write", {"file_path": "one.txt", "content": "1\n"}),
+            "first",
+            tool_call_response("Bash", {"command": "ls"}),
+            "second",
+        ]
+    )
+
+    def main_turn(request: ModelRequest) -> ModelResponse | str:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            return tool_call_response("Task", task("builder"))
+        if len(results) == 1:
+            agent_id = re.search(r'resume="([^"]+)"', results[0].content)
+            assert agent_id is not None
+            return tool_call_response("Task", {**task("builder"), "resume": agent_id.group(1)})
+        return "done"
+
+    main = FunctionModel(main_turn)
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("twice")
+
+    listing = next(
+        m.content for m in child.requests[3].messages[-1:] if isinstance(m, ToolResultMessage)
+    )
+    assert "one.txt" in listing  # the second run saw the first run's file
+    paths = {KEPT.search(m.content).group(1) for m in task_results(main)}  # type: ignore[union-attr]
+    assert len(paths) == 1
+
+
+async def test_leave_never_removes_a_worktree_that_changed_after_the_check(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    worktree = await enter_worktree(repo, agent_name="x", session_id="s1")
+    (worktree.path / "late.txt").write_text("late\n")
+    outcome = await leave_worktree(worktree)
+    assert outcome.kept and (worktree.path / "late.txt").exists()
+    # a worktree whose record is gone keeps its branch even once clean
+    (worktree.path / "late.txt").unlink()
+    taken_over = Worktree(worktree.repository, worktree.path, worktree.branch, None)
+    outcome = await leave_worktree(taken_over)
+    assert outcome.kept and worktree.branch in branches(repo)
+
+
+async def test_ignored_files_do_not_count_as_changes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    worktree = await enter_worktree(repo, agent_name="x", session_id="s2")
+    (worktree.path / "build.log").write_text("noise\n")
+    outcome = await leave_worktree(worktree)
+    assert not outcome.kept and not worktree.path.exists()
+    assert branches(repo) == ["main"]
+
+
+async def test_a_workspace_in_a_subfolder_works_in_the_same_subfolder(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "mod.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pkg")
+    worktree = await enter_worktree(repo / "pkg", agent_name="x", session_id="s3")
+    assert worktree.workspace == worktree.path / "pkg"
+    assert (worktree.workspace / "mod.py").read_text() == "x = 1\n"
+    assert not (await leave_worktree(worktree)).kept
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a b/c", ""])
+async def test_agent_names_never_leave_the_worktrees_folder(tmp_path: Path, name: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    worktree = await enter_worktree(repo, agent_name=name, session_id="s4")
+    assert worktree.path.parent == (repo / ".git" / "subagents" / "worktrees").resolve()
+    assert not (await leave_worktree(worktree)).kept
