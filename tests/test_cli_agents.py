@@ -74,7 +74,10 @@ def test_list_table_shows_scopes_overrides_and_status(repo: Path, home: Path) ->
     assert "builtin" in rows["plan"]  # overrides the built-in plan
     assert "invalid" in rows["broken"]
     assert "<builtin>" in rows["explore"] and "active" in rows["explore"]
-    assert "all (8)" in rows["general-purpose"]
+    _, shown, _ = invoke("show", "general-purpose", "--json", "--cwd", repo)
+    every_tool = json.loads(shown)["effective_tools"]
+    assert f"all ({len(every_tool)})" in rows["general-purpose"]
+    assert {"Read", "Bash", "Task"} <= set(every_tool)
     assert "invalid: broken:" in out
     assert out.startswith("Agents: 4 active of 5")
 
