@@ -146,6 +146,12 @@ def test_the_mapping_hint_quotes_a_key_toml_would_not_take_bare() -> None:
     assert '[models] "anthropic:claude-opus-4-7" = "PROVIDER:MODEL"' in (choice.hint or "")
 
 
+def test_a_huge_model_value_gives_a_bounded_message_that_says_it_is_cut() -> None:
+    choice = choose_model("x" * 100_000, env=NO_KEYS)
+    assert choice.inherits and len(choice.describe()) < 400
+    assert "..." in choice.describe()
+
+
 @pytest.mark.parametrize(
     ("provider", "settings", "env", "missing"),
     [
