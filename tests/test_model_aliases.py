@@ -118,6 +118,18 @@ def test_an_unknown_model_runs_on_the_parents_model_and_says_how_to_map_it(spec:
     assert not is_known_model(spec)
 
 
+@pytest.mark.parametrize(
+    "aliases", [{"sonnet": "gpt4"}, {"sonnet": "fast", "fast": "sonnet"}, {"sonnet": ""}]
+)
+def test_a_models_mapping_that_names_no_model_says_to_fix_the_mapping(
+    aliases: dict[str, str],
+) -> None:
+    choice = choose_model("sonnet", aliases=aliases, env=ANTHROPIC_KEY)
+    assert choice.inherits
+    assert choice.fallback is not None and "[models] mapping names no model" in choice.fallback
+    assert choice.hint is not None and "PROVIDER:MODEL" in choice.hint
+
+
 def test_an_unknown_model_is_never_an_error_even_in_error_mode() -> None:
     choice = choose_model("gpt4", fallback_mode="error", env=NO_KEYS)
     assert choice.inherits and choice.error is None and choice.fallback is not None

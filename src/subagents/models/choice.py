@@ -98,7 +98,14 @@ def choose_model(
         return ModelChoice(requested=name, model=None)
     try:
         resolved = resolve_model_string(name, aliases)
-    except ModelConfigurationError:
+    except ModelConfigurationError as error:
+        if _is_mapped(name, aliases or {}):  # the mapping itself leads nowhere
+            return ModelChoice(
+                requested=name,
+                model=None,
+                fallback=f"its [models] mapping names no model ({shorten(error.message, 160)})",
+                hint="write PROVIDER:MODEL as its value under [models] in .subagents/config.toml",
+            )
         return ModelChoice(
             requested=name,
             model=None,
@@ -135,6 +142,11 @@ def is_known_model(spec: str, aliases: Mapping[str, str] | None = None) -> bool:
     except ModelConfigurationError:
         return False
     return True
+
+
+def _is_mapped(name: str, aliases: Mapping[str, str]) -> bool:
+    bare = split_context_suffix(name)[0]
+    return any(key in aliases for key in (name, name.lower(), bare, bare.lower()))
 
 
 def _mapping_hint(name: str) -> str:
