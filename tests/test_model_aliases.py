@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from subagents.cli.blocks import BlockTree
 from subagents.config import Config, load_config
 from subagents.definitions.model import AgentDefinition
+from subagents.definitions.validate import check_model
 from subagents.inventory import Inventory
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.aliases import DEFAULT_ALIASES, TIER_ALIASES, split_context_suffix
@@ -202,6 +203,26 @@ def test_the_resolver_never_raises_and_its_answer_is_consistent(
     if choice.error is not None:
         assert choice.model is not None and choice.hint and mode == "error"
     assert choice.describe()
+
+
+@settings(max_examples=400)
+@given(
+    spec=st.one_of(
+        st.text(max_size=30),
+        st.sampled_from([*DEFAULT_ALIASES, "Sonnet[1M]", "openai:", "a.b:c", "claude-x", "o3"]),
+    ),
+    names=st.lists(st.text(min_size=1, max_size=8), max_size=3),
+)
+def test_a_file_is_warned_about_exactly_when_the_run_cannot_tell_its_model(
+    spec: str, names: list[str]
+) -> None:
+    assume(spec.strip())
+    aliases = dict.fromkeys(names, "openai:mapped")
+    _, warning = check_model(spec, known_aliases=list(aliases))
+    keys = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    choice = choose_model(spec, aliases=aliases, env=keys)
+    unknown = choice.fallback == "not a model or alias known here"
+    assert (warning is not None and "not recognised" in warning) == unknown
 
 
 # -- at run time, in process ------------------------------------------------------------------
