@@ -570,6 +570,8 @@ def test_a_sonnet_agent_runs_on_the_openai_parent_and_says_so_everywhere(
     assert debugger["effective_model"] == "inherit"
     assert debugger["model_fallback"]["reason"] == "no ANTHROPIC_API_KEY"
     assert debugger["model_fallback"]["requested"] == "sonnet"
+    assert debugger["model_fallback"]["runs_on"] == "inherit"
+    assert debugger["model_fallback"]["wanted"] == TIER_ALIASES["sonnet"]
     assert as_json["explore"]["model_fallback"] is None  # haiku is mapped to the server
 
 
@@ -592,6 +594,11 @@ def test_error_mode_fails_the_delegation_clearly(project: Project, server: Scrip
     assert "instead of sonnet" not in done.said
     shown = squeeze(project.cli("agents", "show", "debugger").out)
     assert f"sonnet → {TIER_ALIASES['sonnet']} (cannot start:" in shown
+    assert f"{TIER_ALIASES['sonnet']} (cannot start here)" in project.cli("agents", "list").out
+    listed = {a["name"]: a for a in project.cli("agents", "list", "--json").json()["agents"]}
+    refused = listed["debugger"]["model_fallback"]
+    assert refused["runs_on"] is None and refused["wanted"] == TIER_ALIASES["sonnet"]
+    assert "ANTHROPIC_API_KEY" in refused["reason"]
 
 
 def test_the_main_agent_on_a_tier_without_its_key_still_fails(

@@ -90,6 +90,8 @@ def _tools_summary(record: AgentRecord) -> str:
 def _model_summary(record: AgentRecord) -> str:
     """The list's model column: the model a delegation runs on, and why when it inherits."""
     choice = record.model_choice
+    if choice is not None and choice.error is not None:
+        return f"{record.effective_model} (cannot start here)"
     if choice is None or choice.fallback is None:
         return record.effective_model or "-"
     return f"{shorten(choice.requested or '', _SHOWN_MODEL_CHARS)} → inherit: {choice.fallback}"
@@ -109,7 +111,8 @@ def _fallback_json(record: AgentRecord) -> dict[str, Any] | None:
         return None
     return {
         "requested": choice.requested,
-        "runs_on": "inherit" if choice.fallback is not None else choice.model,
+        "wanted": choice.wanted,
+        "runs_on": "inherit" if choice.fallback is not None else None,  # None: refused
         "reason": choice.fallback or choice.error,
         "hint": choice.hint,
     }
