@@ -124,7 +124,7 @@ def choose_model(
             requested=name,
             model=resolved,
             long_context=long_context,
-            error=f"the model {resolved!r} needs {missing}, which is not set",
+            error=f"the model {shorten(resolved, _SHOWN_CHARS)!r} needs {missing}, which is not set",
             hint=hint,
             wanted=resolved,
         )
