@@ -120,11 +120,12 @@ def choose_model(
         return ModelChoice(requested=name, model=resolved, long_context=long_context)
     hint = f"{_mapping_hint(name)}, or set {missing}"
     if fallback_mode == "error":
+        shown = shorten(resolved, _SHOWN_CHARS)
         return ModelChoice(
             requested=name,
             model=resolved,
             long_context=long_context,
-            error=f"the model {shorten(resolved, _SHOWN_CHARS)!r} needs {missing}, which is not set",
+            error=f"the model {shown!r} needs {missing}, which is not set",
             hint=hint,
             wanted=resolved,
         )
