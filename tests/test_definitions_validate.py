@@ -150,6 +150,8 @@ def test_config_model_aliases_are_accepted_when_known() -> None:
     assert validate_definition(d).warnings != []
     known = validate_definition(d, known_model_aliases=["fast"])
     assert known.status == "active" and known.warnings == []
+    spelled = d.model_copy(update={"model": "Fast[1m]"})  # resolves like the run resolves it
+    assert validate_definition(spelled, known_model_aliases=["fast"]).warnings == []
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from subagents.cli.blocks import BlockTree
 from subagents.config import Config, load_config
 from subagents.definitions.model import AgentDefinition
+from subagents.definitions.validate import check_model
 from subagents.inventory import Inventory
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.aliases import DEFAULT_ALIASES, TIER_ALIASES, split_context_suffix
@@ -118,6 +119,18 @@ def test_an_unknown_model_runs_on_the_parents_model_and_says_how_to_map_it(spec:
     assert not is_known_model(spec)
 
 
+@pytest.mark.parametrize(
+    "aliases", [{"sonnet": "gpt4"}, {"sonnet": "fast", "fast": "sonnet"}, {"sonnet": ""}]
+)
+def test_a_models_mapping_that_names_no_model_says_to_fix_the_mapping(
+    aliases: dict[str, str],
+) -> None:
+    choice = choose_model("sonnet", aliases=aliases, env=ANTHROPIC_KEY)
+    assert choice.inherits
+    assert choice.fallback is not None and "[models] mapping names no model" in choice.fallback
+    assert choice.hint is not None and "PROVIDER:MODEL" in choice.hint
+
+
 def test_an_unknown_model_is_never_an_error_even_in_error_mode() -> None:
     choice = choose_model("gpt4", fallback_mode="error", env=NO_KEYS)
     assert choice.inherits and choice.error is None and choice.fallback is not None
@@ -144,6 +157,12 @@ def test_error_mode_keeps_the_model_and_says_why_it_cannot_start() -> None:
 def test_the_mapping_hint_quotes_a_key_toml_would_not_take_bare() -> None:
     choice = choose_model("anthropic:claude-opus-4-7", env=NO_KEYS)
     assert '[models] "anthropic:claude-opus-4-7" = "PROVIDER:MODEL"' in (choice.hint or "")
+
+
+def test_a_huge_model_value_gives_a_bounded_message_that_says_it_is_cut() -> None:
+    choice = choose_model("x" * 100_000, env=NO_KEYS)
+    assert choice.inherits and len(choice.describe()) < 400
+    assert "..." in choice.describe()
 
 
 @pytest.mark.parametrize(
@@ -184,6 +203,26 @@ def test_the_resolver_never_raises_and_its_answer_is_consistent(
     if choice.error is not None:
         assert choice.model is not None and choice.hint and mode == "error"
     assert choice.describe()
+
+
+@settings(max_examples=400)
+@given(
+    spec=st.one_of(
+        st.text(max_size=30),
+        st.sampled_from([*DEFAULT_ALIASES, "Sonnet[1M]", "openai:", "a.b:c", "claude-x", "o3"]),
+    ),
+    names=st.lists(st.text(min_size=1, max_size=8), max_size=3),
+)
+def test_a_file_is_warned_about_exactly_when_the_run_cannot_tell_its_model(
+    spec: str, names: list[str]
+) -> None:
+    assume(spec.strip())
+    aliases = dict.fromkeys(names, "openai:mapped")
+    _, warning = check_model(spec, known_aliases=list(aliases))
+    keys = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    choice = choose_model(spec, aliases=aliases, env=keys)
+    unknown = choice.fallback == "not a model or alias known here"
+    assert (warning is not None and "not recognised" in warning) == unknown
 
 
 # -- at run time, in process ------------------------------------------------------------------
@@ -531,6 +570,8 @@ def test_a_sonnet_agent_runs_on_the_openai_parent_and_says_so_everywhere(
     assert debugger["effective_model"] == "inherit"
     assert debugger["model_fallback"]["reason"] == "no ANTHROPIC_API_KEY"
     assert debugger["model_fallback"]["requested"] == "sonnet"
+    assert debugger["model_fallback"]["runs_on"] == "inherit"
+    assert debugger["model_fallback"]["wanted"] == TIER_ALIASES["sonnet"]
     assert as_json["explore"]["model_fallback"] is None  # haiku is mapped to the server
 
 
@@ -553,6 +594,11 @@ def test_error_mode_fails_the_delegation_clearly(project: Project, server: Scrip
     assert "instead of sonnet" not in done.said
     shown = squeeze(project.cli("agents", "show", "debugger").out)
     assert f"sonnet → {TIER_ALIASES['sonnet']} (cannot start:" in shown
+    assert f"{TIER_ALIASES['sonnet']} (cannot start here)" in project.cli("agents", "list").out
+    listed = {a["name"]: a for a in project.cli("agents", "list", "--json").json()["agents"]}
+    refused = listed["debugger"]["model_fallback"]
+    assert refused["runs_on"] is None and refused["wanted"] == TIER_ALIASES["sonnet"]
+    assert "ANTHROPIC_API_KEY" in refused["reason"]
 
 
 def test_the_main_agent_on_a_tier_without_its_key_still_fails(

@@ -566,7 +566,7 @@ class Inventory:
         Aliases only matter for the ``model`` value; known servers only for MCP tool names and
         ``mcp_servers`` (the parser accepts every MCP name).
         """
-        if definition.model is not None and definition.model in aliases:
+        if definition.model is not None and aliases:  # any spelling of a config alias
             return True
         if self._extra_tools and not self._extra_tools.isdisjoint(definition.tools or ()):
             return True

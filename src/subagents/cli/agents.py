@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from subagents._preview import shorten
 from subagents.cli.common import make_console, user_errors
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from subagents.inventory import AgentRecord, Inventory
 
 __all__ = ["agents_app"]
+
+_SHOWN_MODEL_CHARS = 60  # of a model value as an agent file wrote it
 
 agents_app = typer.Typer(
     help="Find, inspect and validate agent definitions.",
@@ -87,9 +90,11 @@ def _tools_summary(record: AgentRecord) -> str:
 def _model_summary(record: AgentRecord) -> str:
     """The list's model column: the model a delegation runs on, and why when it inherits."""
     choice = record.model_choice
+    if choice is not None and choice.error is not None:
+        return f"{record.effective_model} (cannot start here)"
     if choice is None or choice.fallback is None:
         return record.effective_model or "-"
-    return f"{choice.requested} → inherit: {choice.fallback}"
+    return f"{shorten(choice.requested or '', _SHOWN_MODEL_CHARS)} → inherit: {choice.fallback}"
 
 
 def _model_line(record: AgentRecord) -> str:
@@ -106,7 +111,8 @@ def _fallback_json(record: AgentRecord) -> dict[str, Any] | None:
         return None
     return {
         "requested": choice.requested,
-        "runs_on": "inherit" if choice.fallback is not None else choice.model,
+        "wanted": choice.wanted,
+        "runs_on": "inherit" if choice.fallback is not None else None,  # None: refused
         "reason": choice.fallback or choice.error,
         "hint": choice.hint,
     }
@@ -120,7 +126,8 @@ def _print_model_notes(console: Any, records: list[AgentRecord]) -> None:
         if record.status != "active" or choice is None:
             continue
         if choice.fallback is not None or choice.error is not None:
-            notes.setdefault(f"{choice.requested} → {choice.describe()}", []).append(record.name)
+            requested = shorten(choice.requested or "", _SHOWN_MODEL_CHARS)
+            notes.setdefault(f"{requested} → {choice.describe()}", []).append(record.name)
     from rich.markup import escape
 
     for note, names in notes.items():

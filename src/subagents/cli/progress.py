@@ -109,7 +109,7 @@ class ProgressPrinter:
             console.print(
                 f"[yellow]{escape(event.agent_type)} runs on {escape(event.model_name)} (its "
                 f"parent's model) instead of {escape(redact.text(event.requested))}:[/] "
-                f"{escape(event.reason)}; {escape(event.hint)}",
+                f"{escape(redact.text(event.reason))}; {escape(redact.text(event.hint))}",
                 highlight=False,
             )
         elif isinstance(event, ev.MCPServerFailed):

@@ -13,7 +13,7 @@ from typing import Any
 
 from subagents._preview import preview, shorten
 from subagents.definitions.model import AgentDefinition
-from subagents.models.aliases import DEFAULT_ALIASES
+from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
 from subagents.models.choice import is_known_model
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME, classify_tool_name
 from subagents.tools.specs import entry_tool_name, parse_tool_entry
@@ -62,8 +62,10 @@ def check_model(
     """
     if model is None or model in MODEL_ALIASES:
         return None, None
-    if known_aliases is not None and model in known_aliases:
-        return None, None
+    if known_aliases is not None:
+        text, bare = model.strip(), split_context_suffix(model)[0]  # as the run reads it
+        if any(name in known_aliases for name in (text, text.lower(), bare, bare.lower())):
+            return None, None
     match = _PROVIDER_MODEL.match(model)
     if match:
         provider = match.group(1)

@@ -23,7 +23,10 @@ _EXPORTS: dict[str, str] = {
     "OpenAIChatModel": "subagents.models.openai",
     "AnthropicModel": "subagents.models.anthropic",
     "RetryPolicy": "subagents.models.retry",
-    "DEFAULT_ALIASES": "subagents.models.resolve",
+    "DEFAULT_ALIASES": "subagents.models.aliases",
+    "TIER_ALIASES": "subagents.models.aliases",
+    "ModelChoice": "subagents.models.choice",
+    "choose_model": "subagents.models.choice",
     "KNOWN_PROVIDERS": "subagents.models.resolve",
     "build_model": "subagents.models.resolve",
     "resolve_model_string": "subagents.models.resolve",
@@ -34,9 +37,11 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "DEFAULT_ALIASES",
     "KNOWN_PROVIDERS",
+    "TIER_ALIASES",
     "AnthropicModel",
     "FunctionModel",
     "Model",
+    "ModelChoice",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
@@ -50,10 +55,12 @@ __all__ = [
     "TextDelta",
     "ToolSpec",
     "build_model",
+    "choose_model",
     "resolve_model_string",
 ]
 
 if TYPE_CHECKING:
+    from subagents.models.aliases import DEFAULT_ALIASES, TIER_ALIASES
     from subagents.models.anthropic import AnthropicModel
     from subagents.models.base import (
         Model,
@@ -66,9 +73,9 @@ if TYPE_CHECKING:
         TextDelta,
         ToolSpec,
     )
+    from subagents.models.choice import ModelChoice, choose_model
     from subagents.models.openai import OpenAIChatModel
     from subagents.models.resolve import (
-        DEFAULT_ALIASES,
         KNOWN_PROVIDERS,
         build_model,
         resolve_model_string,

@@ -98,7 +98,14 @@ def choose_model(
         return ModelChoice(requested=name, model=None)
     try:
         resolved = resolve_model_string(name, aliases)
-    except ModelConfigurationError:
+    except ModelConfigurationError as error:
+        if _is_mapped(name, aliases or {}):  # the mapping itself leads nowhere
+            return ModelChoice(
+                requested=name,
+                model=None,
+                fallback=f"its [models] mapping names no model ({shorten(error.message, 160)})",
+                hint="write PROVIDER:MODEL as its value under [models] in .subagents/config.toml",
+            )
         return ModelChoice(
             requested=name,
             model=None,
@@ -113,11 +120,12 @@ def choose_model(
         return ModelChoice(requested=name, model=resolved, long_context=long_context)
     hint = f"{_mapping_hint(name)}, or set {missing}"
     if fallback_mode == "error":
+        shown = shorten(resolved, _SHOWN_CHARS)
         return ModelChoice(
             requested=name,
             model=resolved,
             long_context=long_context,
-            error=f"the model {resolved!r} needs {missing}, which is not set",
+            error=f"the model {shown!r} needs {missing}, which is not set",
             hint=hint,
             wanted=resolved,
         )
@@ -135,6 +143,11 @@ def is_known_model(spec: str, aliases: Mapping[str, str] | None = None) -> bool:
     except ModelConfigurationError:
         return False
     return True
+
+
+def _is_mapped(name: str, aliases: Mapping[str, str]) -> bool:
+    bare = split_context_suffix(name)[0]
+    return any(key in aliases for key in (name, name.lower(), bare, bare.lower()))
 
 
 def _mapping_hint(name: str) -> str:
