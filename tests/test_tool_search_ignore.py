@@ -3,6 +3,7 @@ as ripgrep does, in a real git repository built in a temporary folder."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from subagents.messages import ToolCall
 from subagents.tools.base import ToolContext, ToolRegistry
@@ -251,3 +254,80 @@ async def test_bad_and_oversized_ignore_files_are_reported_not_fatal(tmp_path: P
     (tmp_path / ".gitignore").write_text("".join(f"p{i}\n" for i in range(MAX_IGNORE_PATTERNS + 5)))
     many = await runner(tmp_path)("Glob", pattern="*")
     assert f"only the first {MAX_IGNORE_PATTERNS} apply" in many.message.content
+
+
+# --- the same answer as git, for any rules --------------------------------------------------------
+
+_TREE = [
+    "a.py",
+    "b.log",
+    "x/a.py",
+    "x/b.log",
+    "x/y/c.txt",
+    "x/build/f.py",
+    "y/a.py",
+    "y/x/d.md",
+    "build/e.py",
+    "z/q/r/s.md",
+]
+_PATTERNS = st.sampled_from(
+    [
+        "*.py",
+        "*.log",
+        "!a.py",
+        "!*.md",
+        "*.md",
+        "x/",
+        "/x",
+        "x",
+        "build",
+        "build/",
+        "/build/",
+        "y/**/d.md",
+        "**/c.txt",
+        "x/*.log",
+        "!x/b.log",
+        "/a.py",
+        "y/x/",
+        "x/y/",
+        "z/**",
+        "!z/q/",
+        "**/r",
+        "?.py",
+        "[ab].*",
+        "x/**/c.txt",
+        "!**/f.py",
+        "*/build/",
+        "**/y",
+        "!x/y/",
+        "!x/y/c.txt",
+        "# comment",
+        "",
+    ]
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    root_rules=st.lists(_PATTERNS, max_size=6),
+    nested_rules=st.lists(_PATTERNS, max_size=4),
+)
+def test_glob_keeps_exactly_what_git_keeps(
+    tmp_path_factory: pytest.TempPathFactory, root_rules: list[str], nested_rules: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    for name in _TREE:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x\n")
+    (root / ".gitignore").write_text("\n".join(root_rules) + "\n")
+    (root / "x" / ".gitignore").write_text("\n".join(nested_rules) + "\n")
+    _git(root, "init", "-q")
+    by_git = set(_git(root, "ls-files", "--others", "--exclude-standard").splitlines())
+    expected = {path for path in by_git if not any(p.startswith(".") for p in path.split("/"))}
+    outcome = asyncio.run(runner(root)("Glob", pattern="**/*"))
+    assert outcome.status == "ok"
+    assert listed(outcome) == expected, (root_rules, nested_rules)

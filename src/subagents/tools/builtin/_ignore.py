@@ -29,6 +29,7 @@ is reported in :attr:`SearchFilter.notes`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,30 +60,50 @@ INCLUDE_IGNORED_DESCRIPTION = (
 )
 
 
+_Pattern = tuple[bool, "re.Pattern[str]"]  # (ignores, regex), in the file's order
+
+
 @dataclass(frozen=True, slots=True)
 class _Rules:
     """The patterns of one ignore file; they apply to paths under ``prefix`` (relative to the
     walk's top, ``""`` or ending in ``/``)."""
 
     prefix: str
-    spec: pathspec.GitIgnoreSpec
+    patterns: tuple[_Pattern, ...]
 
 
 _Chain = tuple[_Rules, ...]  # highest priority first
 
 
 def _decide(chain: _Chain, relative: str, is_dir: bool) -> bool:
-    """Whether ``relative`` (to the walk's top) is ignored by the first rules that decide."""
+    """Whether ``relative`` (to the walk's top) is ignored: the last pattern of the first
+    file that has a matching one decides, as in git."""
     for rules in chain:
         if not relative.startswith(rules.prefix):
             continue
         subject = relative[len(rules.prefix) :]
         if is_dir:
             subject += "/"
-        decision = rules.spec.check_file(subject).include
-        if decision is not None:
-            return decision
+        for ignores, regex in reversed(rules.patterns):
+            if _matches_itself(regex, subject):
+                return ignores
     return False
+
+
+def _matches_itself(regex: re.Pattern[str], subject: str) -> bool:
+    """Whether the pattern matches ``subject`` itself, not one of its parent folders.
+
+    pathspec's patterns also match whatever lies inside a folder they match (it checks flat
+    lists of files); git does not apply them that way, which matters for negations: after
+    ``**/r`` and ``!z/q/``, ``z/q/r`` stays ignored. The walk never enters an ignored
+    folder, so a match that ends at a parent (its ``ps_d`` group closes early) is discarded.
+    """
+    match = regex.match(subject)
+    if match is None:
+        return False
+    if "ps_d" in regex.groupindex and match.group("ps_d") is not None:
+        return match.end("ps_d") == len(subject)
+    return True
 
 
 @dataclass(slots=True)
@@ -241,14 +262,14 @@ class SearchFilter:
                 f"{shown} has more than {MAX_IGNORE_PATTERNS} lines; only the first "
                 f"{MAX_IGNORE_PATTERNS} apply"
             )
-        spec = self._compile(lines, shown)
+        patterns = self._compile(lines, shown)
         relative = self._relative(folder)
         prefix = "" if relative in ("", ".") else relative + "/"
-        return _Rules(prefix, spec)
+        return _Rules(prefix, patterns)
 
-    def _compile(self, lines: list[str], shown: str) -> pathspec.GitIgnoreSpec:
+    def _compile(self, lines: list[str], shown: str) -> tuple[_Pattern, ...]:
         try:
-            return pathspec.GitIgnoreSpec.from_lines(lines)
+            spec = pathspec.GitIgnoreSpec.from_lines(lines)
         except Exception:  # one bad pattern spoils the lot: keep the good ones
             good: list[str] = []
             for number, line in enumerate(lines, start=1):
@@ -258,7 +279,14 @@ class SearchFilter:
                     self._note(f"line {number} of {shown} is not a valid pattern and is skipped")
                     continue
                 good.append(line)
-            return pathspec.GitIgnoreSpec.from_lines(good)
+            spec = pathspec.GitIgnoreSpec.from_lines(good)
+        return tuple(
+            (bool(pattern.include), pattern.regex)
+            for pattern in spec.patterns
+            if isinstance(pattern, pathspec.RegexPattern)
+            and pattern.include is not None
+            and pattern.regex is not None
+        )
 
     def _note(self, text: str) -> None:
         if len(self.notes) < _MAX_NOTES:
