@@ -119,6 +119,8 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     if session.error:
         label += f"\n[red]error: {escape(_one_line(session.error, _ERROR_WIDTH))}[/]"
     node = parent.add(label)
+    if session.todos:
+        _add_todos(node, session)
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)
@@ -136,6 +138,18 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     for child in session.children:
         if child.session_id in waiting:
             _add_session(node, child)
+
+
+def _add_todos(node: Tree, session: SessionTrace) -> None:
+    from rich.markup import escape
+
+    from subagents.cli.progress import TODO_MARKS
+    from subagents.todos import todo_counts
+
+    todos = node.add(f"[dim]todos ({todo_counts(session.todos)})[/]")
+    for item in session.todos:
+        mark, style = TODO_MARKS[item.status]
+        todos.add(f"[{style}]{mark} {escape(_one_line(item.content, _ERROR_WIDTH))}[/]")
 
 
 def _tool_label(call: ToolCallTrace) -> str:
