@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from subagents.cli.agents import agents_app
 from subagents.definitions.parse import parse_agent_file
+from subagents.tools.names import BUILTIN_TOOL_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo-project"
@@ -74,7 +75,7 @@ def test_list_table_shows_scopes_overrides_and_status(repo: Path, home: Path) ->
     assert "builtin" in rows["plan"]  # overrides the built-in plan
     assert "invalid" in rows["broken"]
     assert "<builtin>" in rows["explore"] and "active" in rows["explore"]
-    assert "all (8)" in rows["general-purpose"]
+    assert f"all ({len(BUILTIN_TOOL_NAMES) + 1})" in rows["general-purpose"]  # and Task
     assert "invalid: broken:" in out
     assert out.startswith("Agents: 4 active of 5")
 
