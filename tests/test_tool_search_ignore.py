@@ -331,3 +331,18 @@ def test_glob_keeps_exactly_what_git_keeps(
     outcome = asyncio.run(runner(root)("Glob", pattern="**/*"))
     assert outcome.status == "ok"
     assert listed(outcome) == expected, (root_rules, nested_rules)
+
+
+async def test_an_ignore_file_that_is_a_fifo_or_a_link_outside_is_not_read(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    os.mkfifo(workspace / ".gitignore")  # opening it would block the walk for ever
+    outside = tmp_path / "outside-rules"
+    outside.write_text("*.txt\n")
+    (workspace / "sub" / ".gitignore").symlink_to(outside)
+    (workspace / "a.txt").write_text("x\n")
+    (workspace / "sub" / "b.txt").write_text("x\n")
+    outcome = await runner(workspace)("Glob", pattern="**/*.txt")
+    assert listed(outcome) == {"a.txt", "sub/b.txt"}
+    assert ".gitignore is not a regular file inside the project" in outcome.message.content
+    assert "sub/.gitignore is not a regular file" in outcome.message.content

@@ -237,13 +237,18 @@ class SearchFilter:
             top = self._walk_top()
             exclude = _exclude_file(top)
             if exclude is not None:
-                rules = self._load(exclude, top)
+                rules = self._load(exclude, top, git_own=True)
                 if rules is not None:
                     self._exclude = (rules,)
         return self._exclude
 
-    def _load(self, file: Path, folder: Path) -> _Rules | None:
+    def _load(self, file: Path, folder: Path, *, git_own: bool = False) -> _Rules | None:
+        """The rules of ``file``, which apply below ``folder``; ``git_own`` for the
+        repository's exclude file, which may live outside (a worktree's is in its repository)."""
         shown = self._shown(file)
+        if not self._readable_rules(file, git_own):
+            self._note(f"{shown} is not a regular file inside the project; it is not read")
+            return None
         try:
             with file.open("rb") as handle:
                 data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
@@ -266,6 +271,15 @@ class SearchFilter:
         relative = self._relative(folder)
         prefix = "" if relative in ("", ".") else relative + "/"
         return _Rules(prefix, patterns)
+
+    def _readable_rules(self, file: Path, git_own: bool) -> bool:
+        """Only a regular file that stays inside the walk's top is read: a FIFO would block
+        the walk for ever, a device never ends, and a link could point anywhere."""
+        try:
+            real = Path(os.path.realpath(file))
+        except (OSError, ValueError):
+            return False
+        return (git_own or real.is_relative_to(self._walk_top())) and real.is_file()
 
     def _compile(self, lines: list[str], shown: str) -> tuple[_Pattern, ...]:
         try:
