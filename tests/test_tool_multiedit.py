@@ -255,3 +255,13 @@ async def test_an_agent_file_naming_multiedit_and_todowrite_gets_and_uses_them(
     result = await runtime.run("rename old_name")
     assert result.status == "completed", result.error
     assert (tmp_path / "m.py").read_text() == "new_name = 2\nprint(new_name)\n"
+
+
+async def test_edits_that_would_blow_the_text_up_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("a" * 1000)
+    doubling = [edit("a", "aa", replace_all=True)] * 20  # 1000 * 2**20 characters
+    outcome = await multi_edit(tmp_path, "m.txt", doubling)
+    assert outcome.status == "error"
+    assert outcome.message.content.startswith("Edit 17 of 20 failed: this replacement would")
+    assert "more than the limit" in outcome.message.content
+    assert (tmp_path / "m.txt").read_text() == "a" * 1000
