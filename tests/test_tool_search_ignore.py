@@ -296,6 +296,8 @@ _PATTERNS = st.sampled_from(
         "?.py",
         "[ab].*",
         "x/**/c.txt",
+        "*.log   ",
+        "\\!a.py",
         "!**/f.py",
         "*/build/",
         "**/y",
@@ -346,3 +348,14 @@ async def test_an_ignore_file_that_is_a_fifo_or_a_link_outside_is_not_read(tmp_p
     assert listed(outcome) == {"a.txt", "sub/b.txt"}
     assert ".gitignore is not a regular file inside the project" in outcome.message.content
     assert "sub/.gitignore is not a regular file" in outcome.message.content
+
+
+async def test_windows_line_ends_and_a_byte_order_mark_are_read_as_git_reads_them(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".gitignore").write_bytes(b"\xef\xbb\xbf*.log\r\nbuild/\r\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "x.txt").write_text("x\n")
+    (tmp_path / "a.log").write_text("x\n")
+    (tmp_path / "b.txt").write_text("x\n")
+    assert listed(await runner(tmp_path)("Glob", pattern="**/*")) == {"b.txt"}

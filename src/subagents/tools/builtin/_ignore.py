@@ -260,7 +260,7 @@ class SearchFilter:
                 f"{shown} is larger than {MAX_IGNORE_FILE_BYTES // 1024} KiB; only its "
                 "start applies"
             )
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        lines = data.decode("utf-8-sig", errors="replace").splitlines()  # git skips a BOM
         if len(lines) > MAX_IGNORE_PATTERNS:
             lines = lines[:MAX_IGNORE_PATTERNS]
             self._note(
