@@ -116,6 +116,7 @@ class SearchFilter:
     examples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _top: Path | None = None
+    _top_prefix: str | None = None
     _exclude: _Chain | None = None
 
     # -- walking -------------------------------------------------------------------------------
@@ -315,8 +316,18 @@ class SearchFilter:
         return self._top
 
     def _relative(self, path: Path) -> str:
-        relative = path.relative_to(self._walk_top()).as_posix()
-        return "" if relative == "." else relative
+        """``path`` relative to the walk's top, ``/``-separated (``""`` for the top itself).
+
+        Plain string slicing: this runs for every entry of a walk, and every path it sees
+        lies under the top (the walk starts inside the workspace, which is inside the top).
+        """
+        text = str(path)
+        prefix = self._top_prefix
+        if prefix is None:
+            prefix = self._top_prefix = str(self._walk_top()).rstrip(os.sep) + os.sep
+        if not text.startswith(prefix):
+            return ""
+        return text[len(prefix) :].replace(os.sep, "/")
 
     def _shown(self, path: Path) -> str:
         if path.is_relative_to(self.workspace.root):
