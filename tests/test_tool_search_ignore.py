@@ -229,6 +229,9 @@ async def test_dot_ignore_overrides_gitignore_in_the_same_folder(repo: Path) -> 
     (repo / "docs" / "other.md").write_text("x\n")
     found = listed(await runner(repo)("Glob", pattern="docs/*"))
     assert found == {"docs/guide.md", "docs/secret_top.py"}
+    (repo / "docs" / ".rgignore").write_text("guide.md\n!other.md\n")  # ripgrep's own, first
+    found = listed(await runner(repo)("Glob", pattern="docs/*"))
+    assert found == {"docs/other.md", "docs/secret_top.py"}
 
 
 async def test_a_worktree_reads_the_exclude_file_of_its_repository(repo: Path) -> None:

@@ -4,10 +4,12 @@ A walk skips:
 
 - version-control folders (``.git/`` and its kin), always;
 - hidden files and folders (names starting with ``.``);
-- whatever ``.gitignore`` files (nested ones too), ``.ignore`` files and the repository's
-  ``.git/info/exclude`` exclude, with git's rules (``!`` negation, ``/`` anchoring, ``dir/``,
-  ``**``), read by ``pathspec``. A deeper file overrides a shallower one, and in one folder
-  ``.ignore`` overrides ``.gitignore``, which overrides ``info/exclude``.
+- whatever ``.gitignore`` files (nested ones too), ``.ignore`` and ``.rgignore`` files and the
+  repository's ``.git/info/exclude`` exclude, with git's rules (``!`` negation, ``/``
+  anchoring, ``dir/``, ``**``), read by ``pathspec``. A deeper file overrides a shallower one;
+  in one folder ``.rgignore`` overrides ``.ignore``, which overrides ``.gitignore``; the
+  exclude file comes last. Git's global excludes file (``core.excludesFile``) is not read:
+  it is one person's taste, not the project's.
 
 ``.gitignore`` applies outside a git repository too (ripgrep needs ``--no-require-git`` for
 that): a workspace copied without its ``.git`` still has a ``.venv`` nobody wants searched.
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 # Highest priority first, within one folder.
-IGNORE_FILE_NAMES: tuple[str, ...] = (".ignore", ".gitignore")
+IGNORE_FILE_NAMES: tuple[str, ...] = (".rgignore", ".ignore", ".gitignore")
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 MAX_IGNORE_PATTERNS = 10_000
 _MAX_EXAMPLES = 5
