@@ -32,7 +32,7 @@ from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.todos import TodoItem, todo_counts, todos_from_state
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.builtin import builtin_tools
-from subagents.tools.builtin.todowrite import MAX_TODOS
+from subagents.tools.builtin.todowrite import MAX_TODO_CHARS, MAX_TODO_LIST_CHARS, MAX_TODOS
 from subagents.tools.execution import execute_tool_call
 from subagents.tools.permissions import PermissionPolicy
 from subagents.tracing.view import build_trace, trace_to_json
@@ -133,6 +133,11 @@ async def test_older_shapes_are_accepted_and_bad_items_are_tool_errors() -> None
         "content": [{"content": "", "status": "pending"}],
         "colour": [{"content": "x", "status": "pending", "colour": "red"}],
         f"at most {MAX_TODOS}": [{"content": "x", "status": "pending"}] * (MAX_TODOS + 1),
+        f"at most {MAX_TODO_CHARS}": [{"content": "x" * (MAX_TODO_CHARS + 1), "status": "pending"}],
+        f"more than the limit of {MAX_TODO_LIST_CHARS:,}": [
+            {"content": "x" * MAX_TODO_CHARS, "status": "pending", "activeForm": "y" * 400}
+        ]
+        * 30,
     }
     for expected, todos in bad.items():
         outcome = await call_todo_write({"todos": todos}, keeper)

@@ -11,11 +11,13 @@ from subagents.todos import TodoItem, TodoStatus, todo_counts
 from subagents.tools.base import ToolContext
 from subagents.tools.decorator import tool
 
-__all__ = ["MAX_TODOS", "MAX_TODO_CHARS", "TodoInput", "todo_write_tool"]
+__all__ = ["MAX_TODOS", "MAX_TODO_CHARS", "MAX_TODO_LIST_CHARS", "TodoInput", "todo_write_tool"]
 
 MAX_TODOS = 100
-MAX_TODO_CHARS = 1000
-"""Bounds on one list; a list beyond them is refused with a tool error, never cut."""
+MAX_TODO_CHARS = 500
+MAX_TODO_LIST_CHARS = 20_000
+"""Bounds on one list (it is stored with every checkpoint of its session); a list beyond them
+is refused with a tool error, never cut."""
 
 _DESCRIPTION = f"""\
 Keep a todo list for the current task, to plan multi-step work and show progress. Each call \
@@ -66,6 +68,12 @@ def write_todos(
         TodoItem(item.content.strip() or item.content, item.status, item.active_form.strip())
         for item in todos
     )
+    size = sum(len(item.content) + len(item.active_form) for item in items)
+    if size > MAX_TODO_LIST_CHARS:
+        raise ToolError(
+            f"The todo list holds {size:,} characters, more than the limit of "
+            f"{MAX_TODO_LIST_CHARS:,}; the previous list is kept. Write shorter items."
+        )
     replace(items)
     if not items:
         return "The todo list is now empty."
