@@ -155,6 +155,8 @@ async def test_a_path_the_model_names_is_searched_even_if_ignored(run: Run) -> N
     assert listed(github) == {".github/workflows/ci.yml"}
     in_build = await run("Glob", pattern="*.py", path="build")
     assert listed(in_build) == {"build/out.py"}
+    venv = await run("LS", path=".venv")
+    assert venv.message.content.splitlines() == [".venv/ - 1 entry:", "  lib/"]
 
 
 async def test_an_empty_answer_says_what_was_skipped(run: Run) -> None:
