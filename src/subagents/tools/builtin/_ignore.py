@@ -175,7 +175,7 @@ class SearchFilter:
         count = (
             "1 ignored or hidden entry"
             if self.skipped == 1
-            else (f"{self.skipped} ignored or hidden entries")
+            else f"{self.skipped} ignored or hidden entries"
         )
         return f"({count} skipped, e.g. {shown}{more}; {how})"
 
