@@ -220,3 +220,15 @@ async def test_edit_refuses_non_utf8(run: Run, tmp_path: Path) -> None:
     outcome = await run("Edit", file_path="latin.txt", old_string="caf", new_string="tea")
     assert outcome.status == "error"
     assert "not UTF-8" in outcome.message.content
+
+
+async def test_edit_refuses_a_replacement_that_would_fill_the_memory(
+    run: Run, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("a" * 1000)
+    outcome = await run(
+        "Edit", file_path="a.txt", old_string="a", new_string="b" * 100_000, replace_all=True
+    )
+    assert outcome.status == "error"
+    assert "100,000,000 characters long, more than the limit" in outcome.message.content
+    assert (tmp_path / "a.txt").read_text() == "a" * 1000

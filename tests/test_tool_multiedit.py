@@ -198,3 +198,70 @@ def test_all_edits_or_none(tmp_path: Path, original: str, edits: list[dict[str, 
     else:
         assert outcome.status == "ok", outcome.message.content
         assert written == expected
+
+
+# --- an agent file that names MultiEdit and TodoWrite, end to end ---------------------------------
+
+
+async def test_an_agent_file_naming_multiedit_and_todowrite_gets_and_uses_them(
+    tmp_path: Path,
+) -> None:
+    from subagents.messages import ToolResultMessage
+    from subagents.models.base import ModelRequest, ModelResponse
+    from subagents.runtime.runtime import Runtime
+    from subagents.testing import FunctionModel, text_response, tool_call_response
+
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "bulk-editor.md").write_text(
+        "---\nname: bulk-editor\ndescription: Renames things across a file.\n"
+        "tools: Read, MultiEdit, TodoWrite\n---\nYou rename.\n"
+    )
+    (tmp_path / "m.py").write_text("old_name = 1\nprint(old_name)\n")
+    plan: list[tuple[str, dict[str, Any]]] = [
+        ("TodoWrite", {"todos": [{"content": "Rename", "status": "in_progress"}]}),
+        (
+            "MultiEdit",
+            {
+                "file_path": "m.py",
+                "edits": [edit("old_name", "new_name", replace_all=True), edit("1", "2")],
+            },
+        ),
+    ]
+
+    def editor(request: ModelRequest) -> ModelResponse:
+        done = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        assert not any(m.is_error for m in done), [m.content for m in done]
+        if len(done) < len(plan):
+            return tool_call_response(*plan[len(done)])
+        return text_response("renamed")
+
+    def main(request: ModelRequest) -> ModelResponse:
+        if any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return text_response("main done")
+        arguments = {"description": "rename", "prompt": "rename", "subagent_type": "bulk-editor"}
+        return tool_call_response("Task", arguments)
+
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=FunctionModel(main, name="scripted:main"),
+        agent_models={"bulk-editor": FunctionModel(editor, name="scripted:editor")},
+        permission_mode="acceptEdits",
+    )
+    record = runtime.inventory.records["bulk-editor"]
+    assert record.status == "active"
+    assert record.effective_tools == ["Read", "MultiEdit", "TodoWrite"]
+    assert not [w for w in record.definition.warnings if "MultiEdit" in w or "TodoWrite" in w]
+    result = await runtime.run("rename old_name")
+    assert result.status == "completed", result.error
+    assert (tmp_path / "m.py").read_text() == "new_name = 2\nprint(new_name)\n"
+
+
+async def test_edits_that_would_blow_the_text_up_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("a" * 1000)
+    doubling = [edit("a", "aa", replace_all=True)] * 20  # 1000 * 2**20 characters
+    outcome = await multi_edit(tmp_path, "m.txt", doubling)
+    assert outcome.status == "error"
+    assert outcome.message.content.startswith("Edit 17 of 20 failed: this replacement would")
+    assert "more than the limit" in outcome.message.content
+    assert (tmp_path / "m.txt").read_text() == "a" * 1000

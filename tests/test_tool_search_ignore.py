@@ -3,6 +3,7 @@ as ripgrep does, in a real git repository built in a temporary folder."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from subagents.messages import ToolCall
 from subagents.tools.base import ToolContext, ToolRegistry
@@ -152,6 +155,8 @@ async def test_a_path_the_model_names_is_searched_even_if_ignored(run: Run) -> N
     assert listed(github) == {".github/workflows/ci.yml"}
     in_build = await run("Glob", pattern="*.py", path="build")
     assert listed(in_build) == {"build/out.py"}
+    venv = await run("LS", path=".venv")
+    assert venv.message.content.splitlines() == [".venv/ - 1 entry:", "  lib/"]
 
 
 async def test_an_empty_answer_says_what_was_skipped(run: Run) -> None:
@@ -226,6 +231,9 @@ async def test_dot_ignore_overrides_gitignore_in_the_same_folder(repo: Path) -> 
     (repo / "docs" / "other.md").write_text("x\n")
     found = listed(await runner(repo)("Glob", pattern="docs/*"))
     assert found == {"docs/guide.md", "docs/secret_top.py"}
+    (repo / "docs" / ".rgignore").write_text("guide.md\n!other.md\n")  # ripgrep's own, first
+    found = listed(await runner(repo)("Glob", pattern="docs/*"))
+    assert found == {"docs/other.md", "docs/secret_top.py"}
 
 
 async def test_a_worktree_reads_the_exclude_file_of_its_repository(repo: Path) -> None:
@@ -251,3 +259,108 @@ async def test_bad_and_oversized_ignore_files_are_reported_not_fatal(tmp_path: P
     (tmp_path / ".gitignore").write_text("".join(f"p{i}\n" for i in range(MAX_IGNORE_PATTERNS + 5)))
     many = await runner(tmp_path)("Glob", pattern="*")
     assert f"only the first {MAX_IGNORE_PATTERNS} apply" in many.message.content
+
+
+# --- the same answer as git, for any rules --------------------------------------------------------
+
+_TREE = [
+    "a.py",
+    "b.log",
+    "x/a.py",
+    "x/b.log",
+    "x/y/c.txt",
+    "x/build/f.py",
+    "y/a.py",
+    "y/x/d.md",
+    "build/e.py",
+    "z/q/r/s.md",
+]
+_PATTERNS = st.sampled_from(
+    [
+        "*.py",
+        "*.log",
+        "!a.py",
+        "!*.md",
+        "*.md",
+        "x/",
+        "/x",
+        "x",
+        "build",
+        "build/",
+        "/build/",
+        "y/**/d.md",
+        "**/c.txt",
+        "x/*.log",
+        "!x/b.log",
+        "/a.py",
+        "y/x/",
+        "x/y/",
+        "z/**",
+        "!z/q/",
+        "**/r",
+        "?.py",
+        "[ab].*",
+        "x/**/c.txt",
+        "*.log   ",
+        "\\!a.py",
+        "!**/f.py",
+        "*/build/",
+        "**/y",
+        "!x/y/",
+        "!x/y/c.txt",
+        "# comment",
+        "",
+    ]
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    root_rules=st.lists(_PATTERNS, max_size=6),
+    nested_rules=st.lists(_PATTERNS, max_size=4),
+)
+def test_glob_keeps_exactly_what_git_keeps(
+    tmp_path_factory: pytest.TempPathFactory, root_rules: list[str], nested_rules: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    for name in _TREE:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x\n")
+    (root / ".gitignore").write_text("\n".join(root_rules) + "\n")
+    (root / "x" / ".gitignore").write_text("\n".join(nested_rules) + "\n")
+    _git(root, "init", "-q")
+    by_git = set(_git(root, "ls-files", "--others", "--exclude-standard").splitlines())
+    expected = {path for path in by_git if not any(p.startswith(".") for p in path.split("/"))}
+    outcome = asyncio.run(runner(root)("Glob", pattern="**/*"))
+    assert outcome.status == "ok"
+    assert listed(outcome) == expected, (root_rules, nested_rules)
+
+
+async def test_an_ignore_file_that_is_a_fifo_or_a_link_outside_is_not_read(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    os.mkfifo(workspace / ".gitignore")  # opening it would block the walk for ever
+    outside = tmp_path / "outside-rules"
+    outside.write_text("*.txt\n")
+    (workspace / "sub" / ".gitignore").symlink_to(outside)
+    (workspace / "a.txt").write_text("x\n")
+    (workspace / "sub" / "b.txt").write_text("x\n")
+    outcome = await runner(workspace)("Glob", pattern="**/*.txt")
+    assert listed(outcome) == {"a.txt", "sub/b.txt"}
+    assert ".gitignore is not a regular file inside the project" in outcome.message.content
+    assert "sub/.gitignore is not a regular file" in outcome.message.content
+
+
+async def test_windows_line_ends_and_a_byte_order_mark_are_read_as_git_reads_them(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".gitignore").write_bytes(b"\xef\xbb\xbf*.log\r\nbuild/\r\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "x.txt").write_text("x\n")
+    (tmp_path / "a.log").write_text("x\n")
+    (tmp_path / "b.txt").write_text("x\n")
+    assert listed(await runner(tmp_path)("Glob", pattern="**/*")) == {"b.txt"}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from subagents.runtime import events as ev
+from subagents.todos import TodoItem
 from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class AgentBlock:
     expanded: bool = False
     version: int = 0
     open_approvals: int = 0  # requests of this agent waiting for the person's decision
+    todos: tuple[TodoItem, ...] = ()  # its todo list (TodoWrite), redacted
     _open_calls: dict[str, BlockMessage] = field(default_factory=dict)
     _task_calls: list[ToolCall] = field(default_factory=list)
 
@@ -336,6 +338,13 @@ class BlockTree:
             block = self._block(event.agent_id)
             block.status = "paused"
             block.streaming = ""
+            self._touch(block)
+        elif isinstance(event, ev.TodosUpdated):
+            block = self._block(event.agent_id)
+            block.todos = tuple(
+                TodoItem(self._shown(item.content), item.status, self._shown(item.active_form))
+                for item in event.todos
+            )
             self._touch(block)
 
     def _session_started(self, event: ev.SessionStarted) -> None:

@@ -13,13 +13,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from subagents.runtime.events import Event
+    from subagents.runtime.events import Event, TodosUpdated
     from subagents.tracing.redact import Redactor, StreamRedactor
 
-__all__ = ["ProgressPrinter", "progress_printer"]
+__all__ = ["TODO_MARKS", "ProgressPrinter", "progress_printer"]
 
 _ARGUMENTS_WIDTH = 120
 _ERROR_WIDTH = 200
+# How each todo status is marked, and in which style, here and in the live UI and the trace.
+TODO_MARKS: dict[str, tuple[str, str]] = {
+    "completed": ("✓", "green"),
+    "in_progress": ("▶", "bold cyan"),
+    "pending": ("○", "dim"),
+}
 
 
 class ProgressPrinter:
@@ -124,6 +130,25 @@ class ProgressPrinter:
                 f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "
                 f"{escape(redact.text(event.question.text))}"
             )
+        elif isinstance(event, ev.TodosUpdated):
+            self._print_todos(event)
+
+    def _print_todos(self, event: TodosUpdated) -> None:
+        from rich.markup import escape
+
+        from subagents.todos import todo_counts
+
+        console, redact = self._console, self._redactor
+        console.print(
+            f"[cyan]{self._label(event.agent_id)}[/] todos ({todo_counts(event.todos)})",
+            highlight=False,
+        )
+        for item in event.todos:
+            mark, style = TODO_MARKS[item.status]
+            text = redact.text(item.shown)
+            if len(text) > _ARGUMENTS_WIDTH:
+                text = text[: _ARGUMENTS_WIDTH - 3] + "..."
+            console.print(f"  [{style}]{mark} {escape(text)}[/]", highlight=False)
 
 
 def progress_printer(console: Console, redactor: Redactor | None = None) -> ProgressPrinter:

@@ -122,6 +122,8 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     for event in session.events:
         if event.status == "warning":
             node.add(f"[yellow]{escape(event.name)}: {escape(_one_line(event.message, 200))}[/]")
+    if session.todos:
+        _add_todos(node, session)
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)
@@ -139,6 +141,18 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     for child in session.children:
         if child.session_id in waiting:
             _add_session(node, child)
+
+
+def _add_todos(node: Tree, session: SessionTrace) -> None:
+    from rich.markup import escape
+
+    from subagents.cli.progress import TODO_MARKS
+    from subagents.todos import todo_counts
+
+    todos = node.add(f"[dim]todos ({todo_counts(session.todos)})[/]")
+    for item in session.todos:
+        mark, style = TODO_MARKS[item.status]
+        todos.add(f"[{style}]{mark} {escape(_one_line(item.content, _ERROR_WIDTH))}[/]")
 
 
 def _tool_label(call: ToolCallTrace) -> str:

@@ -38,6 +38,7 @@ from subagents.cli.blocks import (
     format_tokens,
     short_id,
 )
+from subagents.cli.progress import TODO_MARKS
 from subagents.tools.permissions import ApprovalDecision
 from subagents.tracing.redact import Redactor
 
@@ -99,6 +100,8 @@ def render_block(
         text.append("  [background]", style="italic dim")
     if block.description:
         text.append(f"  {block.description}", style="italic")
+    if block.todos:
+        _append_todos(text, block, width)
     lines_each = _EXPANDED_LINES if block.expanded else 1
     for message in block.window():
         _append_message(text, message, lines_each, width)
@@ -111,6 +114,24 @@ def render_block(
         text.append("\n")
         text.append(_cut(f"✗ {block.error}", width), style="red")
     return text
+
+
+def _append_todos(text: Text, block: AgentBlock, width: int) -> None:
+    """The block's todo list: every item when expanded; collapsed, the count and the item in
+    progress."""
+    todos = block.todos
+    done = sum(1 for item in todos if item.status == "completed")
+    text.append("\n")
+    if not block.expanded:
+        current = next((item for item in todos if item.status == "in_progress"), None)
+        line = f"☰ todos {done}/{len(todos)} done" + (f" · ▶ {current.shown}" if current else "")
+        text.append(_cut(line, width), style="dim")
+        return
+    text.append(_cut(f"☰ todos {done}/{len(todos)} done", width), style="dim")
+    for item in todos:
+        mark, style = TODO_MARKS[item.status]
+        text.append("\n")
+        text.append(_cut(f"  {mark} {item.shown}", width), style=style)
 
 
 def _append_message(text: Text, message: BlockMessage, lines: int, width: int) -> None:

@@ -53,8 +53,8 @@ def frontmatter_json_schema() -> dict[str, Any]:
                 **_TOOL_LIST,
                 "description": (
                     "Tools the agent may use; omit (or '*') to inherit every tool. Built-in: "
-                    "Read, Write, Edit, Glob, Grep, LS, Bash, Task; MCP: mcp__SERVER, "
-                    "mcp__SERVER__TOOL, mcp__SERVER__*."
+                    "Read, Write, Edit, MultiEdit, Glob, Grep, LS, Bash, TodoWrite, Task; MCP: "
+                    "mcp__SERVER, mcp__SERVER__TOOL, mcp__SERVER__*."
                 ),
             },
             "disallowedTools": {

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from subagents.models.base import ModelResponse
     from subagents.runtime.pause import HumanQuestion
     from subagents.runtime.result import RunResult, SpawnResult
+    from subagents.todos import TodoItem
     from subagents.tools.execution import ToolOutcome
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
+    "TodosUpdated",
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnStarted",
@@ -138,6 +140,15 @@ class SessionPaused:
 
 
 @dataclass(slots=True, frozen=True)
+class TodosUpdated:
+    """A session's todo list, as TodoWrite set it (or as a resumed session brought it back)."""
+
+    agent_id: str
+    todos: tuple[TodoItem, ...]
+    kind: Literal["todos_updated"] = "todos_updated"
+
+
+@dataclass(slots=True, frozen=True)
 class SubagentStarted:
     """A parent session delegated through the Task tool (emitted in the parent's name)."""
 
@@ -174,6 +185,7 @@ Event = (
     | MCPServerFailed
     | ModelFallback
     | InstructionsNotice
+    | TodosUpdated
 )
 EventHandler = Callable[[Event], None]
 

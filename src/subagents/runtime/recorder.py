@@ -32,6 +32,7 @@ from subagents.store.records import (
     ToolLedgerEntry,
     TraceRecord,
 )
+from subagents.todos import todo_counts, todos_to_state
 from subagents.tracing.preview import preview_arguments, preview_text
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class Recorder:
             "usage": _usage(session),
             "status": session.status,
         }
+        if session.todos:
+            state["todos"] = self.redactor.value(todos_to_state(session.todos))
         checkpoint = CheckpointRecord(
             checkpoint_id=str(uuid.uuid4()),
             task_id=self.task.id,
@@ -275,6 +278,21 @@ class Recorder:
                 "error": content if failed else None,
                 "result_preview": content_cut,
             },
+        )
+
+    def todos_trace(self, session: Session) -> TraceRecord:
+        """TodoWrite replaced the session's list: the list itself, redacted."""
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="session",
+            step_name="todos_updated",
+            message=todo_counts(session.todos),
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            duration_ms=None,
+            data={"todos": self.redactor.value(todos_to_state(session.todos))},
         )
 
     def session_trace(self, session: Session, step_name: str, message: str) -> TraceRecord:

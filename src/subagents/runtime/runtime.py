@@ -27,6 +27,7 @@ from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
 from subagents.store.base import TaskOwner
+from subagents.todos import todos_from_state
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
 from subagents.tools.schema import input_schema
@@ -721,6 +722,7 @@ class Runtime:
             turns=int(state.get("turns", record.turns)),
             run_turns=int(state.get("run_turns", 0)),
             tool_call_count=int(state.get("tool_calls", record.tool_calls)),
+            todos=todos_from_state(state.get("todos")),
             persisted_messages=len(messages),
             recorded_status=record.status,
             tool_env=self.tool_environment(),

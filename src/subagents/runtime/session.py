@@ -37,6 +37,7 @@ from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
+from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
@@ -98,6 +99,7 @@ class Session:
     tool_env: Mapping[str, str] | None = None  # for tools' subprocesses (see ToolContext.env)
     tool_sandbox: BashSandbox | None = None  # where Bash runs commands (ToolContext.sandbox)
     file_grants: tuple[Path, ...] = ()  # folders beyond the workspace (ToolContext.grants)
+    todos: tuple[TodoItem, ...] = ()  # set by TodoWrite, kept in every checkpoint
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
     _tool_specs: Sequence[ToolSpec] | None = None
@@ -128,6 +130,15 @@ class Session:
     def add_trace(self, trace: TraceRecord) -> None:
         """Record ``trace`` with the session's next step."""
         self._traces.append(trace)
+
+    def set_todos(self, todos: tuple[TodoItem, ...]) -> None:
+        """Replace the todo list (TodoWrite): stored with the next checkpoint, recorded in the
+        trace and announced to the UI."""
+        self.todos = todos
+        if self.recorder is not None:
+            self._traces.append(self.recorder.todos_trace(self))
+        if self.events.active:
+            self.events.emit(ev.TodosUpdated(self.agent_id, todos))
 
     def note_failure(self, error: str) -> None:
         """Before resuming a run that failed: if its last message is an answer (cut off, or
@@ -165,6 +176,8 @@ class Session:
                     self.agent_id, self.agent_type, parent_id, self.model.name, self.depth
                 )
             )
+            if self.todos:  # a resumed session shows the list it had
+                events.emit(ev.TodosUpdated(self.agent_id, self.todos))
         self.status = "active"
         recorder = self.recorder
         try:

@@ -29,6 +29,7 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "LS",
     "Bash",
     "MultiEdit",
+    "TodoWrite",
 )
 READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
@@ -51,7 +52,6 @@ CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
         "WebSearch",
         "NotebookEdit",
         "NotebookRead",
-        "TodoWrite",
         "TodoRead",
         "BashOutput",
         "KillShell",

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from subagents.store.records import TaskRecord, TraceRecord, TraceStatus
+from subagents.todos import TodoItem, todos_from_state, todos_to_state
 from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
@@ -124,6 +125,9 @@ class SessionTrace:
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     events: list[EventTrace] = field(default_factory=list)
     children: list[SessionTrace] = field(default_factory=list)
+    todos: tuple[TodoItem, ...] = ()
+    """The session's todo list as its last checkpoint kept it (TodoWrite); each change is
+    also one ``todos_updated`` event."""
 
     @property
     def duration_ms(self) -> float:
@@ -264,6 +268,7 @@ def _session_trace(
         model_calls=model_calls,
         tool_calls=tool_calls,
         events=events,
+        todos=todos_from_state(redact.value(last_state.get("todos"))),
     )
 
 
@@ -518,4 +523,5 @@ def _session_json(session: SessionTrace) -> dict[str, Any]:
         "started_at": session.started_at.isoformat(),
         "duration_ms": session.duration_ms,
         "error": session.error,
+        "todos": todos_to_state(session.todos),
     }

@@ -8,8 +8,8 @@ __all__ = ["builtin_tools"]
 
 
 def builtin_tools() -> list[Tool]:
-    """Read, Write, Edit, Glob, Grep, LS, Bash and MultiEdit, in that order (a fresh list each
-    call)."""
+    """Read, Write, Edit, Glob, Grep, LS, Bash, MultiEdit and TodoWrite, in that order (a fresh
+    list each call)."""
     from subagents.tools.builtin.bash import bash_tool
     from subagents.tools.builtin.edit import edit_tool
     from subagents.tools.builtin.glob import glob_tool
@@ -17,6 +17,7 @@ def builtin_tools() -> list[Tool]:
     from subagents.tools.builtin.ls import ls_tool
     from subagents.tools.builtin.multiedit import multi_edit_tool
     from subagents.tools.builtin.read import read_tool
+    from subagents.tools.builtin.todowrite import todo_write_tool
     from subagents.tools.builtin.write import write_tool
 
     return [
@@ -28,4 +29,5 @@ def builtin_tools() -> list[Tool]:
         ls_tool,
         bash_tool,
         multi_edit_tool,
+        todo_write_tool,
     ]

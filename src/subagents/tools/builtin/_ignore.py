@@ -4,10 +4,12 @@ A walk skips:
 
 - version-control folders (``.git/`` and its kin), always;
 - hidden files and folders (names starting with ``.``);
-- whatever ``.gitignore`` files (nested ones too), ``.ignore`` files and the repository's
-  ``.git/info/exclude`` exclude, with git's rules (``!`` negation, ``/`` anchoring, ``dir/``,
-  ``**``), read by ``pathspec``. A deeper file overrides a shallower one, and in one folder
-  ``.ignore`` overrides ``.gitignore``, which overrides ``info/exclude``.
+- whatever ``.gitignore`` files (nested ones too), ``.ignore`` and ``.rgignore`` files and the
+  repository's ``.git/info/exclude`` exclude, with git's rules (``!`` negation, ``/``
+  anchoring, ``dir/``, ``**``), read by ``pathspec``. A deeper file overrides a shallower one;
+  in one folder ``.rgignore`` overrides ``.ignore``, which overrides ``.gitignore``; the
+  exclude file comes last. Git's global excludes file (``core.excludesFile``) is not read:
+  it is one person's taste, not the project's.
 
 ``.gitignore`` applies outside a git repository too (ripgrep needs ``--no-require-git`` for
 that): a workspace copied without its ``.git`` still has a ``.venv`` nobody wants searched.
@@ -29,6 +31,7 @@ is reported in :attr:`SearchFilter.notes`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +50,7 @@ __all__ = [
 ]
 
 # Highest priority first, within one folder.
-IGNORE_FILE_NAMES: tuple[str, ...] = (".ignore", ".gitignore")
+IGNORE_FILE_NAMES: tuple[str, ...] = (".rgignore", ".ignore", ".gitignore")
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 MAX_IGNORE_PATTERNS = 10_000
 _MAX_EXAMPLES = 5
@@ -59,30 +62,50 @@ INCLUDE_IGNORED_DESCRIPTION = (
 )
 
 
+_Pattern = tuple[bool, "re.Pattern[str]"]  # (ignores, regex), in the file's order
+
+
 @dataclass(frozen=True, slots=True)
 class _Rules:
     """The patterns of one ignore file; they apply to paths under ``prefix`` (relative to the
     walk's top, ``""`` or ending in ``/``)."""
 
     prefix: str
-    spec: pathspec.GitIgnoreSpec
+    patterns: tuple[_Pattern, ...]
 
 
 _Chain = tuple[_Rules, ...]  # highest priority first
 
 
 def _decide(chain: _Chain, relative: str, is_dir: bool) -> bool:
-    """Whether ``relative`` (to the walk's top) is ignored by the first rules that decide."""
+    """Whether ``relative`` (to the walk's top) is ignored: the last pattern of the first
+    file that has a matching one decides, as in git."""
     for rules in chain:
         if not relative.startswith(rules.prefix):
             continue
         subject = relative[len(rules.prefix) :]
         if is_dir:
             subject += "/"
-        decision = rules.spec.check_file(subject).include
-        if decision is not None:
-            return decision
+        for ignores, regex in reversed(rules.patterns):
+            if _matches_itself(regex, subject):
+                return ignores
     return False
+
+
+def _matches_itself(regex: re.Pattern[str], subject: str) -> bool:
+    """Whether the pattern matches ``subject`` itself, not one of its parent folders.
+
+    pathspec's patterns also match whatever lies inside a folder they match (it checks flat
+    lists of files); git does not apply them that way, which matters for negations: after
+    ``**/r`` and ``!z/q/``, ``z/q/r`` stays ignored. The walk never enters an ignored
+    folder, so a match that ends at a parent (its ``ps_d`` group closes early) is discarded.
+    """
+    match = regex.match(subject)
+    if match is None:
+        return False
+    if "ps_d" in regex.groupindex and match.group("ps_d") is not None:
+        return match.end("ps_d") == len(subject)
+    return True
 
 
 @dataclass(slots=True)
@@ -95,6 +118,7 @@ class SearchFilter:
     examples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _top: Path | None = None
+    _top_prefix: str | None = None
     _exclude: _Chain | None = None
 
     # -- walking -------------------------------------------------------------------------------
@@ -151,7 +175,7 @@ class SearchFilter:
         count = (
             "1 ignored or hidden entry"
             if self.skipped == 1
-            else (f"{self.skipped} ignored or hidden entries")
+            else f"{self.skipped} ignored or hidden entries"
         )
         return f"({count} skipped, e.g. {shown}{more}; {how})"
 
@@ -216,13 +240,18 @@ class SearchFilter:
             top = self._walk_top()
             exclude = _exclude_file(top)
             if exclude is not None:
-                rules = self._load(exclude, top)
+                rules = self._load(exclude, top, git_own=True)
                 if rules is not None:
                     self._exclude = (rules,)
         return self._exclude
 
-    def _load(self, file: Path, folder: Path) -> _Rules | None:
+    def _load(self, file: Path, folder: Path, *, git_own: bool = False) -> _Rules | None:
+        """The rules of ``file``, which apply below ``folder``; ``git_own`` for the
+        repository's exclude file, which may live outside (a worktree's is in its repository)."""
         shown = self._shown(file)
+        if not self._readable_rules(file, git_own):
+            self._note(f"{shown} is not a regular file inside the project; it is not read")
+            return None
         try:
             with file.open("rb") as handle:
                 data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
@@ -234,21 +263,30 @@ class SearchFilter:
                 f"{shown} is larger than {MAX_IGNORE_FILE_BYTES // 1024} KiB; only its "
                 "start applies"
             )
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        lines = data.decode("utf-8-sig", errors="replace").splitlines()  # git skips a BOM
         if len(lines) > MAX_IGNORE_PATTERNS:
             lines = lines[:MAX_IGNORE_PATTERNS]
             self._note(
                 f"{shown} has more than {MAX_IGNORE_PATTERNS} lines; only the first "
                 f"{MAX_IGNORE_PATTERNS} apply"
             )
-        spec = self._compile(lines, shown)
+        patterns = self._compile(lines, shown)
         relative = self._relative(folder)
         prefix = "" if relative in ("", ".") else relative + "/"
-        return _Rules(prefix, spec)
+        return _Rules(prefix, patterns)
 
-    def _compile(self, lines: list[str], shown: str) -> pathspec.GitIgnoreSpec:
+    def _readable_rules(self, file: Path, git_own: bool) -> bool:
+        """Only a regular file that stays inside the walk's top is read: a FIFO would block
+        the walk for ever, a device never ends, and a link could point anywhere."""
         try:
-            return pathspec.GitIgnoreSpec.from_lines(lines)
+            real = Path(os.path.realpath(file))
+        except (OSError, ValueError):
+            return False
+        return (git_own or real.is_relative_to(self._walk_top())) and real.is_file()
+
+    def _compile(self, lines: list[str], shown: str) -> tuple[_Pattern, ...]:
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(lines)
         except Exception:  # one bad pattern spoils the lot: keep the good ones
             good: list[str] = []
             for number, line in enumerate(lines, start=1):
@@ -258,7 +296,14 @@ class SearchFilter:
                     self._note(f"line {number} of {shown} is not a valid pattern and is skipped")
                     continue
                 good.append(line)
-            return pathspec.GitIgnoreSpec.from_lines(good)
+            spec = pathspec.GitIgnoreSpec.from_lines(good)
+        return tuple(
+            (bool(pattern.include), pattern.regex)
+            for pattern in spec.patterns
+            if isinstance(pattern, pathspec.RegexPattern)
+            and pattern.include is not None
+            and pattern.regex is not None
+        )
 
     def _note(self, text: str) -> None:
         if len(self.notes) < _MAX_NOTES:
@@ -273,8 +318,18 @@ class SearchFilter:
         return self._top
 
     def _relative(self, path: Path) -> str:
-        relative = path.relative_to(self._walk_top()).as_posix()
-        return "" if relative == "." else relative
+        """``path`` relative to the walk's top, ``/``-separated (``""`` for the top itself).
+
+        Plain string slicing: this runs for every entry of a walk, and every path it sees
+        lies under the top (the walk starts inside the workspace, which is inside the top).
+        """
+        text = str(path)
+        prefix = self._top_prefix
+        if prefix is None:
+            prefix = self._top_prefix = str(self._walk_top()).rstrip(os.sep) + os.sep
+        if not text.startswith(prefix):
+            return ""
+        return text[len(prefix) :].replace(os.sep, "/")
 
     def _shown(self, path: Path) -> str:
         if path.is_relative_to(self.workspace.root):

@@ -18,12 +18,17 @@ from subagents.tools.decorator import tool
 from subagents.tools.workspace import workspace_of
 
 __all__ = [
+    "MAX_EDITED_CHARS",
     "apply_replacement",
     "check_replacement",
     "edit_tool",
     "read_for_edit",
     "write_edited",
 ]
+
+MAX_EDITED_CHARS = 64 * 1024 * 1024
+"""The longest text an edit may produce: ``replace_all`` of a short string by a long one (or
+MultiEdit doubling a text again and again) could otherwise fill the memory."""
 
 _DESCRIPTION = """\
 Replace exact text in a file of the workspace. `old_string` must match the file exactly, \
@@ -92,6 +97,13 @@ def apply_replacement(
         raise ToolError(
             f"old_string occurs {found} times in {shown}. Add surrounding lines to old_string so "
             "that it matches exactly one place, or set replace_all to true to change all of them."
+        )
+    size = len(text) + found * (len(new_string) - len(old_string))
+    if size > MAX_EDITED_CHARS:
+        raise ToolError(
+            f"this replacement would make {shown} {size:,} characters long, more than the limit "
+            f"of {MAX_EDITED_CHARS:,}; nothing was written. Replace fewer occurrences, or use "
+            "Bash for changes of that size."
         )
     return text.replace(old_string, new_string), found
 

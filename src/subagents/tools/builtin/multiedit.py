@@ -63,8 +63,6 @@ def multi_edit_file(
     shown = workspace.display(path)
     creating = not path.exists() and edits[0].old_string == ""
     if creating:
-        if path.is_symlink():
-            raise ToolError(f"{shown} is a broken symbolic link; give the path of a real file.")
         text, rest, first = edits[0].new_string, edits[1:], 2
     else:
         path = require_text_file(workspace, file_path)
