@@ -567,3 +567,65 @@ def test_a_bad_rule_on_the_command_line_is_a_warning(tmp_path: Path) -> None:
         done = cli.run("hi", "--no-store", "--disallowedTools", "Glob(oops(")
     assert done.code == 0, done.err
     assert "Warning:" in done.said and "Glob(oops(" in done.said
+
+
+async def test_disallowed_agent_type_is_a_deny_rule_on_task(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    lead = agent("lead", disallowed_tools=["Agent(risky)"])
+    main = ScriptedModel([task("risky"), task("safe"), "done"])
+    runtime = Runtime(
+        cwd=root,
+        agents=[lead, agent("risky"), agent("safe")],
+        model=main,
+        agent_models={"safe": ScriptedModel(["safe done"])},
+        permission_mode="bypassPermissions",
+    )
+    await runtime.run("go", agent="lead")
+    refused, started = results(main)
+    assert refused.is_error and "deny rule 'Agent(risky)' from agent 'lead'" in refused.content
+    assert started.content.startswith("safe done")
+
+
+@given(st.text(max_size=40), st.sampled_from(["allow", "ask", "deny"]))
+def test_parsing_any_rule_text_gives_a_rule_or_a_reason(text: str, behavior: str) -> None:
+    from subagents.tools.rules import parse_rule
+
+    rule, problem = parse_rule(text, behavior, "test")  # type: ignore[arg-type]
+    assert (rule is None) != (problem is None)
+    if problem is not None:
+        assert "ignored" in problem
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_matching_any_command_never_raises(pattern: str, command: str) -> None:
+    from subagents.tools.rules import split_command
+
+    command_matches(pattern, command)
+    split_command(command)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"permissions": ["Bash"]},
+        {"permissions": {"deny": "Bash(rm *)"}},
+        {"permissions": {"deny": [3]}},
+        [1, 2],
+    ],
+)
+async def test_settings_of_the_wrong_shape_are_warned_about(tmp_path: Path, settings: Any) -> None:
+    root = project(tmp_path)
+    path = write_json(root / ".claude" / "settings.json", settings)
+    runtime = Runtime(cwd=root, model=ScriptedModel(["done"]))
+    await runtime.run("go")
+    assert not runtime.permission_rules()
+    (warning,) = runtime.permission_warnings
+    assert str(path) in warning
+
+
+async def test_command_substitution_is_never_pre_approved(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (ran,) = await run_calls(
+        root, bash("echo $(touch sneaky.txt)"), allowed_tools=["Bash(echo *)"], headless="deny"
+    )
+    assert ran.is_error and not (root / "sneaky.txt").exists()

@@ -702,7 +702,11 @@ class Runtime:
         depth = parent.depth + 1 if parent is not None else 0
         if not self.config.subagents.enabled or depth >= max_depth:
             names = [name for name in names if name not in DELEGATION_TOOL_NAMES]
-        return tools.subset(names)
+        registry = tools.subset(names)
+        types = delegation.allowed_subagent_types_of(definition, parent)
+        if types is not None and TASK_TOOL_NAME in registry:
+            registry.add(delegation.task_tool_for(types), replace=True)
+        return registry
 
     def _definition_named(self, name: str) -> AgentDefinition | None:
         record = self.inventory.records.get(name)

@@ -103,7 +103,10 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
             f"{path} is not valid JSON ({error}); its rules are not used - {fix}"
         )
         return loaded
-    permissions = data.get("permissions") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        loaded.warnings.append(f"{path} is not a JSON object; its rules are not used - {fix}")
+        return loaded
+    permissions = data.get("permissions")
     if permissions is None:
         return loaded
     if not isinstance(permissions, dict):
