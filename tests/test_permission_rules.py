@@ -629,3 +629,19 @@ async def test_command_substitution_is_never_pre_approved(tmp_path: Path) -> Non
         root, bash("echo $(touch sneaky.txt)"), allowed_tools=["Bash(echo *)"], headless="deny"
     )
     assert ran.is_error and not (root / "sneaky.txt").exists()
+
+
+async def test_grep_over_a_folder_leaves_out_files_a_read_rule_denies(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write_json(root / ".claude" / "settings.json", {"permissions": {"deny": ["Read(./.env)"]}})
+    (root / ".env").write_text("TOKEN=hunter2\n")
+    (root / "config.txt").write_text("TOKEN=placeholder\n")
+    (found,) = await run_calls(
+        root,
+        tool_call_response(
+            "Grep", {"pattern": "TOKEN", "path": ".", "output_mode": "content", "glob": "*"}
+        ),
+    )
+    assert not found.is_error
+    assert "placeholder" in found.content and "hunter2" not in found.content
+    assert "left out 1 file that permission rules keep from being read" in found.content

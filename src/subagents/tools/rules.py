@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,6 +47,7 @@ __all__ = [
     "rules_from_texts",
     "specifier_problem",
     "split_command",
+    "unreadable_files",
 ]
 
 RuleBehavior = Literal["allow", "ask", "deny"]
@@ -216,6 +217,19 @@ class PermissionRules:
         for rule in self._rules_of("allow", tool):
             if _call_matches(rule, tool, arguments, paths, strict=True):
                 return RuleVerdict("allow", rule.describe())
+        return None
+
+    def refuses_reading(self, tool: Tool, path: Path, paths: PathContext) -> RuleVerdict | None:
+        """The deny or ask rule that keeps ``tool`` (a search such as Grep) from reading the
+        file ``path`` it came across; a search cannot ask about each file, so both leave it
+        out."""
+        arguments = {"path": str(path), "file_path": str(path)}
+        for behavior in ("deny", "ask"):
+            for rule in self._rules_of(behavior, tool):  # type: ignore[arg-type]
+                if rule.specifier is not None and _call_matches(
+                    rule, tool, arguments, paths, strict=False
+                ):
+                    return RuleVerdict(behavior, rule.describe())  # type: ignore[arg-type]
         return None
 
     def bare_denied(self, tool_name: str) -> PermissionRule | None:
@@ -513,6 +527,20 @@ def _compiled(pattern: str) -> Any:
 
         spec = _SPECS[pattern] = pathspec.GitIgnoreSpec.from_lines([pattern])
     return spec
+
+
+def unreadable_files(ctx: Any, tool: Tool) -> Callable[[Path], bool] | None:
+    """For a tool that reads many files (Grep): a test saying which files the session's rules
+    keep it from reading, or ``None`` when no rule is about it."""
+    policy = getattr(getattr(ctx, "session", None), "permissions", None)
+    rules = getattr(policy, "rules", None)
+    if not isinstance(rules, PermissionRules) or not rules.covers(tool):
+        return None
+    from subagents.config import resolve_home
+    from subagents.tools.workspace import workspace_of
+
+    paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
+    return lambda path: rules.refuses_reading(tool, path, paths) is not None
 
 
 def rules_from_texts(

@@ -7,6 +7,7 @@ budget per call shared by all the files searched (see :class:`~._files.Deadline`
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,6 +20,7 @@ from subagents.tools.base import Tool, ToolContext
 from subagents.tools.builtin._files import Deadline, cut_line, glob_regex, iter_files, plural
 from subagents.tools.builtin._matcher import LineMatcher, line_starts, split_lines
 from subagents.tools.decorator import tool
+from subagents.tools.rules import unreadable_files
 from subagents.tools.workspace import Workspace, workspace_of
 
 __all__ = [
@@ -139,9 +141,10 @@ def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> 
             head_limit=head_limit,
             multiline=multiline,
         )
-        return _grep(workspace_of(ctx), query, deadline)
+        return _grep(workspace_of(ctx), query, deadline, unreadable_files(ctx, grep))
 
-    return tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+    grep = tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+    return grep
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,14 +161,22 @@ class _Query:
     multiline: bool
 
 
-def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
+def _grep(
+    workspace: Workspace,
+    query: _Query,
+    deadline: Deadline,
+    unreadable: Callable[[Path], bool] | None = None,
+) -> str:
     matcher = _compile(query, deadline)
     base = workspace.resolve(query.path or ".", must_exist=True)
     accept = _file_filter(base, query.glob, query.file_type, deadline)
     hits: list[_FileHits] = []
-    too_big = 0
+    too_big = refused = 0
     for file in iter_files(workspace, base):
         if not accept(file):
+            continue
+        if unreadable is not None and unreadable(file):  # a Read(...) deny or ask rule
+            refused += 1
             continue
         if _size(file) > MAX_GREP_FILE_BYTES:
             too_big += 1
@@ -182,6 +193,9 @@ def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
         if too_big
         else ""
     )
+    if refused:
+        kept_out = plural(refused, "file")
+        skipped += f"\n(left out {kept_out} that permission rules keep from being read)"
     if not hits:
         return f"No matches for {query.pattern!r} in {where}.{skipped}"
     return _render(hits, workspace, query.output_mode, query.head_limit) + skipped
