@@ -225,11 +225,11 @@ class PermissionRules:
         out."""
         arguments = {"path": str(path), "file_path": str(path)}
         for behavior in ("deny", "ask"):
-            for rule in self._rules_of(behavior, tool):  # type: ignore[arg-type]
+            for rule in self._rules_of(behavior, tool):
                 if rule.specifier is not None and _call_matches(
                     rule, tool, arguments, paths, strict=False
                 ):
-                    return RuleVerdict(behavior, rule.describe())  # type: ignore[arg-type]
+                    return RuleVerdict(behavior, rule.describe())
         return None
 
     def bare_denied(self, tool_name: str) -> PermissionRule | None:
