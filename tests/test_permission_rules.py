@@ -645,3 +645,28 @@ async def test_grep_over_a_folder_leaves_out_files_a_read_rule_denies(tmp_path: 
     assert not found.is_error
     assert "placeholder" in found.content and "hunter2" not in found.content
     assert "left out 1 file that permission rules keep from being read" in found.content
+
+
+_WORD = st.from_regex(r"[a-z][a-z0-9.-]{0,6}", fullmatch=True)
+_SIMPLE = st.lists(_WORD, min_size=1, max_size=4).map(" ".join)
+_SEPARATOR = st.sampled_from([" && ", " || ", "; ", " | ", "\n", " & "])
+
+
+@given(st.lists(_SIMPLE, max_size=4), st.lists(_SIMPLE, max_size=4), _SEPARATOR)
+def test_a_denied_command_is_caught_wherever_it_sits_in_a_chain(
+    before: list[str], after: list[str], separator: str
+) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    command = separator.join([*before, "git push origin main", *after])
+    assert _command_rule_matches("git push *", command, strict=False)
+
+
+@given(st.text(max_size=12), st.text(max_size=40))
+def test_whatever_an_allow_rule_lets_through_the_same_deny_rule_stops(
+    pattern: str, command: str
+) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    if _command_rule_matches(pattern, command, strict=True):
+        assert _command_rule_matches(pattern, command, strict=False)
