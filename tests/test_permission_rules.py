@@ -670,3 +670,26 @@ def test_whatever_an_allow_rule_lets_through_the_same_deny_rule_stops(
 
     if _command_rule_matches(pattern, command, strict=True):
         assert _command_rule_matches(pattern, command, strict=False)
+
+
+def test_agents_show_lists_the_agents_it_may_start(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.app import app
+
+    root = project(tmp_path)
+    folder = root / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "lead.md").write_text(
+        "---\nname: lead\ndescription: Leads.\ntools: Read, Agent(explore, plan)\n"
+        "disallowedTools: Bash(git push *)\npermissionMode: dontAsk\n---\nYou lead.\n"
+    )
+    shown = CliRunner().invoke(app, ["agents", "show", "lead", "--cwd", str(root)])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "may start only explore, plan" in text
+    assert "warnings" not in text and "no effect" not in text
+    listed = CliRunner().invoke(app, ["agents", "list", "--json", "--cwd", str(root)])
+    (lead,) = [a for a in json.loads(listed.output)["agents"] if a["name"] == "lead"]
+    assert lead["subagent_types"] == ["explore", "plan"]
+    assert "Task" in lead["effective_tools"] and "Bash" not in lead["effective_tools"]
