@@ -693,3 +693,56 @@ def test_agents_show_lists_the_agents_it_may_start(tmp_path: Path) -> None:
     (lead,) = [a for a in json.loads(listed.output)["agents"] if a["name"] == "lead"]
     assert lead["subagent_types"] == ["explore", "plan"]
     assert "Task" in lead["effective_tools"] and "Bash" not in lead["effective_tools"]
+
+
+def _probe(name: str) -> Tool:
+    return Tool(name=name, description="", parameters={}, function=lambda: "")
+
+
+@pytest.mark.parametrize(
+    ("specifier", "file_path", "expected"),
+    [
+        ("./.env", ".env", True),
+        ("./.env", "sub/.env", False),
+        (".env", "sub/.env", True),  # no slash: any depth, as in .gitignore
+        ("/src/**", "src/a.py", False),  # /x is relative to the project root, not the workspace
+        ("/work/src/**", "src/a.py", True),
+        ("//etc/passwd", "/etc/passwd", True),
+        ("~/secrets/*", "HOME/secrets/k", True),
+        ("*.pem", "deep/er/key.pem", True),
+        ("src/", "src/a/b.py", True),
+    ],
+)
+def test_path_specifiers_are_anchored_as_claude_code_documents(
+    tmp_path: Path, specifier: str, file_path: str, expected: bool
+) -> None:
+    from subagents.tools.rules import PathContext, PermissionRules, parse_rule
+
+    project_root = tmp_path / "repo"
+    workspace = project_root / "work"
+    home = tmp_path / "home"
+    workspace.mkdir(parents=True)
+    rule, problem = parse_rule(f"Read({specifier})", "deny", "test", project_root=project_root)
+    assert rule is not None and problem is None
+    paths = PathContext(workspace=workspace, home=home)
+    target = file_path.replace("HOME", str(home))
+    verdict = PermissionRules([rule]).decide(_probe("Read"), {"file_path": target}, paths)
+    assert (verdict is not None) is expected
+
+
+def test_denied_by_rules_lets_a_tool_check_each_further_step(tmp_path: Path) -> None:
+    from subagents.runtime.delegation import Delegation
+    from subagents.tools.base import ToolContext
+    from subagents.tools.rules import denied_by_rules
+
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=ScriptedModel([]),
+        disallowed_tools=["WebFetch(domain:internal.example)"],
+    )
+    session = runtime.main_session(Delegation(runtime))
+    ctx = ToolContext(workspace=tmp_path, session=session)
+    fetch = _probe("WebFetch")
+    assert denied_by_rules(ctx, fetch, {"url": "https://public.example/"}) is None
+    why = denied_by_rules(ctx, fetch, {"url": "http://internal.example/admin"})
+    assert why is not None and "WebFetch(domain:internal.example)" in why

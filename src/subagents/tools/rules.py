@@ -43,6 +43,7 @@ __all__ = [
     "RuleVerdict",
     "ToolLimit",
     "command_matches",
+    "denied_by_rules",
     "parse_rule",
     "rules_from_texts",
     "specifier_problem",
@@ -541,6 +542,24 @@ def unreadable_files(ctx: Any, tool: Tool) -> Callable[[Path], bool] | None:
 
     paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
     return lambda path: rules.refuses_reading(tool, path, paths) is not None
+
+
+def denied_by_rules(ctx: Any, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+    """Why a deny rule of the session refuses ``tool`` with ``arguments`` (``None``: none
+    does). For a tool that takes further steps after its call was approved, such as WebFetch
+    following a redirect to another host: each step is checked again."""
+    policy = getattr(getattr(ctx, "session", None), "permissions", None)
+    rules = getattr(policy, "rules", None)
+    if not isinstance(rules, PermissionRules) or not rules.covers(tool):
+        return None
+    from subagents.config import resolve_home
+    from subagents.tools.workspace import workspace_of
+
+    paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
+    verdict = rules.decide(tool, arguments, paths)
+    if verdict is None or verdict.behavior != "deny":
+        return None
+    return f"refused by the {verdict.reason}"
 
 
 def rules_from_texts(
