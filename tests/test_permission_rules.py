@@ -746,3 +746,29 @@ def test_denied_by_rules_lets_a_tool_check_each_further_step(tmp_path: Path) -> 
     assert denied_by_rules(ctx, fetch, {"url": "https://public.example/"}) is None
     why = denied_by_rules(ctx, fetch, {"url": "http://internal.example/admin"})
     assert why is not None and "WebFetch(domain:internal.example)" in why
+
+
+async def test_a_resumed_task_keeps_the_rules_it_was_started_with(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+    from subagents.store.sqlite import open_store
+
+    root = project(tmp_path)
+    first = ScriptedModel([tool_call_response("Write", {"file_path": "a.txt", "content": "x"})])
+    with open_store(tmp_path / "state.db") as store:
+        started = Runtime(
+            cwd=root,
+            model=first,
+            store=store,
+            headless="pause",
+            disallowed_tools=["Bash(git push *)"],
+        )
+        paused = await started.run("go")
+        assert paused.status == "awaiting_human"
+        second = ScriptedModel([bash("git push origin"), "done"])
+        resumer = Runtime(cwd=root, model=second, store=store, headless="pause")
+        done = await resumer.resume(paused.task_id or "", HumanDecision("approve"))
+    assert done.status == "completed" and (root / "a.txt").exists()
+    refused = results(second)[-1]
+    assert refused.is_error and "deny rule 'Bash(git push *)' from --disallowedTools" in (
+        refused.content
+    )

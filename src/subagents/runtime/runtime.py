@@ -328,6 +328,24 @@ class Runtime:
             self._permission_rules, self.permission_warnings = rules, warnings
         return self._permission_rules
 
+    def _rule_settings(self) -> dict[str, list[str]]:
+        """The run's own rules (allowed_tools / disallowed_tools), kept with its task so that
+        a resume is never more permissive than the run was."""
+        from subagents.tools.rule_sources import rule_settings
+
+        return rule_settings(*self._rule_arguments)
+
+    def _restore_rule_arguments(self, task: TaskRecord) -> None:
+        """Add the stored rules of ``task`` to this runtime's; an imported task not resumed
+        here yet keeps only its deny rules (an archive grants nothing)."""
+        from subagents.tools.rule_sources import restored_rule_arguments
+
+        restored = restored_rule_arguments(
+            task.settings, *self._rule_arguments, trusted=not _not_adopted(task)
+        )
+        if restored != self._rule_arguments:
+            self._rule_arguments, self._permission_rules = restored, None
+
     def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
         """The policy of the run itself: its mode, who approves, and the protected paths."""
         from subagents.tools.permissions import PermissionPolicy
@@ -443,6 +461,7 @@ class Runtime:
 
         store = self._require_store()
         task = store.get_task(task_id)
+        self._restore_rule_arguments(task)
         if _not_adopted(task):
             # Someone else's question about someone else's call: not the person's to answer
             # blind. The first resume asks again, in this runtime's words and settings.
@@ -522,6 +541,7 @@ class Runtime:
             task.settings = {
                 "permission_mode": self.permission_mode,
                 "headless": self.headless,
+                **self._rule_settings(),
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
@@ -617,7 +637,11 @@ class Runtime:
             workspace=str(self.workspace),
             tags=list(tags),
             retention_days=retention_days,
-            settings={"permission_mode": self.permission_mode, "headless": self.headless},
+            settings={
+                "permission_mode": self.permission_mode,
+                "headless": self.headless,
+                **self._rule_settings(),
+            },
         )
         return Recorder(store, task, self._redactor())
 
