@@ -636,8 +636,10 @@ async def test_command_substitution_is_never_pre_approved(tmp_path: Path) -> Non
 
 async def test_grep_over_a_folder_leaves_out_files_a_read_rule_denies(tmp_path: Path) -> None:
     root = project(tmp_path)
-    write_json(root / ".claude" / "settings.json", {"permissions": {"deny": ["Read(./.env)"]}})
-    (root / ".env").write_text("TOKEN=hunter2\n")
+    write_json(
+        root / ".claude" / "settings.json", {"permissions": {"deny": ["Read(./secrets.txt)"]}}
+    )
+    (root / "secrets.txt").write_text("TOKEN=hunter2\n")  # neither hidden nor ignored
     (root / "config.txt").write_text("TOKEN=placeholder\n")
     (found,) = await run_calls(
         root,
