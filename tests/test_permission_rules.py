@@ -777,3 +777,26 @@ async def test_a_resumed_task_keeps_the_rules_it_was_started_with(tmp_path: Path
     assert refused.is_error and "deny rule 'Bash(git push *)' from --disallowedTools" in (
         refused.content
     )
+
+
+@pytest.mark.parametrize(
+    ("specifier", "skill", "expected"),
+    [
+        ("pdf", "pdf", True),
+        ("pdf", "pdf-forms", False),
+        ("team:*", "team:review", True),
+        ("team:*", "team", True),
+        ("team:*", "teamwork", False),
+        ("pdf*", "pdf-forms", True),
+    ],
+)
+def test_skill_rules_match_the_skill_a_call_loads(
+    tmp_path: Path, specifier: str, skill: str, expected: bool
+) -> None:
+    from subagents.tools.rules import PathContext, PermissionRules, parse_rule
+
+    rule, _ = parse_rule(f"Skill({specifier})", "deny", "test")
+    assert rule is not None
+    paths = PathContext(workspace=tmp_path, home=tmp_path)
+    verdict = PermissionRules([rule]).decide(_probe("Skill"), {"skill": skill}, paths)
+    assert (verdict is not None) is expected

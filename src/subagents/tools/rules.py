@@ -12,6 +12,7 @@
 - ``WebFetch(domain:example.com)``: the host of the call's ``url`` (``*.example.com`` for
   subdomains).
 - ``Agent(explore, plan)`` / ``Task(...)``: the ``subagent_type`` of a Task call.
+- ``Skill(pdf)`` / ``Skill(team:*)``: the ``skill`` a Skill call loads.
 - ``mcp__server`` / ``mcp__server__*``: every tool of that server; ``mcp__server__tool``.
 
 A bare tool name matches every call of that tool. Rules are checked deny, then ask, then
@@ -75,6 +76,7 @@ _SPECIFIER_KINDS: dict[str, str] = {
     "Bash": "command",
     "WebFetch": "domain",
     "Task": "agent",
+    "Skill": "skill",
 }
 _MCP_RULE = re.compile(r"^mcp__([^_](?:[^_]|_(?!_))*)(?:__(.+))?$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -154,7 +156,7 @@ def specifier_problem(tool: str, specifier: str | None) -> str | None:
     if kind is None:
         return (
             f"{tool} takes no specifier here (specifiers work with Bash, Read, Edit, Write, "
-            "WebFetch and Agent)"
+            "WebFetch, Agent and Skill)"
         )
     if kind == "domain" and not specifier.startswith("domain:"):
         return "a WebFetch specifier must be domain:HOST (e.g. domain:example.com)"
@@ -293,7 +295,19 @@ def _call_matches(
     if kind == "agent":
         wanted = arguments.get("subagent_type")
         return isinstance(wanted, str) and wanted.strip() in subagent_types(rule.specifier)
+    if kind == "skill":
+        wanted = arguments.get("skill")
+        return isinstance(wanted, str) and _name_matches(rule.specifier, wanted.strip())
     return False
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    """``Skill(pdf)``: that name; ``Skill(team:*)``: ``team`` and ``team:...``; ``*`` globs."""
+    pattern = pattern.strip()
+    if pattern.endswith(":*"):
+        return name == pattern[:-2] or name.startswith(pattern[:-1])
+    expression = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(expression, name, re.DOTALL) is not None
 
 
 def _domain_matches(domain: str, url: object) -> bool:
