@@ -113,7 +113,7 @@ class ToolLimit:
 
     def describe(self) -> str:
         allowed = ", ".join(rule.text for rule in self.rules)
-        return f"{self.source} allows {self.tool} only as {allowed}"
+        return f"limit in {self.source} ({self.tool} only as {allowed})"
 
 
 @dataclass(frozen=True, slots=True)
