@@ -173,6 +173,9 @@ def test_bash_specifier_forms(pattern: str, command: str, expected: bool) -> Non
         "sudo git push",
         "bash -c 'git push origin'",
         "(cd sub && git push)",
+        "echo main | xargs -n1 git push origin",
+        "timeout 5 git push",
+        "ec'ho' x; g\"it\" push",
     ],
 )
 async def test_a_compound_command_does_not_slip_past_a_deny_rule(
@@ -799,3 +802,14 @@ def test_skill_rules_match_the_skill_a_call_loads(
     paths = PathContext(workspace=tmp_path, home=tmp_path)
     verdict = PermissionRules([rule]).decide(_probe("Skill"), {"skill": skill}, paths)
     assert (verdict is not None) is expected
+
+
+@pytest.mark.parametrize(
+    "command", ["sudo echo hi", "LD_PRELOAD=evil.so echo hi", "env echo hi", "echo hi | sh"]
+)
+async def test_an_allow_rule_does_not_cover_a_wrapped_command(tmp_path: Path, command: str) -> None:
+    root = project(tmp_path)
+    (refused,) = await run_calls(
+        root, bash(command), allowed_tools=["Bash(echo *)"], headless="deny"
+    )
+    assert refused.is_error and "needs approval" in refused.content

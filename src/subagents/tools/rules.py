@@ -84,6 +84,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _TRANSPARENT_WORDS = frozenset({"env", "command", "builtin", "exec", "nohup", "time", "sudo"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 _MAX_COMMAND_DEPTH = 4
+_MAX_WORDS = 256  # of one simple command tried as the start of a denied command
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +349,8 @@ def _command_rule_matches(pattern: str, command: str, strict: bool) -> bool:
         if parts is None or _has_substitution(command):
             return False
         return bool(parts) and all(
-            any(command_matches(pattern, form) for form in _forms(part)) for part in parts
+            any(command_matches(pattern, form) for form in _forms(part, strict=True))
+            for part in parts
         )
     candidates = [command, *(parts or ()), *_substitutions(command)]
     for depth in range(_MAX_COMMAND_DEPTH):
@@ -410,13 +412,22 @@ def _substitutions(command: str) -> list[str]:
     return [piece for text in texts for piece in (split_command(text) or [text])]
 
 
-def _forms(part: str) -> list[str]:
-    """A simple command as written and without what does not change which program runs:
-    leading ``VAR=value`` assignments and wrappers such as ``sudo`` or ``env``."""
+def _forms(part: str, *, strict: bool = False) -> list[str]:
+    """The ways to read one simple command against a pattern.
+
+    ``strict`` (allow rules): as written, and with its quoting undone. Otherwise (deny, ask)
+    also without what does not change which program runs (``VAR=value``, ``sudo``, ``env``)
+    and from every later word on, so that ``xargs -n1 git push`` or ``timeout 5 git push``
+    are caught by a rule about ``git push``; a deny rule errs on the side of refusing.
+    """
     forms = [part]
     try:
         words = shlex.split(part)
     except ValueError:
+        return forms
+    if words:
+        forms.append(" ".join(words))
+    if strict:
         return forms
     start = 0
     while start < len(words) and (
@@ -425,9 +436,7 @@ def _forms(part: str) -> list[str]:
         start += 1
     if 0 < start < len(words):
         forms.append(shlex.join(words[start:]))
-        forms.append(" ".join(words[start:]))
-    if words:
-        forms.append(" ".join(words))
+    forms.extend(" ".join(words[index:]) for index in range(1, min(len(words), _MAX_WORDS)))
     return forms
 
 
