@@ -813,3 +813,24 @@ async def test_an_allow_rule_does_not_cover_a_wrapped_command(tmp_path: Path, co
         root, bash(command), allowed_tools=["Bash(echo *)"], headless="deny"
     )
     assert refused.is_error and "needs approval" in refused.content
+
+
+@given(
+    st.text(alphabet="ab* ", max_size=8).filter(lambda p: p.strip()),
+    st.text(alphabet="ab ", max_size=12),
+)
+def test_glob_matching_agrees_with_a_regular_expression(pattern: str, text: str) -> None:
+    import re
+
+    from subagents.tools.rules import _glob_fullmatch
+
+    expression = ".*".join(re.escape(piece) for piece in pattern.split("*"))
+    assert _glob_fullmatch(pattern, text) is (re.fullmatch(expression, text, re.DOTALL) is not None)
+
+
+def test_a_huge_command_against_a_many_star_rule_is_decided(tmp_path: Path) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    command = "a" * 200_000
+    assert not _command_rule_matches("a*a*a*a*a*a*b", command, strict=False)
+    assert _command_rule_matches("a*a*a*a*a*a*", command, strict=True)

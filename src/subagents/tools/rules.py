@@ -307,8 +307,7 @@ def _name_matches(pattern: str, name: str) -> bool:
     pattern = pattern.strip()
     if pattern.endswith(":*"):
         return name == pattern[:-2] or name.startswith(pattern[:-1])
-    expression = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(expression, name, re.DOTALL) is not None
+    return _glob_fullmatch(pattern, name)
 
 
 def _domain_matches(domain: str, url: object) -> bool:
@@ -334,13 +333,29 @@ def command_matches(pattern: str, command: str) -> bool:
     if pattern.endswith(":*"):
         prefix = pattern[:-2].rstrip()
         return command == prefix or command.startswith(f"{prefix} ")
-    if "*" not in pattern:
-        return command == pattern
     if pattern.endswith(" *") and pattern.count("*") == 1:
-        expression = f"{re.escape(pattern[:-2])}(?: .*)?"
-    else:
-        expression = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(expression, command, re.DOTALL) is not None
+        prefix = pattern[:-2]
+        return command == prefix or command.startswith(f"{prefix} ")
+    return _glob_fullmatch(pattern, command)
+
+
+def _glob_fullmatch(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches ``pattern`` whole, ``*`` standing for any text. Each piece
+    between stars is found leftmost in turn (which is enough for ``*`` alone), so a long
+    command costs linear time, not the backtracking of a regular expression."""
+    first, *middle, last = pattern.split("*") if "*" in pattern else (pattern, None)
+    if last is None:
+        return text == first
+    end = len(text) - len(last)
+    if end < len(first) or not text.startswith(first) or not text.endswith(last):
+        return False
+    position = len(first)
+    for piece in middle:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
 
 
 def _command_rule_matches(pattern: str, command: str, strict: bool) -> bool:
