@@ -56,6 +56,12 @@ class Runtime:
     With a ``store`` every run is a durable task: each step of each session is checkpointed,
     :meth:`resume` continues it after a crash or a pause, and ``headless="pause"`` makes a tool
     that needs approval pause the run for a person instead of being denied.
+
+    ``allowed_tools`` / ``disallowed_tools`` are permission rules in Claude Code's syntax
+    (``"Bash(npm run test:*)"``, ``"Read(./.env)"``; see :mod:`subagents.tools.rules`), as
+    ``subagents run --allowedTools / --disallowedTools`` passes them; the rules of
+    ``.claude/settings.json``, ``.claude/settings.local.json`` and ``~/.claude/settings.json``
+    are added to them.
     """
 
     def __init__(
