@@ -834,3 +834,20 @@ def test_a_huge_command_against_a_many_star_rule_is_decided(tmp_path: Path) -> N
     command = "a" * 200_000
     assert not _command_rule_matches("a*a*a*a*a*a*b", command, strict=False)
     assert _command_rule_matches("a*a*a*a*a*a*", command, strict=True)
+
+
+async def test_a_settings_default_mode_is_named_not_applied(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    path = write_json(
+        root / ".claude" / "settings.json",
+        {"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(rm *)"]}},
+    )
+    main = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "a.txt", "content": "x"}), "done"]
+    )
+    runtime = Runtime(cwd=root, model=main, headless="deny")
+    await runtime.run("go")
+    (refused,) = results(main)
+    assert refused.is_error and not (root / "a.txt").exists()
+    (warning,) = runtime.permission_warnings
+    assert str(path) in warning and "--permission-mode bypassPermissions" in warning

@@ -116,6 +116,12 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
             f"{path}: 'permissions' must be an object with allow / ask / deny lists; ignored"
         )
         return loaded
+    mode = permissions.get("defaultMode")
+    if mode not in (None, "default"):
+        loaded.warnings.append(
+            f"{path}: permissions.defaultMode {mode!r} is not applied here (a checked-in file "
+            f"must not loosen how tools run); pass --permission-mode {mode} to use it"
+        )
     for behavior in RULE_BEHAVIORS:
         texts = permissions.get(behavior)
         if texts is None:
