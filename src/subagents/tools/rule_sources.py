@@ -119,8 +119,8 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
     mode = permissions.get("defaultMode")
     if mode not in (None, "default"):
         loaded.warnings.append(
-            f"{path}: permissions.defaultMode {mode!r} is not applied here (a checked-in file "
-            f"must not loosen how tools run); pass --permission-mode {mode} to use it"
+            f"{path}: permissions.defaultMode {mode!r} is not applied here (the mode is "
+            f"chosen per run); pass --permission-mode {mode} to use it"
         )
     for behavior in RULE_BEHAVIORS:
         texts = permissions.get(behavior)
