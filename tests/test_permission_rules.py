@@ -851,3 +851,36 @@ async def test_a_settings_default_mode_is_named_not_applied(tmp_path: Path) -> N
     assert refused.is_error and not (root / "a.txt").exists()
     (warning,) = runtime.permission_warnings
     assert str(path) in warning and "--permission-mode bypassPermissions" in warning
+
+
+def test_permissions_list_shows_every_rule_with_its_source_deny_first(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.app import app
+
+    root = project(tmp_path)
+    project_file = write_json(
+        root / ".claude" / "settings.json",
+        {"permissions": {"allow": ["Bash(npm run test:*)"], "ask": ["Bash(git commit *)"]}},
+    )
+    user_file = write_json(
+        isolated_home / ".claude" / "settings.json", {"permissions": {"deny": ["Read(~/.ssh/**)"]}}
+    )
+    (root / ".claude" / "settings.local.json").write_text("{ broken")
+    args = ["permissions", "list", "--cwd", str(root), "--disallowedTools", "Bash(git push *)"]
+    listed = CliRunner().invoke(app, [*args, "--json"])
+    assert listed.exit_code == 0, listed.output
+    payload = json.loads(listed.output)
+    assert [(r["behavior"], r["rule"], r["source"]) for r in payload["rules"]] == [
+        ("deny", "Bash(git push *)", "--disallowedTools"),
+        ("deny", "Read(~/.ssh/**)", str(user_file)),
+        ("ask", "Bash(git commit *)", str(project_file)),
+        ("allow", "Bash(npm run test:*)", str(project_file)),
+    ]
+    (warning,) = payload["warnings"]
+    assert "settings.local.json" in warning and "not valid JSON" in warning
+    shown = CliRunner().invoke(app, args)
+    assert shown.exit_code == 0 and "Bash(git push *)" in shown.output
+    assert "warning:" in shown.output

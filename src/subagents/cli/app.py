@@ -10,6 +10,7 @@ import typer
 
 from subagents.cli.agents import agents_app
 from subagents.cli.mcp import mcp_app
+from subagents.cli.permissions import permissions_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
 from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
@@ -35,6 +36,7 @@ app.add_typer(mcp_app, name="mcp")
 app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)
 app.command("import")(import_command)
+app.add_typer(permissions_app, name="permissions")
 
 
 def main() -> None:
