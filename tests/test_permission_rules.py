@@ -884,3 +884,14 @@ def test_permissions_list_shows_every_rule_with_its_source_deny_first(
     shown = CliRunner().invoke(app, args)
     assert shown.exit_code == 0 and "Bash(git push *)" in shown.output
     assert "warning:" in shown.output
+
+
+def test_flag_values_split_like_claude_codes() -> None:
+    from subagents.tools.rule_sources import split_rule_arguments
+
+    assert split_rule_arguments(["Read,Bash(git log *)", "Edit", "Read"]) == [
+        "Read",
+        "Bash(git log *)",
+        "Edit",
+    ]
+    assert split_rule_arguments(["Bash(git log *) Read"]) == ["Bash(git log *)", "Read"]
