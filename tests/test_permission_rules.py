@@ -175,6 +175,7 @@ def test_bash_specifier_forms(pattern: str, command: str, expected: bool) -> Non
         "(cd sub && git push)",
         "echo main | xargs -n1 git push origin",
         "timeout 5 git push",
+        "cd repo && /usr/bin/git push",
         "ec'ho' x; g\"it\" push",
     ],
 )

@@ -452,6 +452,11 @@ def _forms(part: str, *, strict: bool = False) -> list[str]:
     if 0 < start < len(words):
         forms.append(shlex.join(words[start:]))
     forms.extend(" ".join(words[index:]) for index in range(1, min(len(words), _MAX_WORDS)))
+    forms.extend(  # /usr/bin/git push is git push
+        " ".join([Path(word).name, *words[index + 1 :]])
+        for index, word in enumerate(words[:_MAX_WORDS])
+        if "/" in word and Path(word).name
+    )
     return forms
 
 
