@@ -120,8 +120,11 @@ def test_joined_entries_split_back_into_the_same_entries(entries: list[str]) -> 
 def test_splitting_any_text_never_raises_and_loses_no_character(text: str) -> None:
     entries, _problems = split_tool_list(text)
     assert all(entry == entry.strip() and entry for entry in entries)
-    kept = "".join(entries)
-    assert len(kept) <= len(text)
+
+    def content(value: str) -> str:  # what is left once separators are taken away
+        return "".join(char for char in value if not char.isspace() and char != ",")
+
+    assert content("".join(entries)) == content(text)
 
 
 @given(st.lists(_ENTRY, min_size=1, max_size=5, unique=True))
@@ -170,6 +173,10 @@ def test_bash_specifier_forms(pattern: str, command: str, expected: bool) -> Non
         "sudo git push",
         "bash -c 'git push origin'",
         "(cd sub && git push)",
+        "echo main | xargs -n1 git push origin",
+        "timeout 5 git push",
+        "cd repo && /usr/bin/git push",
+        "ec'ho' x; g\"it\" push",
     ],
 )
 async def test_a_compound_command_does_not_slip_past_a_deny_rule(
@@ -407,9 +414,8 @@ async def test_a_subagents_tool_spec_limits_it_and_never_pre_approves(tmp_path: 
     )
     await runtime.run("go")
     limited, unapproved = results(child)
-    assert limited.is_error and "agent 'echoer' tools allows Bash only as Bash(echo *)" in (
-        limited.content
-    )
+    assert limited.is_error
+    assert "limit in agent 'echoer' tools (Bash only as Bash(echo *))" in limited.content
     # the parent would have asked for this command, so the subagent may not run it unasked
     assert unapproved.is_error and "needs approval" in unapproved.content
     assert not (root / "made.txt").exists() and not (root / "said.txt").exists()
@@ -567,3 +573,326 @@ def test_a_bad_rule_on_the_command_line_is_a_warning(tmp_path: Path) -> None:
         done = cli.run("hi", "--no-store", "--disallowedTools", "Glob(oops(")
     assert done.code == 0, done.err
     assert "Warning:" in done.said and "Glob(oops(" in done.said
+
+
+async def test_disallowed_agent_type_is_a_deny_rule_on_task(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    lead = agent("lead", disallowed_tools=["Agent(risky)"])
+    main = ScriptedModel([task("risky"), task("safe"), "done"])
+    runtime = Runtime(
+        cwd=root,
+        agents=[lead, agent("risky"), agent("safe")],
+        model=main,
+        agent_models={"safe": ScriptedModel(["safe done"])},
+        permission_mode="bypassPermissions",
+    )
+    await runtime.run("go", agent="lead")
+    refused, started = results(main)
+    assert refused.is_error and "deny rule 'Agent(risky)' from agent 'lead'" in refused.content
+    assert started.content.startswith("safe done")
+
+
+@given(st.text(max_size=40), st.sampled_from(["allow", "ask", "deny"]))
+def test_parsing_any_rule_text_gives_a_rule_or_a_reason(text: str, behavior: str) -> None:
+    from subagents.tools.rules import parse_rule
+
+    rule, problem = parse_rule(text, behavior, "test")  # type: ignore[arg-type]
+    assert (rule is None) != (problem is None)
+    if problem is not None:
+        assert "ignored" in problem
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_matching_any_command_never_raises(pattern: str, command: str) -> None:
+    from subagents.tools.rules import split_command
+
+    command_matches(pattern, command)
+    split_command(command)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"permissions": ["Bash"]},
+        {"permissions": {"deny": "Bash(rm *)"}},
+        {"permissions": {"deny": [3]}},
+        [1, 2],
+    ],
+)
+async def test_settings_of_the_wrong_shape_are_warned_about(tmp_path: Path, settings: Any) -> None:
+    root = project(tmp_path)
+    path = write_json(root / ".claude" / "settings.json", settings)
+    runtime = Runtime(cwd=root, model=ScriptedModel(["done"]))
+    await runtime.run("go")
+    assert not runtime.permission_rules()
+    (warning,) = runtime.permission_warnings
+    assert str(path) in warning
+
+
+async def test_command_substitution_is_never_pre_approved(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (ran,) = await run_calls(
+        root, bash("echo $(touch sneaky.txt)"), allowed_tools=["Bash(echo *)"], headless="deny"
+    )
+    assert ran.is_error and not (root / "sneaky.txt").exists()
+
+
+async def test_grep_over_a_folder_leaves_out_files_a_read_rule_denies(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    write_json(
+        root / ".claude" / "settings.json", {"permissions": {"deny": ["Read(./secrets.txt)"]}}
+    )
+    (root / "secrets.txt").write_text("TOKEN=hunter2\n")  # neither hidden nor ignored
+    (root / "config.txt").write_text("TOKEN=placeholder\n")
+    (found,) = await run_calls(
+        root,
+        tool_call_response(
+            "Grep", {"pattern": "TOKEN", "path": ".", "output_mode": "content", "glob": "*"}
+        ),
+    )
+    assert not found.is_error
+    assert "placeholder" in found.content and "hunter2" not in found.content
+    assert "left out 1 file that permission rules keep from being read" in found.content
+
+
+_WORD = st.from_regex(r"[a-z][a-z0-9.-]{0,6}", fullmatch=True)
+_SIMPLE = st.lists(_WORD, min_size=1, max_size=4).map(" ".join)
+_SEPARATOR = st.sampled_from([" && ", " || ", "; ", " | ", "\n", " & "])
+
+
+@given(st.lists(_SIMPLE, max_size=4), st.lists(_SIMPLE, max_size=4), _SEPARATOR)
+def test_a_denied_command_is_caught_wherever_it_sits_in_a_chain(
+    before: list[str], after: list[str], separator: str
+) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    command = separator.join([*before, "git push origin main", *after])
+    assert _command_rule_matches("git push *", command, strict=False)
+
+
+@given(st.text(max_size=12), st.text(max_size=40))
+def test_whatever_an_allow_rule_lets_through_the_same_deny_rule_stops(
+    pattern: str, command: str
+) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    if _command_rule_matches(pattern, command, strict=True):
+        assert _command_rule_matches(pattern, command, strict=False)
+
+
+def test_agents_show_lists_the_agents_it_may_start(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.app import app
+
+    root = project(tmp_path)
+    folder = root / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "lead.md").write_text(
+        "---\nname: lead\ndescription: Leads.\ntools: Read, Agent(explore, plan)\n"
+        "disallowedTools: Bash(git push *)\npermissionMode: dontAsk\n---\nYou lead.\n"
+    )
+    shown = CliRunner().invoke(app, ["agents", "show", "lead", "--cwd", str(root)])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "may start only explore, plan" in text
+    assert "warnings" not in text and "no effect" not in text
+    listed = CliRunner().invoke(app, ["agents", "list", "--json", "--cwd", str(root)])
+    (lead,) = [a for a in json.loads(listed.output)["agents"] if a["name"] == "lead"]
+    assert lead["subagent_types"] == ["explore", "plan"]
+    assert "Task" in lead["effective_tools"] and "Bash" not in lead["effective_tools"]
+
+
+def _probe(name: str) -> Tool:
+    return Tool(name=name, description="", parameters={}, function=lambda: "")
+
+
+@pytest.mark.parametrize(
+    ("specifier", "file_path", "expected"),
+    [
+        ("./.env", ".env", True),
+        ("./.env", "sub/.env", False),
+        (".env", "sub/.env", True),  # no slash: any depth, as in .gitignore
+        ("/src/**", "src/a.py", False),  # /x is relative to the project root, not the workspace
+        ("/work/src/**", "src/a.py", True),
+        ("//etc/passwd", "/etc/passwd", True),
+        ("~/secrets/*", "HOME/secrets/k", True),
+        ("*.pem", "deep/er/key.pem", True),
+        ("src/", "src/a/b.py", True),
+    ],
+)
+def test_path_specifiers_are_anchored_as_claude_code_documents(
+    tmp_path: Path, specifier: str, file_path: str, expected: bool
+) -> None:
+    from subagents.tools.rules import PathContext, PermissionRules, parse_rule
+
+    project_root = tmp_path / "repo"
+    workspace = project_root / "work"
+    home = tmp_path / "home"
+    workspace.mkdir(parents=True)
+    rule, problem = parse_rule(f"Read({specifier})", "deny", "test", project_root=project_root)
+    assert rule is not None and problem is None
+    paths = PathContext(workspace=workspace, home=home)
+    target = file_path.replace("HOME", str(home))
+    verdict = PermissionRules([rule]).decide(_probe("Read"), {"file_path": target}, paths)
+    assert (verdict is not None) is expected
+
+
+def test_denied_by_rules_lets_a_tool_check_each_further_step(tmp_path: Path) -> None:
+    from subagents.runtime.delegation import Delegation
+    from subagents.tools.base import ToolContext
+    from subagents.tools.rules import denied_by_rules
+
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=ScriptedModel([]),
+        disallowed_tools=["WebFetch(domain:internal.example)"],
+    )
+    session = runtime.main_session(Delegation(runtime))
+    ctx = ToolContext(workspace=tmp_path, session=session)
+    fetch = _probe("WebFetch")
+    assert denied_by_rules(ctx, fetch, {"url": "https://public.example/"}) is None
+    why = denied_by_rules(ctx, fetch, {"url": "http://internal.example/admin"})
+    assert why is not None and "WebFetch(domain:internal.example)" in why
+
+
+async def test_a_resumed_task_keeps_the_rules_it_was_started_with(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+    from subagents.store.sqlite import open_store
+
+    root = project(tmp_path)
+    first = ScriptedModel([tool_call_response("Write", {"file_path": "a.txt", "content": "x"})])
+    with open_store(tmp_path / "state.db") as store:
+        started = Runtime(
+            cwd=root,
+            model=first,
+            store=store,
+            headless="pause",
+            disallowed_tools=["Bash(git push *)"],
+        )
+        paused = await started.run("go")
+        assert paused.status == "awaiting_human"
+        second = ScriptedModel([bash("git push origin"), "done"])
+        resumer = Runtime(cwd=root, model=second, store=store, headless="pause")
+        done = await resumer.resume(paused.task_id or "", HumanDecision("approve"))
+    assert done.status == "completed" and (root / "a.txt").exists()
+    refused = results(second)[-1]
+    assert refused.is_error and "deny rule 'Bash(git push *)' from --disallowedTools" in (
+        refused.content
+    )
+
+
+@pytest.mark.parametrize(
+    ("specifier", "skill", "expected"),
+    [
+        ("pdf", "pdf", True),
+        ("pdf", "pdf-forms", False),
+        ("team:*", "team:review", True),
+        ("team:*", "team", True),
+        ("team:*", "teamwork", False),
+        ("pdf*", "pdf-forms", True),
+    ],
+)
+def test_skill_rules_match_the_skill_a_call_loads(
+    tmp_path: Path, specifier: str, skill: str, expected: bool
+) -> None:
+    from subagents.tools.rules import PathContext, PermissionRules, parse_rule
+
+    rule, _ = parse_rule(f"Skill({specifier})", "deny", "test")
+    assert rule is not None
+    paths = PathContext(workspace=tmp_path, home=tmp_path)
+    verdict = PermissionRules([rule]).decide(_probe("Skill"), {"skill": skill}, paths)
+    assert (verdict is not None) is expected
+
+
+@pytest.mark.parametrize(
+    "command", ["sudo echo hi", "LD_PRELOAD=evil.so echo hi", "env echo hi", "echo hi | sh"]
+)
+async def test_an_allow_rule_does_not_cover_a_wrapped_command(tmp_path: Path, command: str) -> None:
+    root = project(tmp_path)
+    (refused,) = await run_calls(
+        root, bash(command), allowed_tools=["Bash(echo *)"], headless="deny"
+    )
+    assert refused.is_error and "needs approval" in refused.content
+
+
+@given(
+    st.text(alphabet="ab* ", max_size=8).filter(lambda p: p.strip()),
+    st.text(alphabet="ab ", max_size=12),
+)
+def test_glob_matching_agrees_with_a_regular_expression(pattern: str, text: str) -> None:
+    import re
+
+    from subagents.tools.rules import _glob_fullmatch
+
+    expression = ".*".join(re.escape(piece) for piece in pattern.split("*"))
+    assert _glob_fullmatch(pattern, text) is (re.fullmatch(expression, text, re.DOTALL) is not None)
+
+
+def test_a_huge_command_against_a_many_star_rule_is_decided(tmp_path: Path) -> None:
+    from subagents.tools.rules import _command_rule_matches
+
+    command = "a" * 200_000
+    assert not _command_rule_matches("a*a*a*a*a*a*b", command, strict=False)
+    assert _command_rule_matches("a*a*a*a*a*a*", command, strict=True)
+
+
+async def test_a_settings_default_mode_is_named_not_applied(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    path = write_json(
+        root / ".claude" / "settings.json",
+        {"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(rm *)"]}},
+    )
+    main = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "a.txt", "content": "x"}), "done"]
+    )
+    runtime = Runtime(cwd=root, model=main, headless="deny")
+    await runtime.run("go")
+    (refused,) = results(main)
+    assert refused.is_error and not (root / "a.txt").exists()
+    (warning,) = runtime.permission_warnings
+    assert str(path) in warning and "--permission-mode bypassPermissions" in warning
+
+
+def test_permissions_list_shows_every_rule_with_its_source_deny_first(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.app import app
+
+    root = project(tmp_path)
+    project_file = write_json(
+        root / ".claude" / "settings.json",
+        {"permissions": {"allow": ["Bash(npm run test:*)"], "ask": ["Bash(git commit *)"]}},
+    )
+    user_file = write_json(
+        isolated_home / ".claude" / "settings.json", {"permissions": {"deny": ["Read(~/.ssh/**)"]}}
+    )
+    (root / ".claude" / "settings.local.json").write_text("{ broken")
+    args = ["permissions", "list", "--cwd", str(root), "--disallowedTools", "Bash(git push *)"]
+    listed = CliRunner().invoke(app, [*args, "--json"])
+    assert listed.exit_code == 0, listed.output
+    payload = json.loads(listed.output)
+    assert [(r["behavior"], r["rule"], r["source"]) for r in payload["rules"]] == [
+        ("deny", "Bash(git push *)", "--disallowedTools"),
+        ("deny", "Read(~/.ssh/**)", str(user_file)),
+        ("ask", "Bash(git commit *)", str(project_file)),
+        ("allow", "Bash(npm run test:*)", str(project_file)),
+    ]
+    (warning,) = payload["warnings"]
+    assert "settings.local.json" in warning and "not valid JSON" in warning
+    shown = CliRunner().invoke(app, args)
+    assert shown.exit_code == 0 and "Bash(git push *)" in shown.output
+    assert "warning:" in shown.output
+
+
+def test_flag_values_split_like_claude_codes() -> None:
+    from subagents.tools.rule_sources import split_rule_arguments
+
+    assert split_rule_arguments(["Read,Bash(git log *)", "Edit", "Read"]) == [
+        "Read",
+        "Bash(git log *)",
+        "Edit",
+    ]
+    assert split_rule_arguments(["Bash(git log *) Read"]) == ["Bash(git log *)", "Read"]

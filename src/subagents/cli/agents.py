@@ -13,6 +13,7 @@ import typer
 
 from subagents._preview import shorten
 from subagents.cli.common import make_console, user_errors
+from subagents.tools.specs import delegation_limit
 
 if TYPE_CHECKING:
     from subagents.config import Config
@@ -143,6 +144,12 @@ def _overrides_summary(record: AgentRecord) -> str:
     return ", ".join(scopes)
 
 
+def _subagent_types(d: AgentDefinition) -> list[str]:
+    """The agents its ``Agent(...)`` entries let it start (empty: no such limit)."""
+    types = delegation_limit(d.tools)
+    return types if types is not None else []
+
+
 def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
     d = record.definition
     return {
@@ -160,6 +167,7 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "tools": d.tools,
         "disallowed_tools": d.disallowed_tools,
         "effective_tools": record.effective_tools,
+        "subagent_types": delegation_limit(d.tools),
         "unavailable_tools": d.unavailable_tools,
         "max_turns": d.max_turns,
         "permission_mode": d.permission_mode,
@@ -311,6 +319,7 @@ def show_agent(
     ]
     optional: list[tuple[str, object]] = [
         ("disallowed tools", ", ".join(d.disallowed_tools)),
+        ("may start only", ", ".join(_subagent_types(d))),
         ("unavailable tools", ", ".join(d.unavailable_tools)),
         ("max turns", d.max_turns),
         ("permission mode", d.permission_mode),

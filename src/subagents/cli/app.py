@@ -10,6 +10,7 @@ import typer
 
 from subagents.cli.agents import agents_app
 from subagents.cli.mcp import mcp_app
+from subagents.cli.permissions import permissions_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
 from subagents.cli.skills import skills_app
@@ -37,6 +38,7 @@ app.add_typer(skills_app, name="skills")
 app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)
 app.command("import")(import_command)
+app.add_typer(permissions_app, name="permissions")
 
 
 def main() -> None:

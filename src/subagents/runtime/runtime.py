@@ -60,6 +60,12 @@ class Runtime:
     With a ``store`` every run is a durable task: each step of each session is checkpointed,
     :meth:`resume` continues it after a crash or a pause, and ``headless="pause"`` makes a tool
     that needs approval pause the run for a person instead of being denied.
+
+    ``allowed_tools`` / ``disallowed_tools`` are permission rules in Claude Code's syntax
+    (``"Bash(npm run test:*)"``, ``"Read(./.env)"``; see :mod:`subagents.tools.rules`), as
+    ``subagents run --allowedTools / --disallowedTools`` passes them; the rules of
+    ``.claude/settings.json``, ``.claude/settings.local.json`` and ``~/.claude/settings.json``
+    are added to them.
     """
 
     def __init__(
@@ -366,6 +372,24 @@ class Runtime:
             self._permission_rules, self.permission_warnings = rules, warnings
         return self._permission_rules
 
+    def _rule_settings(self) -> dict[str, list[str]]:
+        """The run's own rules (allowed_tools / disallowed_tools), kept with its task so that
+        a resume is never more permissive than the run was."""
+        from subagents.tools.rule_sources import rule_settings
+
+        return rule_settings(*self._rule_arguments)
+
+    def _restore_rule_arguments(self, task: TaskRecord) -> None:
+        """Add the stored rules of ``task`` to this runtime's; an imported task not resumed
+        here yet keeps only its deny rules (an archive grants nothing)."""
+        from subagents.tools.rule_sources import restored_rule_arguments
+
+        restored = restored_rule_arguments(
+            task.settings, *self._rule_arguments, trusted=not _not_adopted(task)
+        )
+        if restored != self._rule_arguments:
+            self._rule_arguments, self._permission_rules = restored, None
+
     def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
         """The policy of the run itself: its mode, who approves, and the protected paths."""
         from subagents.tools.permissions import PermissionPolicy
@@ -492,6 +516,7 @@ class Runtime:
 
         store = self._require_store()
         task = store.get_task(task_id)
+        self._restore_rule_arguments(task)
         if _not_adopted(task):
             # Someone else's question about someone else's call: not the person's to answer
             # blind. The first resume asks again, in this runtime's words and settings.
@@ -571,6 +596,7 @@ class Runtime:
             task.settings = {
                 "permission_mode": self.permission_mode,
                 "headless": self.headless,
+                **self._rule_settings(),
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
@@ -666,7 +692,11 @@ class Runtime:
             workspace=str(self.workspace),
             tags=list(tags),
             retention_days=retention_days,
-            settings={"permission_mode": self.permission_mode, "headless": self.headless},
+            settings={
+                "permission_mode": self.permission_mode,
+                "headless": self.headless,
+                **self._rule_settings(),
+            },
         )
         return Recorder(store, task, self._redactor())
 
@@ -753,7 +783,11 @@ class Runtime:
         depth = parent.depth + 1 if parent is not None else 0
         if not self.config.subagents.enabled or depth >= max_depth:
             names = [name for name in names if name not in DELEGATION_TOOL_NAMES]
-        return tools.subset(names)
+        registry = tools.subset(names)
+        types = delegation.allowed_subagent_types_of(definition, parent)
+        if types is not None and TASK_TOOL_NAME in registry:
+            registry.add(delegation.task_tool_for(types), replace=True)
+        return registry
 
     def _definition_named(self, name: str) -> AgentDefinition | None:
         record = self.inventory.records.get(name)

@@ -36,6 +36,8 @@ __all__ = [
     "agent_permission_rules",
     "cli_rules",
     "load_settings_rules",
+    "restored_rule_arguments",
+    "rule_settings",
     "run_permission_rules",
     "settings_files",
     "split_rule_arguments",
@@ -103,7 +105,10 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
             f"{path} is not valid JSON ({error}); its rules are not used - {fix}"
         )
         return loaded
-    permissions = data.get("permissions") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        loaded.warnings.append(f"{path} is not a JSON object; its rules are not used - {fix}")
+        return loaded
+    permissions = data.get("permissions")
     if permissions is None:
         return loaded
     if not isinstance(permissions, dict):
@@ -111,6 +116,12 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
             f"{path}: 'permissions' must be an object with allow / ask / deny lists; ignored"
         )
         return loaded
+    mode = permissions.get("defaultMode")
+    if mode not in (None, "default"):
+        loaded.warnings.append(
+            f"{path}: permissions.defaultMode {mode!r} is not applied here (the mode is "
+            f"chosen per run); pass --permission-mode {mode} to use it"
+        )
     for behavior in RULE_BEHAVIORS:
         texts = permissions.get(behavior)
         if texts is None:
@@ -147,6 +158,37 @@ def cli_rules(allowed: Sequence[str], disallowed: Sequence[str]) -> LoadedRules:
         loaded.rules.extend(rules)
         loaded.warnings.extend(problems)
     return loaded
+
+
+def rule_settings(allowed: Sequence[str], disallowed: Sequence[str]) -> dict[str, list[str]]:
+    """A run's command-line rules as kept in its task's settings (only those it has)."""
+    kept: dict[str, list[str]] = {}
+    if allowed:
+        kept["allowed_tools"] = list(allowed)
+    if disallowed:
+        kept["disallowed_tools"] = list(disallowed)
+    return kept
+
+
+def restored_rule_arguments(
+    settings: dict[str, Any],
+    allowed: Sequence[str],
+    disallowed: Sequence[str],
+    *,
+    trusted: bool,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``allowed`` / ``disallowed`` plus the rules a task's settings kept; an untrusted
+    (imported) task brings back its deny rules only."""
+
+    def stored(key: str) -> list[str]:
+        values = settings.get(key)
+        if not isinstance(values, list):
+            return []
+        return [value for value in values if isinstance(value, str)]
+
+    restored_allowed = [*allowed, *(stored("allowed_tools") if trusted else ())]
+    restored_disallowed = [*disallowed, *stored("disallowed_tools")]
+    return tuple(dict.fromkeys(restored_allowed)), tuple(dict.fromkeys(restored_disallowed))
 
 
 def run_permission_rules(

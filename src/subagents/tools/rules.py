@@ -12,6 +12,7 @@
 - ``WebFetch(domain:example.com)``: the host of the call's ``url`` (``*.example.com`` for
   subdomains).
 - ``Agent(explore, plan)`` / ``Task(...)``: the ``subagent_type`` of a Task call.
+- ``Skill(pdf)`` / ``Skill(team:*)``: the ``skill`` a Skill call loads.
 - ``mcp__server`` / ``mcp__server__*``: every tool of that server; ``mcp__server__tool``.
 
 A bare tool name matches every call of that tool. Rules are checked deny, then ask, then
@@ -23,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,10 +44,12 @@ __all__ = [
     "RuleVerdict",
     "ToolLimit",
     "command_matches",
+    "denied_by_rules",
     "parse_rule",
     "rules_from_texts",
     "specifier_problem",
     "split_command",
+    "unreadable_files",
 ]
 
 RuleBehavior = Literal["allow", "ask", "deny"]
@@ -73,6 +76,7 @@ _SPECIFIER_KINDS: dict[str, str] = {
     "Bash": "command",
     "WebFetch": "domain",
     "Task": "agent",
+    "Skill": "skill",
 }
 _MCP_RULE = re.compile(r"^mcp__([^_](?:[^_]|_(?!_))*)(?:__(.+))?$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -80,6 +84,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _TRANSPARENT_WORDS = frozenset({"env", "command", "builtin", "exec", "nohup", "time", "sudo"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 _MAX_COMMAND_DEPTH = 4
+_MAX_WORDS = 256  # of one simple command tried as the start of a denied command
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +114,7 @@ class ToolLimit:
 
     def describe(self) -> str:
         allowed = ", ".join(rule.text for rule in self.rules)
-        return f"{self.source} allows {self.tool} only as {allowed}"
+        return f"limit in {self.source} ({self.tool} only as {allowed})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +157,7 @@ def specifier_problem(tool: str, specifier: str | None) -> str | None:
     if kind is None:
         return (
             f"{tool} takes no specifier here (specifiers work with Bash, Read, Edit, Write, "
-            "WebFetch and Agent)"
+            "WebFetch, Agent and Skill)"
         )
     if kind == "domain" and not specifier.startswith("domain:"):
         return "a WebFetch specifier must be domain:HOST (e.g. domain:example.com)"
@@ -218,6 +223,19 @@ class PermissionRules:
                 return RuleVerdict("allow", rule.describe())
         return None
 
+    def refuses_reading(self, tool: Tool, path: Path, paths: PathContext) -> RuleVerdict | None:
+        """The deny or ask rule that keeps ``tool`` (a search such as Grep) from reading the
+        file ``path`` it came across; a search cannot ask about each file, so both leave it
+        out."""
+        arguments = {"path": str(path), "file_path": str(path)}
+        for behavior in ("deny", "ask"):
+            for rule in self._rules_of(behavior, tool):
+                if rule.specifier is not None and _call_matches(
+                    rule, tool, arguments, paths, strict=False
+                ):
+                    return RuleVerdict(behavior, rule.describe())
+        return None
+
     def bare_denied(self, tool_name: str) -> PermissionRule | None:
         """A deny rule that names ``tool_name`` without a specifier (the tool is then removed
         from the agents' tool sets)."""
@@ -278,7 +296,18 @@ def _call_matches(
     if kind == "agent":
         wanted = arguments.get("subagent_type")
         return isinstance(wanted, str) and wanted.strip() in subagent_types(rule.specifier)
+    if kind == "skill":
+        wanted = arguments.get("skill")
+        return isinstance(wanted, str) and _name_matches(rule.specifier, wanted.strip())
     return False
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    """``Skill(pdf)``: that name; ``Skill(team:*)``: ``team`` and ``team:...``; ``*`` globs."""
+    pattern = pattern.strip()
+    if pattern.endswith(":*"):
+        return name == pattern[:-2] or name.startswith(pattern[:-1])
+    return _glob_fullmatch(pattern, name)
 
 
 def _domain_matches(domain: str, url: object) -> bool:
@@ -304,13 +333,29 @@ def command_matches(pattern: str, command: str) -> bool:
     if pattern.endswith(":*"):
         prefix = pattern[:-2].rstrip()
         return command == prefix or command.startswith(f"{prefix} ")
-    if "*" not in pattern:
-        return command == pattern
     if pattern.endswith(" *") and pattern.count("*") == 1:
-        expression = f"{re.escape(pattern[:-2])}(?: .*)?"
-    else:
-        expression = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(expression, command, re.DOTALL) is not None
+        prefix = pattern[:-2]
+        return command == prefix or command.startswith(f"{prefix} ")
+    return _glob_fullmatch(pattern, command)
+
+
+def _glob_fullmatch(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches ``pattern`` whole, ``*`` standing for any text. Each piece
+    between stars is found leftmost in turn (which is enough for ``*`` alone), so a long
+    command costs linear time, not the backtracking of a regular expression."""
+    first, *middle, last = pattern.split("*") if "*" in pattern else (pattern, None)
+    if last is None:
+        return text == first
+    end = len(text) - len(last)
+    if end < len(first) or not text.startswith(first) or not text.endswith(last):
+        return False
+    position = len(first)
+    for piece in middle:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
 
 
 def _command_rule_matches(pattern: str, command: str, strict: bool) -> bool:
@@ -319,7 +364,8 @@ def _command_rule_matches(pattern: str, command: str, strict: bool) -> bool:
         if parts is None or _has_substitution(command):
             return False
         return bool(parts) and all(
-            any(command_matches(pattern, form) for form in _forms(part)) for part in parts
+            any(command_matches(pattern, form) for form in _forms(part, strict=True))
+            for part in parts
         )
     candidates = [command, *(parts or ()), *_substitutions(command)]
     for depth in range(_MAX_COMMAND_DEPTH):
@@ -381,13 +427,22 @@ def _substitutions(command: str) -> list[str]:
     return [piece for text in texts for piece in (split_command(text) or [text])]
 
 
-def _forms(part: str) -> list[str]:
-    """A simple command as written and without what does not change which program runs:
-    leading ``VAR=value`` assignments and wrappers such as ``sudo`` or ``env``."""
+def _forms(part: str, *, strict: bool = False) -> list[str]:
+    """The ways to read one simple command against a pattern.
+
+    ``strict`` (allow rules): as written, and with its quoting undone. Otherwise (deny, ask)
+    also without what does not change which program runs (``VAR=value``, ``sudo``, ``env``)
+    and from every later word on, so that ``xargs -n1 git push`` or ``timeout 5 git push``
+    are caught by a rule about ``git push``; a deny rule errs on the side of refusing.
+    """
     forms = [part]
     try:
         words = shlex.split(part)
     except ValueError:
+        return forms
+    if words:
+        forms.append(" ".join(words))
+    if strict:
         return forms
     start = 0
     while start < len(words) and (
@@ -396,9 +451,12 @@ def _forms(part: str) -> list[str]:
         start += 1
     if 0 < start < len(words):
         forms.append(shlex.join(words[start:]))
-        forms.append(" ".join(words[start:]))
-    if words:
-        forms.append(" ".join(words))
+    forms.extend(" ".join(words[index:]) for index in range(1, min(len(words), _MAX_WORDS)))
+    forms.extend(  # /usr/bin/git push is git push
+        " ".join([Path(word).name, *words[index + 1 :]])
+        for index, word in enumerate(words[:_MAX_WORDS])
+        if "/" in word and Path(word).name
+    )
     return forms
 
 
@@ -513,6 +571,38 @@ def _compiled(pattern: str) -> Any:
 
         spec = _SPECS[pattern] = pathspec.GitIgnoreSpec.from_lines([pattern])
     return spec
+
+
+def unreadable_files(ctx: Any, tool: Tool) -> Callable[[Path], bool] | None:
+    """For a tool that reads many files (Grep): a test saying which files the session's rules
+    keep it from reading, or ``None`` when no rule is about it."""
+    policy = getattr(getattr(ctx, "session", None), "permissions", None)
+    rules = getattr(policy, "rules", None)
+    if not isinstance(rules, PermissionRules) or not rules.covers(tool):
+        return None
+    from subagents.config import resolve_home
+    from subagents.tools.workspace import workspace_of
+
+    paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
+    return lambda path: rules.refuses_reading(tool, path, paths) is not None
+
+
+def denied_by_rules(ctx: Any, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+    """Why a deny rule of the session refuses ``tool`` with ``arguments`` (``None``: none
+    does). For a tool that takes further steps after its call was approved, such as WebFetch
+    following a redirect to another host: each step is checked again."""
+    policy = getattr(getattr(ctx, "session", None), "permissions", None)
+    rules = getattr(policy, "rules", None)
+    if not isinstance(rules, PermissionRules) or not rules.covers(tool):
+        return None
+    from subagents.config import resolve_home
+    from subagents.tools.workspace import workspace_of
+
+    paths = PathContext(workspace=workspace_of(ctx).root, home=resolve_home())
+    verdict = rules.decide(tool, arguments, paths)
+    if verdict is None or verdict.behavior != "deny":
+        return None
+    return f"refused by the {verdict.reason}"
 
 
 def rules_from_texts(

@@ -7,6 +7,7 @@ budget per call shared by all the files searched (see :class:`~._files.Deadline`
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,6 +21,7 @@ from subagents.tools.builtin._files import Deadline, cut_line, glob_regex, plura
 from subagents.tools.builtin._ignore import INCLUDE_IGNORED_DESCRIPTION, SearchFilter
 from subagents.tools.builtin._matcher import LineMatcher, line_starts, split_lines
 from subagents.tools.decorator import tool
+from subagents.tools.rules import unreadable_files
 from subagents.tools.workspace import Workspace, workspace_of
 
 __all__ = [
@@ -144,9 +146,10 @@ def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> 
             multiline=multiline,
             include_ignored=include_ignored,
         )
-        return _grep(workspace_of(ctx), query, deadline)
+        return _grep(workspace_of(ctx), query, deadline, unreadable_files(ctx, grep))
 
-    return tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+    grep = tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
+    return grep
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +167,23 @@ class _Query:
     include_ignored: bool = False
 
 
-def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
+def _grep(
+    workspace: Workspace,
+    query: _Query,
+    deadline: Deadline,
+    unreadable: Callable[[Path], bool] | None = None,
+) -> str:
     matcher = _compile(query, deadline)
     base = workspace.resolve(query.path or ".", must_exist=True)
     accept = _file_filter(base, query.glob, query.file_type, deadline)
     hits: list[_FileHits] = []
-    too_big = 0
+    too_big = refused = 0
     search = SearchFilter(workspace, include_ignored=query.include_ignored)
     for file in search.files(base):
         if not accept(file):
+            continue
+        if unreadable is not None and unreadable(file):  # a Read(...) deny or ask rule
+            refused += 1
             continue
         if _size(file) > MAX_GREP_FILE_BYTES:
             too_big += 1
@@ -191,6 +202,9 @@ def _grep(workspace: Workspace, query: _Query, deadline: Deadline) -> str:
     )
     notes = search.notes_text()
     skipped += f"\n{notes}" if notes else ""
+    if refused:
+        kept_out = plural(refused, "file")
+        skipped += f"\n(left out {kept_out} that permission rules keep from being read)"
     if not hits:
         ignored = search.skipped_note()
         skipped += f"\n{ignored}" if ignored else ""
