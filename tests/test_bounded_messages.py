@@ -237,3 +237,10 @@ async def test_invalid_tool_arguments_are_previewed_briefly(tmp_path: Path) -> N
     assert outcome.status == "error"
     assert "file_path: Input should be a valid string (got [[[[" in outcome.message.content
     assert len(outcome.message.content) < 800
+
+
+@pytest.mark.parametrize("value", ["00000'", "ab'cd\"e", b"000'0", "it's fine, it's"])
+def test_a_cut_string_keeps_the_quotes_of_its_full_repr(value: str | bytes) -> None:
+    for limit in range(4, len(repr(value)) + 1):
+        shown = preview(value, limit)
+        assert repr(value).startswith(shown.removesuffix("..."))

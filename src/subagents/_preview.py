@@ -104,7 +104,7 @@ def _brackets(items: object, style: PreviewStyle) -> tuple[str, str]:
 def _scalar(value: object, style: PreviewStyle, room: int) -> str:
     if isinstance(value, str):
         cut = value[:room]
-        return _json_string(cut) if style == "json" else repr(cut)
+        return _json_string(cut) if style == "json" else _repr_prefix(cut, value)
     if value is None or isinstance(value, bool):
         if style == "json":
             return "null" if value is None else str(value).lower()
@@ -116,11 +116,27 @@ def _scalar(value: object, style: PreviewStyle, room: int) -> str:
             return _json_string(repr(value))
         return repr(value)
     if isinstance(value, bytes | bytearray):
-        return repr(bytes(value[:room]))
+        return _repr_prefix(bytes(value[:room]), bytes(value))
     if isinstance(value, dt.datetime | dt.date | dt.time | dt.timedelta):
         text = value.isoformat() if not isinstance(value, dt.timedelta) else str(value)
         return _json_string(text) if style == "json" else repr(text)
     return f"<{type(value).__name__}>"
+
+
+def _repr_prefix(cut: str | bytes, whole: str | bytes) -> str:
+    """``repr(cut)`` in the quotes ``repr(whole)`` uses, so that it starts ``repr(whole)``.
+
+    Python quotes with ``"`` when the text holds ``'`` and no ``"``; a prefix can differ.
+    """
+    shown = repr(cut)
+    single, double = ("'", '"') if isinstance(whole, str) else (b"'", b'"')
+    wants_double = single in whole and double not in whole  # type: ignore[operator]
+    prefix, body = shown[: shown.index(shown[-1])], shown[shown.index(shown[-1]) + 1 : -1]
+    if wants_double and shown[-1] == "'":
+        return f'{prefix}"{body}"'
+    if not wants_double and shown[-1] == '"':
+        return prefix + "'" + body.replace("'", "\\'") + "'"
+    return shown
 
 
 def _integer(value: int) -> str:
