@@ -328,6 +328,49 @@ async def test_no_skill_tool_without_skills_and_only_for_agents_allowed_it(repo:
     assert sorted(spec.name for spec in chosen.requests[0].tools) == ["Read", "Skill"]
 
 
+async def test_arguments_fill_the_placeholder_or_follow_the_instructions(repo: Path) -> None:
+    write_skill(project_skills(repo), "greet", body="Greet $ARGUMENTS politely.")
+    write_skill(project_skills(repo), "plain", body="Summarise.")
+    main = ScriptedModel(
+        [
+            tool_call_response("Skill", {"skill": "greet", "args": "the reviewers"}),
+            tool_call_response("Skill", {"skill": "plain", "args": "only the API"}),
+            "done",
+        ]
+    )
+    await Runtime(cwd=repo, model=main).run("go")
+    greet, plain = tool_results(main.requests[1])[-1], tool_results(main.requests[2])[-1]
+    assert "Greet the reviewers politely." in greet.content
+    assert "Summarise.\n\nARGUMENTS: only the API" in plain.content
+
+
+async def test_a_skill_kept_from_the_model_is_preloaded_but_not_offered(repo: Path) -> None:
+    path = write_skill(project_skills(repo), "deploy", body="Deploy with care.")
+    text = path.read_text().replace("---\n\n", "disable-model-invocation: true\n---\n\n", 1)
+    path.write_text(text)
+    write_skill(project_skills(repo), "lint")
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "deploy"}), "done"])
+    runtime = Runtime(cwd=repo, model=main, agents=[agent("ops", skills=["deploy"])])
+    await runtime.run("go", agent="ops")
+
+    assert "Deploy with care." in main.requests[0].system  # preloaded: the agent file asks
+    (spec,) = [spec for spec in main.requests[0].tools if spec.name == "Skill"]
+    assert "- lint:" in spec.description and "deploy" not in spec.description
+    (refused,) = tool_results(main.requests[1])
+    assert refused.is_error and "only for people" in refused.content
+
+
+def test_claude_code_skill_keys_without_effect_here_are_warned_about(repo: Path) -> None:
+    path = write_skill(project_skills(repo), "fork")
+    path.write_text(path.read_text().replace(
+        "---\n\n", "allowed-tools: Bash(git *)\ncontext: fork\nlicense: MIT\n---\n\n", 1
+    ))  # fmt: skip
+    (skill,) = discover_skills(repo).found
+    assert skill.usable
+    keys = [w.split(" has no effect here")[0] for w in skill.warnings]
+    assert keys == ["'allowed-tools'", "'context'"]
+
+
 # -- CLI -----------------------------------------------------------------------------------------
 
 

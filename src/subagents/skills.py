@@ -64,6 +64,14 @@ MAX_SKILL_FILE_BYTES = 256 * 1024
 """A ``SKILL.md`` larger than this is reported, not read."""
 MAX_PRELOAD_CHARS = 40_000
 """Characters of one skill's instructions put into a prompt; the rest is cut, with a note."""
+# Claude Code keys this library reads but does not act on, and what happens instead.
+_NO_EFFECT_KEYS: dict[str, str] = {
+    "allowed-tools": "an agent using the skill keeps exactly its own tools",
+    "model": "the skill runs on the model of the agent that loads it",
+    "context": "the skill is loaded into the agent that asks for it, never forked",
+    "agent": "the skill is loaded into the agent that asks for it, never forked",
+    "hooks": "hooks are set in config.toml or in an agent's file",
+}
 _MAX_NAME_CHARS = 64
 _MAX_DESCRIPTION_CHARS = 1024
 
@@ -87,6 +95,9 @@ class Skill:
     scope: SkillScope
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    model_invocable: bool = True
+    """``False`` when the file says ``disable-model-invocation: true``: agents may preload it
+    (``skills:``), but the Skill tool neither lists nor loads it."""
 
     @property
     def folder(self) -> Path:
@@ -129,16 +140,17 @@ class SkillCatalog:
         return [skill for skill in self.found if self._by_name.get(skill.name) is skill]
 
     def usable(self) -> list[Skill]:
-        """The skills an agent can load."""
+        """The skills an agent can preload."""
         return [skill for skill in self.winners() if skill.usable]
+
+    def invocable(self) -> list[Skill]:
+        """The skills the Skill tool offers: usable, and not kept from the model."""
+        return [skill for skill in self.usable() if skill.model_invocable]
 
     def shadowed_by(self, skill: Skill) -> Skill | None:
         """The skill that hides ``skill`` (same name, higher precedence), if any."""
         winner = self._by_name.get(skill.name)
         return None if winner is None or winner is skill else winner
-
-    def names(self) -> list[str]:
-        return [skill.name for skill in self.usable()]
 
 
 def skill_folders(cwd: Path | None = None, *, home: Path | None = None) -> list[SkillFolder]:
@@ -241,7 +253,11 @@ def _from_text(text: str, path: Path, scope: SkillScope, fallback: str) -> Skill
     description = _description(data.get("description"), warnings)
     if not errors and not body.strip():
         errors.append("has no instructions: write them below the frontmatter")
-    return Skill(name, description, body, path, scope, tuple(errors), tuple(warnings))
+    for key, why in _NO_EFFECT_KEYS.items():
+        if key in data:
+            warnings.append(f"{key!r} has no effect here: {why}")
+    invocable = data.get("disable-model-invocation") is not True
+    return Skill(name, description, body, path, scope, tuple(errors), tuple(warnings), invocable)
 
 
 def _name(value: object, fallback: str, errors: list[str], warnings: list[str]) -> str:
@@ -280,9 +296,18 @@ def _description(value: object, warnings: list[str]) -> str:
     return text
 
 
-def skill_text(skill: Skill, *, limit: int = MAX_PRELOAD_CHARS) -> str:
-    """A skill's instructions, headed by where it lives, and cut at ``limit`` with a note."""
+def skill_text(skill: Skill, *, limit: int = MAX_PRELOAD_CHARS, arguments: str = "") -> str:
+    """A skill's instructions, headed by where it lives, and cut at ``limit`` with a note.
+
+    ``arguments`` (what the Skill tool was given) replace ``$ARGUMENTS`` in the text, as in
+    Claude Code, or follow it when it has no such placeholder.
+    """
     body = skill.body.strip()
+    if arguments:
+        if "$ARGUMENTS" in body:
+            body = body.replace("$ARGUMENTS", arguments)
+        else:
+            body += f"\n\nARGUMENTS: {arguments}"
     note = ""
     if len(body) > limit:
         note = (
@@ -350,7 +375,7 @@ def apply_skills(
     from subagents.tools.names import SKILL_TOOL_NAME, TASK_TOOL_NAME
 
     catalog = discover_skills(cwd, home=home)
-    offered = bool(catalog.usable())
+    offered = bool(catalog.invocable())
     for record in records:
         definition = record.definition
         tools = record.effective_tools

@@ -246,7 +246,7 @@ class Runtime:
 
     def _skill_tools(self) -> list[Tool]:
         """The Skill tool, when there is a skill to load."""
-        if not self.skills.usable():
+        if not self.skills.invocable():
             return []
         from subagents.tools.builtin.skill import skill_tool
 
