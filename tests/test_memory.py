@@ -292,3 +292,88 @@ def test_a_fifo_named_memory_md_is_reported_without_blocking(repo: Path) -> None
     os.mkfifo(folder / "MEMORY.md")
     prompt = memory_prompt(definition, workspace=repo)
     assert "cannot be read" in prompt and "not a regular file" in prompt
+
+
+# -- Read, Write and Edit for memory, confined to it ---------------------------------------------
+
+
+async def test_an_agent_without_file_tools_gets_them_for_its_memory_only(repo: Path) -> None:
+    folder = memory_folder("scout", "project", workspace=repo)
+    (repo / "src").mkdir()
+    runtime, child = run_child(
+        repo,
+        agent("scout", memory="project", tools=["Grep"]),
+        [
+            write(folder / "MEMORY.md", "- entry points are in src/\n"),
+            write("src/app.py", "pwned"),
+            tool_call_response("Read", {"file_path": "README.md"}),
+            tool_call_response("Edit", {"file_path": str(folder / "MEMORY.md"),
+                                        "old_string": "src/", "new_string": "src/app.py"}),
+            "done",
+        ],
+    )  # fmt: skip
+    (repo / "README.md").write_text("project readme")
+    await runtime.run("go")
+
+    specs = {spec.name: spec for spec in child.requests[0].tools}
+    assert sorted(specs) == ["Edit", "Grep", "Read", "Write"]
+    assert f"works only inside your memory folder: {folder}" in specs["Write"].description
+    kept, code, readme, edited = (results(r)[-1] for r in child.requests[1:5])
+    assert not kept.is_error and not edited.is_error
+    assert (folder / "MEMORY.md").read_text() == "- entry points are in src/app.py\n"
+    for refused in (code, readme):
+        assert refused.is_error and "only for your memory folder" in refused.content
+    assert not (repo / "src" / "app.py").exists()
+
+
+async def test_memory_tools_never_exceed_the_parent_nor_the_agents_disallowed_tools(
+    repo: Path,
+) -> None:
+    narrow = ScriptedModel(["ok"])
+    careful = ScriptedModel(["ok"])
+    lead = ScriptedModel([task("narrow"), task("careful"), "done"])
+    runtime = Runtime(
+        cwd=repo,
+        model=lead,
+        agents=[
+            agent("lead", tools=["Read", "Grep", "Task"]),
+            agent("narrow", memory="project", tools=["Grep"]),
+            agent("careful", memory="project", disallowed_tools=["Write", "Edit", "Bash"]),
+        ],
+        agent_models={"narrow": narrow, "careful": careful},
+        permission_mode="acceptEdits",
+    )
+    await runtime.run("go", agent="lead")
+    # the lead has Read but no Write or Edit: its subagent's memory gets Read only
+    assert sorted(spec.name for spec in narrow.requests[0].tools) == ["Grep", "Read"]
+    careful_tools = {spec.name for spec in careful.requests[0].tools}
+    assert "Write" not in careful_tools and "Edit" not in careful_tools
+    assert "Read" in careful_tools
+
+
+async def test_memory_tools_are_confined_again_when_the_session_is_rebuilt(repo: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+    from subagents.store.sqlite import open_store
+
+    folder = memory_folder("scout", "project", workspace=repo)
+    definition = agent("scout", memory="project", tools=["Grep"])
+    asking = ScriptedModel([tool_call_response("AskHuman", {"question": "Where?"})])
+    resumed = ScriptedModel([write("outside.txt", "pwned"), write(folder / "n.md", "ok"), "done"])
+    with open_store(repo / "state.db") as store:
+        first = Runtime(cwd=repo, model=asking, agents=[definition], store=store)
+        paused = await first.run("go", agent="scout")
+        assert paused.question is not None
+        again = Runtime(
+            cwd=repo, model=resumed, agents=[definition], store=store,
+            permission_mode="acceptEdits",
+        )  # fmt: skip
+        decision = HumanDecision("approve", values={"answer": "here"})
+        done = await again.resume(paused.task_id or "", decision)
+
+    assert done.output == "done"
+    names = {spec.name for spec in resumed.requests[0].tools}
+    assert {"Edit", "Grep", "Read", "Write"} <= names and "Bash" not in names
+    refused, kept = (results(r)[-1] for r in resumed.requests[1:3])
+    assert refused.is_error and "only for your memory folder" in refused.content
+    assert not kept.is_error and (folder / "n.md").read_text() == "ok"
+    assert not (repo / "outside.txt").exists()

@@ -20,7 +20,7 @@ from subagents.errors import SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
-from subagents.runtime.memory import memory_grants
+from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
@@ -239,7 +239,10 @@ class Delegation:
                 f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
                 "is reached; do this part of the work yourself"
             )
-        tools = self._child_tools(parent, definition, depth)
+        grants = memory_grants(definition, workspace=parent.workspace)
+        tools = with_memory_tools(
+            definition, self._child_tools(parent, definition, depth), parent.tools, grants
+        )
         model, resolved_model = self._child_model(parent, definition, model_override)
         session = Session(
             model=model,
@@ -264,7 +267,7 @@ class Delegation:
             description=description,
             tool_env=parent.tool_env,
             tool_sandbox=parent.tool_sandbox,
-            file_grants=memory_grants(definition, workspace=parent.workspace),
+            file_grants=grants,
         )
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         self.handles[session.agent_id] = handle

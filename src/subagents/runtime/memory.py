@@ -18,10 +18,15 @@ outside the workspace or under a protected folder such as ``.claude/`` (see
 
 A folder that would resolve elsewhere (a symlink planted in a project pointing at another
 place) is not granted: the prompt says memory is unavailable and why.
+
+As in Claude Code, an agent with memory may keep it even when its ``tools`` leave out Read,
+Write or Edit: it gets each of them that its parent has (never one the parent lacks, nor one
+its own ``disallowedTools`` names), confined to the memory folder (:func:`with_memory_tools`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from dataclasses import dataclass
@@ -30,22 +35,29 @@ from typing import TYPE_CHECKING
 
 from subagents.config import resolve_home
 from subagents.definitions.validate import NAME_PATTERN
+from subagents.errors import ToolError
+from subagents.tools.workspace import workspace_of
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition, MemoryScope
+    from subagents.tools.base import Tool, ToolContext, ToolRegistry
 
 __all__ = [
     "MAX_MEMORY_BYTES",
     "MAX_MEMORY_LINES",
     "MEMORY_FILE_NAME",
+    "MEMORY_TOOL_NAMES",
     "AgentMemory",
     "memory_folder",
     "memory_grants",
     "memory_prompt",
     "open_memory",
+    "with_memory_tools",
 ]
 
 MEMORY_FILE_NAME = "MEMORY.md"
+MEMORY_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit")
+"""The tools an agent with memory gets, confined to its folder, when its list lacks them."""
 MAX_MEMORY_LINES = 200
 MAX_MEMORY_BYTES = 25 * 1024
 
@@ -180,3 +192,51 @@ def _read_head(path: Path) -> tuple[str, str]:
     if cut_bytes:
         return text, f"only its first {MAX_MEMORY_BYTES // 1024} kB are shown"
     return text, ""
+
+
+def with_memory_tools(
+    definition: AgentDefinition | None,
+    tools: ToolRegistry,
+    available: ToolRegistry,
+    grants: tuple[Path, ...],
+) -> ToolRegistry:
+    """``tools`` plus, for each of :data:`MEMORY_TOOL_NAMES` it lacks, ``available``'s (the
+    parent's) version of that tool confined to the ``grants`` (the memory folder).
+
+    Nothing is added without a grant, for a tool ``available`` lacks, or for one the
+    definition's ``disallowedTools`` names.
+    """
+    if not grants or definition is None:
+        return tools
+    for name in MEMORY_TOOL_NAMES:
+        tool = available.get(name)
+        if tool is None or name in tools or name in definition.disallowed_tools:
+            continue
+        if not tool.takes_context or "file_path" not in tool.parameters.get("properties", {}):
+            continue  # not the file tool this expects (replaced by your own)
+        tools.add(_confined(tool, grants))
+    return tools
+
+
+def _confined(tool: Tool, grants: tuple[Path, ...]) -> Tool:
+    """``tool`` (a file tool taking ``file_path``) refusing every path outside ``grants``."""
+    run = tool.function
+    where = ", ".join(str(folder) for folder in grants)
+
+    def confined(ctx: ToolContext, **arguments: object) -> object:
+        workspace = workspace_of(ctx)
+        path = workspace.resolve(str(arguments.get("file_path", "")))
+        if workspace.grant_of(path) is None:
+            raise ToolError(
+                f"{tool.name} is yours only for your memory folder {where}; "
+                f"{workspace.display(path)} is outside it. Use a path inside that folder."
+            )
+        return run(ctx=ctx, **arguments)
+
+    return dataclasses.replace(
+        tool,
+        function=confined,
+        description=f"{tool.description}\n\nFor you, {tool.name} works only inside your "
+        f"memory folder: {where}.",
+        _spec=None,
+    )
