@@ -402,6 +402,22 @@ def test_skills_list_shows_name_scope_path_description_and_problems(
     assert "error: broken (.claude/skills/broken/SKILL.md): has no instructions" in table.stdout
 
 
+def test_skills_beyond_the_limit_are_reported_not_read(repo: Path) -> None:
+    from subagents.skills import MAX_SKILLS
+
+    for i in range(MAX_SKILLS + 3):
+        write_skill(project_skills(repo), f"s{i:04d}")
+    catalog = discover_skills(repo)
+    assert len(catalog.found) == MAX_SKILLS
+    assert [path.parent.name for path in catalog.left_out] == [
+        f"s{i:04d}" for i in range(MAX_SKILLS, MAX_SKILLS + 3)
+    ]
+    result = runner.invoke(app, ["skills", "list", "--cwd", str(repo)], env={"COLUMNS": "300"})
+    assert f"3 more skills were not read (at most {MAX_SKILLS} are)" in result.stdout
+    data = json.loads(runner.invoke(app, ["skills", "list", "--cwd", str(repo), "--json"]).stdout)
+    assert len(data["left_out"]) == 3
+
+
 def test_skills_list_with_no_skills_says_how_to_add_one(repo: Path) -> None:
     result = runner.invoke(app, ["skills", "list", "--cwd", str(repo)])
     assert result.exit_code == 0 and "No skills found" in result.stdout

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PRELOAD_CHARS",
+    "MAX_SKILLS",
     "MAX_SKILL_FILE_BYTES",
     "SKILL_FILE_NAME",
     "SKILL_FOLDER_NAMES",
@@ -62,6 +63,8 @@ SKILL_FILE_NAME = "SKILL.md"
 SKILL_FOLDER_NAMES: tuple[str, ...] = (".subagents/skills", ".claude/skills")
 MAX_SKILL_FILE_BYTES = 256 * 1024
 """A ``SKILL.md`` larger than this is reported, not read."""
+MAX_SKILLS = 200
+"""Skills read at most (nearest first); the rest are reported as left out, never read."""
 MAX_PRELOAD_CHARS = 40_000
 """Characters of one skill's instructions put into a prompt; the rest is cut, with a note."""
 # Claude Code keys this library reads but does not act on, and what happens instead.
@@ -118,17 +121,19 @@ class SkillCatalog:
     """Every skill found, highest precedence first, and the one used for each name."""
 
     found: tuple[Skill, ...] = ()
+    left_out: tuple[Path, ...] = ()
+    """Skill files beyond :data:`MAX_SKILLS`, not read."""
     _by_name: dict[str, Skill] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, found: Iterable[Skill]) -> SkillCatalog:
+    def of(cls, found: Iterable[Skill], left_out: Iterable[Path] = ()) -> SkillCatalog:
         ordered = tuple(found)
         by_name: dict[str, Skill] = {}
         for skill in ordered:
             by_name.setdefault(skill.name, skill)
         for skill in ordered:  # a folder's name finds its skill unless a skill is so named
             by_name.setdefault(skill.folder.name, skill)
-        return cls(ordered, by_name)
+        return cls(ordered, tuple(left_out), by_name)
 
     def get(self, name: str) -> Skill | None:
         """The skill used for ``name`` (usable or not), or ``None`` when there is none."""
@@ -168,6 +173,7 @@ def skill_folders(cwd: Path | None = None, *, home: Path | None = None) -> list[
 def discover_skills(cwd: Path | None = None, *, home: Path | None = None) -> SkillCatalog:
     """Read every skill visible from ``cwd``; never raises."""
     found: list[Skill] = []
+    left_out: list[Path] = []
     seen: set[Path] = set()
     for folder in skill_folders(cwd, home=home):
         for skill_file in _skill_files(folder.path):
@@ -175,8 +181,11 @@ def discover_skills(cwd: Path | None = None, *, home: Path | None = None) -> Ski
             if real in seen:  # the same folder reached twice (a symlink, home inside project)
                 continue
             seen.add(real)
-            found.append(read_skill(skill_file, scope=folder.scope))
-    return SkillCatalog.of(found)
+            if len(found) < MAX_SKILLS:
+                found.append(read_skill(skill_file, scope=folder.scope))
+            else:
+                left_out.append(skill_file)
+    return SkillCatalog.of(found, left_out)
 
 
 def _skill_files(folder: Path) -> list[Path]:

@@ -27,17 +27,25 @@ def list_skills(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
     """List the skills in .claude/skills and .subagents/skills (project, nearest first, then
     the user's), with scope, path, description and problems."""
     from subagents.config import load_config
-    from subagents.skills import discover_skills
+    from subagents.skills import MAX_SKILLS, discover_skills
 
     with user_errors():
         home = load_config(cwd).home
     catalog = discover_skills(cwd, home=home)
     base = (cwd or Path.cwd()).resolve()
     rows = [_row(skill, catalog, base) for skill in catalog.found]
+    left_out = [_shown(path, base) for path in catalog.left_out]
     if as_json:
-        typer.echo(json.dumps({"skills": rows}, indent=2))
+        typer.echo(json.dumps({"skills": rows, "left_out": left_out}, indent=2))
         return
     _print(rows)
+    if left_out:
+        make_console().print(
+            f"{len(left_out)} more skills were not read (at most {MAX_SKILLS} are), the "
+            f"first: {left_out[0]}; remove the skills you do not use.",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _row(skill: Skill, catalog: SkillCatalog, base: Path) -> dict[str, Any]:
