@@ -241,6 +241,19 @@ async def test_a_huge_skill_is_cut_with_a_visible_note(repo: Path) -> None:
     assert len(system) < MAX_PRELOAD_CHARS + 5_000
 
 
+def test_many_big_skills_stop_at_the_total_budget_and_are_named(repo: Path) -> None:
+    from subagents.skills import MAX_PRELOAD_TOTAL_CHARS, preload_prompt
+
+    count = MAX_PRELOAD_TOTAL_CHARS // MAX_PRELOAD_CHARS + 2
+    for i in range(count):
+        write_skill(project_skills(repo), f"big-{i}", body=f"skill {i} " * (MAX_PRELOAD_CHARS // 7))
+    names = [f"big-{i}" for i in range(count)]
+    prompt = preload_prompt(names, discover_skills(repo))
+    assert MAX_PRELOAD_TOTAL_CHARS < len(prompt) < MAX_PRELOAD_TOTAL_CHARS + 3_000
+    assert "left out for space" in prompt and f"big-{count - 1}." in prompt
+    assert "skill 0 " in prompt and f"skill {count - 1} " not in prompt
+
+
 # -- the Skill tool ------------------------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PRELOAD_CHARS",
+    "MAX_PRELOAD_TOTAL_CHARS",
     "MAX_SKILLS",
     "MAX_SKILL_FILE_BYTES",
     "SKILL_FILE_NAME",
@@ -67,6 +68,9 @@ MAX_SKILLS = 200
 """Skills read at most (nearest first); the rest are reported as left out, never read."""
 MAX_PRELOAD_CHARS = 40_000
 """Characters of one skill's instructions put into a prompt; the rest is cut, with a note."""
+MAX_PRELOAD_TOTAL_CHARS = 120_000
+"""Characters of all the skills one agent preloads; the skills beyond are named, not loaded."""
+_MIN_PRELOAD_CHARS = 2_000  # less room than this left: a skill is named instead of cut short
 # Claude Code keys this library reads but does not act on, and what happens instead.
 _NO_EFFECT_KEYS: dict[str, str] = {
     "allowed-tools": "an agent using the skill keeps exactly its own tools",
@@ -110,10 +114,6 @@ class Skill:
     @property
     def usable(self) -> bool:
         return not self.errors
-
-    @property
-    def problems(self) -> tuple[str, ...]:
-        return (*self.errors, *self.warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,14 +336,25 @@ def preload_prompt(names: Sequence[str], catalog: SkillCatalog) -> str:
         return ""
     parts: list[str] = []
     missing: list[str] = []
+    no_room: list[str] = []
+    room = MAX_PRELOAD_TOTAL_CHARS
     for name in dict.fromkeys(names):
         skill = catalog.get(name)
         if skill is None or not skill.usable:
             missing.append(name)
+        elif room < _MIN_PRELOAD_CHARS:
+            no_room.append(skill.name)
         else:
-            parts.append(skill_text(skill))
+            parts.append(skill_text(skill, limit=min(MAX_PRELOAD_CHARS, room)))
+            room -= len(parts[-1])
     if missing:
         parts.append(f"(Skills listed for you but not available here: {', '.join(missing)}.)")
+    if no_room:
+        parts.append(
+            f"(Skills listed for you but left out for space, {MAX_PRELOAD_TOTAL_CHARS:,} "
+            f"characters of skills being loaded already: {', '.join(no_room)}. Load them with "
+            "the Skill tool when you need them.)"
+        )
     return (
         "\n\n# Skills\nThese skills were loaded for you; follow their instructions when they "
         "apply. Files they mention are in the skill's folder.\n\n" + "\n\n".join(parts)
