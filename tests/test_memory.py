@@ -252,6 +252,26 @@ def test_a_planted_symlink_in_place_of_the_folder_is_not_granted(
     assert "not available in this run" in prompt and "remove that link" in prompt
 
 
+def test_a_planted_link_above_the_folder_makes_nothing_elsewhere(
+    repo: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "agent-memory").symlink_to(target, target_is_directory=True)
+    definition = agent("reviewer", memory="project")
+    assert memory_grants(definition, workspace=repo) == ()
+    assert list(target.iterdir()) == []
+
+
+def test_a_file_in_place_of_the_folder_is_reported(repo: Path) -> None:
+    folder = memory_folder("reviewer", "local", workspace=repo)
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+    prompt = memory_prompt(agent("reviewer", memory="local"), workspace=repo)
+    assert "not available in this run" in prompt
+
+
 async def test_a_subagent_never_gets_its_parents_memory(repo: Path) -> None:
     parent_memory = memory_folder("lead", "project", workspace=repo)
     worker = ScriptedModel([write(parent_memory / "MEMORY.md", "overwritten"), "done"])

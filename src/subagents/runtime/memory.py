@@ -115,16 +115,27 @@ def open_memory(
     if not NAME_PATTERN.match(agent):
         return AgentMemory(agent, scope, folder, f"the agent name {agent!r} is not valid")
     base = Path(os.path.realpath(resolve_home(home) if scope == "user" else workspace))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return AgentMemory(agent, scope, folder, f"{folder} cannot be created ({error})")
+    # Checked before the folder is made too, so that a planted link makes nothing elsewhere.
+    problem = _escape(folder, base)
+    if problem is None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            return AgentMemory(agent, scope, folder, f"{folder} cannot be created ({error})")
+        problem = _escape(folder, base)
+    if problem is not None:
+        return AgentMemory(agent, scope, folder, problem)
+    return AgentMemory(agent, scope, Path(os.path.realpath(folder)))
+
+
+def _escape(folder: Path, base: Path) -> str | None:
+    """Why ``folder`` is no place for memory: a link leading outside ``base``, or a file."""
     real = Path(os.path.realpath(folder))
-    if not real.is_relative_to(base) or not real.is_dir():
-        return AgentMemory(
-            agent, scope, folder, f"{folder} leads to {real}, outside {base}; remove that link"
-        )
-    return AgentMemory(agent, scope, real)
+    if not real.is_relative_to(base):
+        return f"{folder} leads to {real}, outside {base}; remove that link"
+    if real.exists() and not real.is_dir():
+        return f"{folder} is not a folder; move that file away"
+    return None
 
 
 def memory_grants(
