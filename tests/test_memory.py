@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import ToolResultMessage
@@ -397,3 +399,26 @@ async def test_memory_tools_are_confined_again_when_the_session_is_rebuilt(repo:
     assert refused.is_error and "only for your memory folder" in refused.content
     assert not kept.is_error and (folder / "n.md").read_text() == "ok"
     assert not (repo / "outside.txt").exists()
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.binary(max_size=400), max_size=320),
+    ending=st.sampled_from([b"\n", b"\r\n"]),
+)
+def test_any_memory_md_stays_within_its_caps(
+    tmp_path: Path, lines: list[bytes], ending: bytes
+) -> None:
+    definition = agent("keeper", memory="project")
+    folder = memory_folder("keeper", "project", workspace=tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = ending.join(lines)
+    (folder / "MEMORY.md").write_bytes(data)
+    prompt = memory_prompt(definition, workspace=tmp_path)
+    shown = prompt.split("<memory file='MEMORY.md'>\n", 1)[1].rsplit("\n</memory>", 1)[0]
+    body, _, note = shown.partition("\n[MEMORY.md goes on beyond this point")
+    assert body.count("\n") < MAX_MEMORY_LINES
+    assert len(body.encode("utf-8", "surrogateescape")) <= MAX_MEMORY_BYTES * 3  # U+FFFD is 3
+    cut = data.count(b"\n") >= MAX_MEMORY_LINES or len(data) > MAX_MEMORY_BYTES
+    if not cut:
+        assert not note
