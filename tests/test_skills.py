@@ -457,3 +457,20 @@ def test_agents_show_warns_about_missing_skills_and_lists_skill_among_tools(repo
     data = json.loads(shown.stdout)
     assert data["skills"] == ["pdf-forms", "gone"]
     assert data["memory_folder"] == str(repo / ".claude" / "agent-memory" / "filler")
+
+
+def test_agents_validate_strict_fails_on_a_missing_skill(repo: Path) -> None:
+    agents = repo / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "filler.md").write_text(
+        "---\nname: filler\ndescription: Fills forms.\nskills: gone\n---\nYou fill forms.\n"
+    )
+    lenient = runner.invoke(app, ["agents", "validate", "--cwd", str(repo)])
+    assert lenient.exit_code == 0
+    assert "filler: warning: skill 'gone' is not found" in lenient.stdout
+    strict = runner.invoke(app, ["agents", "validate", "--strict", "--cwd", str(repo)])
+    assert strict.exit_code != 0
+
+    write_skill(project_skills(repo), "gone")
+    fixed = runner.invoke(app, ["agents", "validate", "--strict", "--cwd", str(repo)])
+    assert fixed.exit_code == 0, fixed.stdout

@@ -34,6 +34,7 @@ from subagents.definitions.frontmatter import read_frontmatter, split_frontmatte
 from subagents.definitions.validate import NAME_PATTERN, normalise_name
 
 if TYPE_CHECKING:
+    from subagents.definitions.model import AgentDefinition
     from subagents.inventory import AgentRecord
 
 __all__ = [
@@ -47,8 +48,9 @@ __all__ = [
     "SkillCatalog",
     "SkillFolder",
     "SkillScope",
-    "apply_skills",
+    "add_skill_warnings",
     "discover_skills",
+    "offer_skill_tool",
     "preload_prompt",
     "read_skill",
     "skill_folders",
@@ -385,24 +387,26 @@ def skill_warnings(names: Sequence[str], catalog: SkillCatalog) -> list[str]:
     return warnings
 
 
-def apply_skills(
-    records: Iterable[AgentRecord], cwd: Path | None, *, home: Path | None = None
-) -> None:
-    """What skills change in the inventory's records: the ``Skill`` tool among the effective
-    tools of agents that may use it (when there is a skill to load), and
-    :func:`skill_warnings` about the skills an agent lists that it will not get."""
-    from subagents.definitions.validate import effective_tool_names
-    from subagents.tools.names import SKILL_TOOL_NAME, TASK_TOOL_NAME
-
-    catalog = discover_skills(cwd, home=home)
-    offered = bool(catalog.invocable())
-    for record in records:
-        definition = record.definition
-        tools = record.effective_tools
-        if offered and effective_tool_names(definition, [SKILL_TOOL_NAME]):
-            at = tools.index(TASK_TOOL_NAME) if TASK_TOOL_NAME in tools else len(tools)
-            tools.insert(at, SKILL_TOOL_NAME)
+def add_skill_warnings(definitions: list[AgentDefinition], catalog: SkillCatalog) -> None:
+    """Replace each definition of ``definitions`` that lists skills it will not get by a copy
+    carrying :func:`skill_warnings` (for ``agents show`` and ``agents validate``)."""
+    for index, definition in enumerate(definitions):
         found = skill_warnings(definition.skills, catalog)
         if found:
             warnings = [*definition.warnings, *found]
-            record.definition = definition.model_copy(update={"warnings": warnings})
+            definitions[index] = definition.model_copy(update={"warnings": warnings})
+
+
+def offer_skill_tool(records: Iterable[AgentRecord], catalog: SkillCatalog) -> None:
+    """Count the ``Skill`` tool among the effective tools of the agents that may use it, when
+    there is a skill it can load (the runtime offers it then)."""
+    from subagents.definitions.validate import effective_tool_names
+    from subagents.tools.names import SKILL_TOOL_NAME, TASK_TOOL_NAME
+
+    if not catalog.invocable():
+        return
+    for record in records:
+        tools = record.effective_tools
+        if effective_tool_names(record.definition, [SKILL_TOOL_NAME]):
+            at = tools.index(TASK_TOOL_NAME) if TASK_TOOL_NAME in tools else len(tools)
+            tools.insert(at, SKILL_TOOL_NAME)
