@@ -457,6 +457,12 @@ def test_agents_show_warns_about_missing_skills_and_lists_skill_among_tools(repo
     data = json.loads(shown.stdout)
     assert data["skills"] == ["pdf-forms", "gone"]
     assert data["memory_folder"] == str(repo / ".claude" / "agent-memory" / "filler")
+    text = runner.invoke(
+        app, ["agents", "show", "filler", "--cwd", str(repo)], env={"COLUMNS": "300"}
+    ).stdout
+    assert "pdf-forms, gone" in text
+    assert f"project: {repo / '.claude' / 'agent-memory' / 'filler'}" in text
+    assert not (repo / ".claude" / "agent-memory").exists()  # showing creates nothing
 
 
 def test_agents_validate_strict_fails_on_a_missing_skill(repo: Path) -> None:
