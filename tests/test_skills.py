@@ -275,6 +275,30 @@ async def test_the_skill_tool_loads_another_skill_by_name(repo: Path) -> None:
     assert "Use the Keep a Changelog format." in result.content
     assert str(project_skills(repo) / "changelog") in result.content
     assert "outside the workspace" not in result.content
+    assert "Other files of the skill" not in result.content  # it has none
+
+
+async def test_the_skill_tool_names_the_other_files_of_the_skill(repo: Path) -> None:
+    folder = write_skill(project_skills(repo), "forms", body="See reference.md.").parent
+    (folder / "reference.md").write_text("fields")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "fill.py").write_text("print()")
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "x").write_text("hidden")
+    main = ScriptedModel(
+        [
+            tool_call_response("Skill", {"skill": "forms"}),
+            tool_call_response("Read", {"file_path": str(folder / "reference.md")}),
+            "done",
+        ]
+    )
+    await Runtime(cwd=repo, model=main).run("go")
+    loaded = tool_results(main.requests[1])[-1]
+    assert "to read with Read when the instructions ask: reference.md, scripts/fill.py." in (
+        loaded.content
+    )
+    read = tool_results(main.requests[2])[-1]
+    assert not read.is_error and "fields" in read.content
 
 
 async def test_the_skill_tool_reads_the_skill_afresh(repo: Path) -> None:
@@ -319,7 +343,16 @@ async def test_a_user_skill_outside_the_workspace_says_its_files_are_out_of_reac
     await Runtime(cwd=repo, model=main).run("go")
     (result,) = tool_results(main.requests[1])
     assert "Use scripts/run.sh." in result.content
-    assert "is outside the workspace" in result.content
+    assert "is outside the workspace" not in result.content  # no other files: nothing to say
+
+    folder = isolated_home / ".claude" / "skills" / "mine"
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.sh").write_text("echo")
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "mine"}), "done"])
+    await Runtime(cwd=repo, model=main).run("go")
+    (result,) = tool_results(main.requests[1])
+    assert "Other files of the skill: scripts/run.sh." in result.content
+    assert f"Its folder {folder} is outside the workspace" in result.content
 
 
 async def test_no_skill_tool_without_skills_and_only_for_agents_allowed_it(repo: Path) -> None:
@@ -480,3 +513,15 @@ def test_agents_validate_strict_fails_on_a_missing_skill(repo: Path) -> None:
     write_skill(project_skills(repo), "gone")
     fixed = runner.invoke(app, ["agents", "validate", "--strict", "--cwd", str(repo)])
     assert fixed.exit_code == 0, fixed.stdout
+
+
+def test_a_skill_folder_listing_is_bounded(tmp_path: Path) -> None:
+    from subagents.skills import skill_files
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(60):
+        (folder / f"f{i:02d}.md").write_text("x")
+    files, more = skill_files(folder, limit=40)
+    assert files == [f"f{i:02d}.md" for i in range(40)] and more
+    assert skill_files(tmp_path / "gone") == ([], False)

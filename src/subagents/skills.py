@@ -53,6 +53,7 @@ __all__ = [
     "offer_skill_tool",
     "preload_prompt",
     "read_skill",
+    "skill_files",
     "skill_folders",
     "skill_text",
     "skill_warnings",
@@ -305,6 +306,39 @@ def _description(value: object, warnings: list[str]) -> str:
         )
         text = text[:_MAX_DESCRIPTION_CHARS] + "..."
     return text
+
+
+def skill_files(folder: Path, *, limit: int = 40) -> tuple[list[str], bool]:
+    """The other files of a skill's folder (relative, sorted, hidden ones skipped), at most
+    ``limit``, and whether there are more; a few levels deep, never raises."""
+    files: list[str] = []
+    pending = [(folder, 0)]
+    while pending:
+        directory, depth = pending.pop(0)
+        try:
+            with os.scandir(directory) as entries:
+                listing = sorted(
+                    (entry for entry in entries if not entry.name.startswith(".")),
+                    key=lambda entry: entry.name,
+                )
+        except OSError:
+            continue
+        for entry in listing:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if depth < 3:
+                    pending.append((Path(entry.path), depth + 1))
+                continue
+            relative = Path(entry.path).relative_to(folder).as_posix()
+            if relative == SKILL_FILE_NAME:
+                continue
+            if len(files) == limit:
+                return files, True
+            files.append(relative)
+    return files, False
 
 
 def skill_text(skill: Skill, *, limit: int = MAX_PRELOAD_CHARS, arguments: str = "") -> str:

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from subagents.errors import ToolError
-from subagents.skills import SkillCatalog, read_skill, skill_text
+from subagents.skills import SkillCatalog, read_skill, skill_files, skill_text
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.decorator import tool
 from subagents.tools.names import SKILL_TOOL_NAME
@@ -103,11 +103,16 @@ def _choices(catalog: SkillCatalog) -> str:
 
 
 def _folder_note(folder: Path, ctx: ToolContext) -> str:
+    files, more = skill_files(folder)
+    if not files:
+        return ""
+    shown = ", ".join(files) + (", ..." if more else "")
     try:
         workspace_of(ctx).resolve(folder)
     except ToolError:
         return (
-            f"\n\n(The skill's folder {folder} is outside the workspace: its other files cannot "
-            "be read with the file tools here; work from the instructions above.)"
+            f"\n\nOther files of the skill: {shown}. Its folder {folder} is outside the "
+            "workspace, so they cannot be read with the file tools here; work from the "
+            "instructions above."
         )
-    return ""
+    return f"\n\nOther files of the skill, to read with Read when the instructions ask: {shown}."
