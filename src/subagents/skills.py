@@ -82,6 +82,7 @@ _NO_EFFECT_KEYS: dict[str, str] = {
     "agent": "the skill is loaded into the agent that asks for it, never forked",
     "hooks": "hooks are set in config.toml or in an agent's file",
 }
+_MAX_LISTED_FOLDERS = 100  # of a skill's folder tree, when its files are listed
 _MAX_NAME_CHARS = 64
 _MAX_DESCRIPTION_CHARS = 1024
 
@@ -313,8 +314,12 @@ def skill_files(folder: Path, *, limit: int = 40) -> tuple[list[str], bool]:
     ``limit``, and whether there are more; a few levels deep, never raises."""
     files: list[str] = []
     pending = [(folder, 0)]
+    scanned = 0
     while pending:
         directory, depth = pending.pop(0)
+        scanned += 1
+        if scanned > _MAX_LISTED_FOLDERS:
+            return files, True
         try:
             with os.scandir(directory) as entries:
                 listing = sorted(
