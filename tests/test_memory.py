@@ -422,3 +422,64 @@ def test_any_memory_md_stays_within_its_caps(
     cut = data.count(b"\n") >= MAX_MEMORY_LINES or len(data) > MAX_MEMORY_BYTES
     if not cut:
         assert not note
+
+
+# -- worktrees -----------------------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null",
+         *args],
+        cwd=cwd, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for the worktree tests")
+    root = tmp_path / "clone"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "README.md").write_text("x")
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "first")
+    return root
+
+
+def test_a_worktree_inside_git_keeps_project_memory_in_the_main_checkout(git_repo: Path) -> None:
+    inside = git_repo / ".git" / "subagents" / "worktrees" / "scout-1"
+    _git(git_repo, "worktree", "add", "-q", "-b", "scout-1", str(inside))
+    definition = agent("scout", memory="project")
+
+    folder = memory_folder("scout", "project", workspace=inside / "pkg")
+    assert folder == git_repo / "pkg" / ".claude" / "agent-memory" / "scout"
+    assert memory_grants(definition, workspace=inside / "pkg") == (folder,)
+    assert str(folder) in memory_prompt(definition, workspace=inside / "pkg")
+    assert not (inside / "pkg" / ".claude").exists()  # nothing made in the worktree
+    local = memory_folder("scout", "local", workspace=inside)
+    assert local == git_repo / ".claude" / "agent-memory-local" / "scout"
+
+
+def test_an_ordinary_worktree_or_a_planted_git_file_keeps_its_own_folder(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    beside = tmp_path / "beside"
+    _git(git_repo, "worktree", "add", "-q", "-b", "beside", str(beside))
+    assert memory_folder("scout", "project", workspace=beside) == (
+        beside / ".claude" / "agent-memory" / "scout"
+    )
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / ".git").write_text(f"gitdir: {git_repo / '.git' / 'worktrees' / 'beside'}\n")
+    assert memory_folder("scout", "project", workspace=planted) == (
+        planted / ".claude" / "agent-memory" / "scout"
+    )
+    assert memory_folder("scout", "project", workspace=git_repo) == (
+        git_repo / ".claude" / "agent-memory" / "scout"
+    )

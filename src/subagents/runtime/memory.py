@@ -52,6 +52,7 @@ __all__ = [
     "memory_grants",
     "memory_prompt",
     "open_memory",
+    "project_checkout",
     "with_memory_tools",
 ]
 
@@ -95,9 +96,46 @@ class AgentMemory:
 def memory_folder(
     agent: str, scope: MemoryScope, *, workspace: Path, home: Path | None = None
 ) -> Path:
-    """Where the memory of ``agent`` lives for ``scope`` (whether or not it exists)."""
-    base = resolve_home(home) if scope == "user" else workspace
+    """Where the memory of ``agent`` lives for ``scope`` (whether or not it exists).
+
+    A project's memory stays in the project when the agent works in a git worktree the
+    harness made inside the repository's ``.git`` (``isolation: worktree``): such a worktree
+    is thrown away, its memory must not be.
+    """
+    base = resolve_home(home) if scope == "user" else project_checkout(workspace)
     return base / _FOLDERS[scope] / agent
+
+
+def project_checkout(workspace: Path) -> Path:
+    """``workspace``, or its place in the main checkout when it lies in a linked git worktree
+    kept inside that checkout's ``.git`` folder (where isolated subagents work)."""
+    for directory in (workspace, *workspace.parents):
+        marker = directory / ".git"
+        if marker.is_dir():
+            return workspace
+        if marker.is_file():
+            return _main_checkout(marker, directory, workspace) or workspace
+    return workspace
+
+
+def _main_checkout(marker: Path, top: Path, workspace: Path) -> Path | None:
+    """The main checkout's counterpart of ``workspace`` for the worktree whose ``.git`` file is
+    ``marker`` at ``top``; ``None`` unless the worktree lies inside the main ``.git`` folder."""
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace")[:4096]
+        if not text.startswith("gitdir:"):
+            return None
+        gitdir = top / text.split(":", 1)[1].strip()
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return None  # a submodule (no commondir) or an unreadable file: an ordinary checkout
+    real_top = Path(os.path.realpath(top))
+    if common.name != ".git" or not real_top.is_relative_to(common):
+        return None
+    try:
+        return common.parent / Path(os.path.realpath(workspace)).relative_to(real_top)
+    except ValueError:
+        return None
 
 
 def open_memory(
@@ -114,7 +152,9 @@ def open_memory(
     folder = memory_folder(agent, scope, workspace=workspace, home=home)
     if not NAME_PATTERN.match(agent):
         return AgentMemory(agent, scope, folder, f"the agent name {agent!r} is not valid")
-    base = Path(os.path.realpath(resolve_home(home) if scope == "user" else workspace))
+    base = Path(
+        os.path.realpath(resolve_home(home) if scope == "user" else project_checkout(workspace))
+    )
     # Checked before the folder is made too, so that a planted link makes nothing elsewhere.
     problem = _escape(folder, base)
     if problem is None:
