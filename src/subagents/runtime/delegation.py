@@ -240,16 +240,14 @@ class Delegation:
                 "is reached; do this part of the work yourself"
             )
         grants = memory_grants(definition, workspace=parent.workspace)
-        tools = with_memory_tools(
-            definition, self._child_tools(parent, definition, depth), parent.tools, grants
-        )
+        tools = self._child_tools(parent, definition, depth)
         model, resolved_model = self._child_model(parent, definition, model_override)
         session = Session(
             model=model,
             system_prompt=compose_system_prompt(
                 definition, workspace=parent.workspace, subagent=True
             ),
-            tools=tools,
+            tools=with_memory_tools(definition, tools, parent.tools, grants),
             workspace=parent.workspace,
             agent_type=definition.name,
             agent_id=child_session_id(parent.agent_id, tool_call_id),
