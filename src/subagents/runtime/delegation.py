@@ -247,7 +247,7 @@ class Delegation:
             system_prompt=compose_system_prompt(
                 definition, workspace=parent.workspace, subagent=True
             ),
-            tools=with_memory_tools(definition, tools, parent.tools, grants),
+            tools=tools,
             workspace=parent.workspace,
             agent_type=definition.name,
             agent_id=child_session_id(parent.agent_id, tool_call_id),
@@ -267,6 +267,7 @@ class Delegation:
             tool_sandbox=parent.tool_sandbox,
             file_grants=grants,
         )
+        with_memory_tools(definition, session.tools, parent.tools, grants)  # adds to them
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         self.handles[session.agent_id] = handle
         return handle
