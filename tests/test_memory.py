@@ -483,3 +483,24 @@ def test_an_ordinary_worktree_or_a_planted_git_file_keeps_its_own_folder(
     assert memory_folder("scout", "project", workspace=git_repo) == (
         git_repo / ".claude" / "agent-memory" / "scout"
     )
+
+
+async def test_an_isolated_subagent_keeps_its_memory_in_the_project(git_repo: Path) -> None:
+    folder = memory_folder("scout", "project", workspace=git_repo)
+    child = ScriptedModel([write(folder / "MEMORY.md", "- learned in a worktree\n"), "done"])
+    main = ScriptedModel([task("scout"), "main done"])
+    runtime = Runtime(
+        cwd=git_repo,
+        agents=[agent("scout", memory="project", isolation="worktree")],
+        model=main,
+        agent_models={"scout": child},
+        permission_mode="acceptEdits",
+    )
+    await runtime.run("go")
+
+    (kept,) = results(child.requests[1])[-1:]
+    assert not kept.is_error, kept.content
+    assert str(folder) in child.requests[0].system
+    assert (folder / "MEMORY.md").read_text() == "- learned in a worktree\n"
+    worktrees = git_repo / ".git" / "subagents" / "worktrees"
+    assert not worktrees.exists() or not any(worktrees.iterdir())  # nothing changed in it
