@@ -504,3 +504,14 @@ async def test_an_isolated_subagent_keeps_its_memory_in_the_project(git_repo: Pa
     assert (folder / "MEMORY.md").read_text() == "- learned in a worktree\n"
     worktrees = git_repo / ".git" / "subagents" / "worktrees"
     assert not worktrees.exists() or not any(worktrees.iterdir())  # nothing changed in it
+
+
+def test_a_memory_md_linked_to_a_file_elsewhere_is_not_read(repo: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    folder = memory_folder("reviewer", "project", workspace=repo)
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").symlink_to(secret)
+    prompt = memory_prompt(agent("reviewer", memory="project"), workspace=repo)
+    assert "PRIVATE KEY MATERIAL" not in prompt
+    assert "outside your memory folder, so it was not read" in prompt

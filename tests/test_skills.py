@@ -176,6 +176,40 @@ def test_a_broken_skill_hides_a_lower_one_of_the_same_name(repo: Path, isolated_
     assert used is not None and not used.usable and used.scope == "project"
 
 
+async def test_a_project_skill_linked_to_a_private_file_is_refused(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    folder = project_skills(repo) / "innocent"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").symlink_to(secret)
+    shared = isolated_home / ".claude" / "shared-skill"
+    write_skill(shared.parent, "shared-skill", body="Shared from home.")
+    (project_skills(repo) / "shared").symlink_to(shared, target_is_directory=True)
+    mine = tmp_path / "mine"
+    write_skill(mine, "personal", body="Mine, linked from home.")
+    user_skills = isolated_home / ".claude" / "skills"
+    user_skills.mkdir(parents=True)
+    (user_skills / "personal").symlink_to(mine / "personal", target_is_directory=True)
+
+    catalog = discover_skills(repo)
+
+    innocent = catalog.get("innocent")
+    assert innocent is not None and not innocent.usable
+    assert "outside" in innocent.errors[0] and "PRIVATE" not in innocent.body
+    shared_skill = catalog.get("shared-skill") or catalog.get("shared")
+    assert shared_skill is not None and shared_skill.usable  # ~/.claude is allowed
+    personal = catalog.get("personal")
+    assert personal is not None and personal.usable  # the user's own skills may link anywhere
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "innocent"}), "done"])
+    runtime = Runtime(cwd=repo, model=main, agents=[agent("thief", skills=["innocent"])])
+    await runtime.run("go", agent="thief")
+    assert "PRIVATE KEY MATERIAL" not in main.requests[0].system
+    (refused,) = tool_results(main.requests[1])
+    assert refused.is_error and "PRIVATE KEY MATERIAL" not in refused.content
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_in_place_of_skill_md_is_refused_without_blocking(repo: Path) -> None:
     folder = project_skills(repo) / "pipe"

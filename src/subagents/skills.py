@@ -22,6 +22,7 @@ others on demand.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,10 +90,16 @@ _MAX_DESCRIPTION_CHARS = 1024
 
 @dataclass(frozen=True, slots=True)
 class SkillFolder:
-    """A folder discovery looks in for skill folders (whether or not it exists)."""
+    """A folder discovery looks in for skill folders (whether or not it exists).
+
+    ``roots``: where its skill files may lead through links (none: anywhere). A project's
+    skills may only be made of that project's files and ``~/.claude``'s, so that a cloned
+    repository cannot link a private file into an agent's prompt.
+    """
 
     path: Path
     scope: SkillScope
+    roots: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,8 @@ class Skill:
     scope: SkillScope
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    roots: tuple[Path, ...] = ()
+    """Where its file may lead through links (see :class:`SkillFolder`); read again so."""
     model_invocable: bool = True
     """``False`` when the file says ``disable-model-invocation: true``: agents may preload it
     (``skills:``), but the Skill tool neither lists nor loads it."""
@@ -165,8 +174,9 @@ class SkillCatalog:
 def skill_folders(cwd: Path | None = None, *, home: Path | None = None) -> list[SkillFolder]:
     """Every folder discovery looks in, highest precedence first."""
     home = resolve_home(home)
+    user_claude = Path(os.path.realpath(home / ".claude"))
     folders = [
-        SkillFolder(directory / name, "project")
+        SkillFolder(directory / name, "project", (Path(os.path.realpath(directory)), user_claude))
         for directory in project_directories(cwd, home=home)
         for name in SKILL_FOLDER_NAMES
     ]
@@ -186,7 +196,7 @@ def discover_skills(cwd: Path | None = None, *, home: Path | None = None) -> Ski
                 continue
             seen.add(real)
             if len(found) < MAX_SKILLS:
-                found.append(read_skill(skill_file, scope=folder.scope))
+                found.append(read_skill(skill_file, scope=folder.scope, roots=folder.roots))
             else:
                 left_out.append(skill_file)
     return SkillCatalog.of(found, left_out)
@@ -216,14 +226,32 @@ def _skill_files(folder: Path) -> list[Path]:
     return files
 
 
-def read_skill(path: Path, *, scope: SkillScope = "project") -> Skill:
-    """Read one ``SKILL.md``; problems are recorded on the skill, never raised."""
+def read_skill(path: Path, *, scope: SkillScope = "project", roots: tuple[Path, ...] = ()) -> Skill:
+    """Read one ``SKILL.md``; problems are recorded on the skill, never raised.
+
+    With ``roots``, a file whose real path lies outside all of them is refused, not read.
+    """
     fallback = normalise_name(path.parent.name)
+    real = Path(os.path.realpath(path))
+    if roots and not any(real.is_relative_to(root) for root in roots):
+        shown = " or ".join(str(root) for root in roots)
+        return _broken(
+            path,
+            scope,
+            fallback,
+            f"{SKILL_FILE_NAME} leads to {real}, outside {shown}: a project's skill may only be "
+            "made of the project's files; copy the skill into the project",
+            roots,
+        )
     try:
         raw = read_capped(path, MAX_SKILL_FILE_BYTES)
     except FileNotFoundError:
         return _broken(
-            path, scope, fallback, f"the skill file must be named {SKILL_FILE_NAME}: rename it"
+            path,
+            scope,
+            fallback,
+            f"the skill file must be named {SKILL_FILE_NAME}: rename it",
+            roots,
         )
     except FileTooLargeError as error:
         return _broken(
@@ -232,20 +260,25 @@ def read_skill(path: Path, *, scope: SkillScope = "project") -> Skill:
             fallback,
             f"{SKILL_FILE_NAME} is too large ({error}): move details into other files of the "
             "skill's folder and refer to them",
+            roots,
         )
     except NotARegularFileError:
-        return _broken(path, scope, fallback, f"{SKILL_FILE_NAME} is not a regular file")
+        return _broken(path, scope, fallback, f"{SKILL_FILE_NAME} is not a regular file", roots)
     except OSError as error:
-        return _broken(path, scope, fallback, f"cannot be read ({error.strerror or error})")
+        problem = f"cannot be read ({error.strerror or error})"
+        return _broken(path, scope, fallback, problem, roots)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return _broken(path, scope, fallback, f"is not UTF-8 text ({error.reason}): save it so")
-    return _from_text(text, path, scope, fallback)
+        problem = f"is not UTF-8 text ({error.reason}): save it so"
+        return _broken(path, scope, fallback, problem, roots)
+    return dataclasses.replace(_from_text(text, path, scope, fallback), roots=roots)
 
 
-def _broken(path: Path, scope: SkillScope, name: str, problem: str) -> Skill:
-    return Skill(name, "", "", path, scope, errors=(problem,))
+def _broken(
+    path: Path, scope: SkillScope, name: str, problem: str, roots: tuple[Path, ...]
+) -> Skill:
+    return Skill(name, "", "", path, scope, errors=(problem,), roots=roots)
 
 
 def _from_text(text: str, path: Path, scope: SkillScope, fallback: str) -> Skill:
@@ -270,7 +303,16 @@ def _from_text(text: str, path: Path, scope: SkillScope, fallback: str) -> Skill
         if key in data:
             warnings.append(f"{key!r} has no effect here: {why}")
     invocable = data.get("disable-model-invocation") is not True
-    return Skill(name, description, body, path, scope, tuple(errors), tuple(warnings), invocable)
+    return Skill(
+        name,
+        description,
+        body,
+        path,
+        scope,
+        tuple(errors),
+        tuple(warnings),
+        model_invocable=invocable,
+    )
 
 
 def _name(value: object, fallback: str, errors: list[str], warnings: list[str]) -> str:

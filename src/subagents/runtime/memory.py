@@ -208,6 +208,12 @@ def memory_prompt(
 
 
 def _index_text(memory: AgentMemory) -> str:
+    real = Path(os.path.realpath(memory.index))
+    if not real.is_relative_to(memory.folder):
+        return (
+            f"{MEMORY_FILE_NAME} leads to {real}, outside your memory folder, so it was not "
+            "read; replace the link by a file of its own."
+        )
     try:
         head, more = _read_head(memory.index)
     except FileNotFoundError:

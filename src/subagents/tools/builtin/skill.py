@@ -84,7 +84,7 @@ def _load(catalog: SkillCatalog, name: str, ctx: ToolContext, arguments: str) ->
             f"The skill {found.name!r} is only for people to use (disable-model-invocation); "
             f"do the task without it. {_choices(catalog)}"
         )
-    skill = read_skill(found.path, scope=found.scope)  # afresh: it may have been edited
+    skill = read_skill(found.path, scope=found.scope, roots=found.roots)  # afresh: edited?
     if not skill.usable:
         raise ToolError(
             f"The skill {found.name!r} ({found.path}) cannot be loaded: "
