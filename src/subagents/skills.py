@@ -14,10 +14,16 @@ so that a broken skill is reported instead of silently replaced by another one.
 
 A malformed ``SKILL.md`` never raises: the skill is kept with its ``errors`` (it cannot be
 loaded) or ``warnings`` (it loads, but something was ignored), for ``subagents skills list``.
+Bounds: at most :data:`MAX_SKILLS` skills are read, each ``SKILL.md`` up to
+:data:`MAX_SKILL_FILE_BYTES`; a project's ``SKILL.md`` whose real path leaves the project
+(and ``~/.claude``) through a link is refused, so that a cloned repository cannot pull a private
+file into a prompt.
 
 An agent's ``skills: [a, b]`` puts those skills, in full, into its system prompt
-(:func:`preload_prompt`); the ``Skill`` tool (:mod:`subagents.tools.builtin.skill`) loads
-others on demand.
+(:func:`preload_prompt`: each cut at :data:`MAX_PRELOAD_CHARS`, all together at
+:data:`MAX_PRELOAD_TOTAL_CHARS`, with a note); the ``Skill`` tool
+(:mod:`subagents.tools.builtin.skill`) loads others on demand, except those whose file says
+``disable-model-invocation: true``.
 """
 
 from __future__ import annotations
