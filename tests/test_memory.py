@@ -515,3 +515,27 @@ def test_a_memory_md_linked_to_a_file_elsewhere_is_not_read(repo: Path, tmp_path
     prompt = memory_prompt(agent("reviewer", memory="project"), workspace=repo)
     assert "PRIVATE KEY MATERIAL" not in prompt
     assert "outside your memory folder, so it was not read" in prompt
+
+
+async def test_glob_grep_and_ls_search_a_memory_folder_outside_the_workspace(
+    repo: Path, isolated_home: Path
+) -> None:
+    folder = memory_folder("scout", "user", workspace=repo)
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("alpha beta\n")
+    (folder / "notes.md").write_text("beta gamma\n")
+    main = ScriptedModel(
+        [
+            tool_call_response("Glob", {"pattern": "*.md", "path": str(folder)}),
+            tool_call_response("Grep", {"pattern": "gamma", "path": str(folder)}),
+            tool_call_response("LS", {"path": str(folder)}),
+            "ok",
+        ]
+    )
+    runtime = Runtime(cwd=repo, agents=[agent("scout", memory="user")], model=main)
+    await runtime.run("recall", agent="scout")
+    globbed, grepped, listed = (results(main.requests[i])[-1] for i in (1, 2, 3))
+    assert not globbed.is_error and str(folder / "notes.md") in globbed.content, globbed
+    assert not grepped.is_error and str(folder / "notes.md") in grepped.content, grepped
+    assert str(folder / "MEMORY.md") not in grepped.content
+    assert not listed.is_error and "notes.md" in listed.content, listed
