@@ -438,6 +438,9 @@ async def test_a_skill_kept_from_the_model_is_preloaded_but_not_offered(repo: Pa
     assert "- lint:" in spec.description and "deploy" not in spec.description
     (refused,) = tool_results(main.requests[1])
     assert refused.is_error and "only for people" in refused.content
+    listed = runner.invoke(app, ["skills", "list", "--cwd", str(repo), "--json"]).stdout
+    flags = {row["name"]: row["model_invocable"] for row in json.loads(listed)["skills"]}
+    assert flags == {"deploy": False, "lint": True}
 
 
 def test_claude_code_skill_keys_without_effect_here_are_warned_about(repo: Path) -> None:

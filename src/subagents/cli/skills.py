@@ -57,6 +57,7 @@ def _row(skill: Skill, catalog: SkillCatalog, base: Path) -> dict[str, Any]:
         "status": status,
         "path": _shown(skill.path, base),
         "description": skill.description,
+        "model_invocable": skill.model_invocable,
         "errors": list(skill.errors),
         "warnings": list(skill.warnings),
         "shadowed_by": _shown(winner.path, base) if winner is not None else None,
@@ -104,6 +105,8 @@ def _print(rows: list[dict[str, Any]]) -> None:
             if row["shadowed_by"]
             else []
         )
+        if not row["model_invocable"]:
+            notes.append(("note", "cyan", "disable-model-invocation: preloaded, never offered"))
         notes += [("error", "red", error) for error in row["errors"]]
         notes += [("warning", "yellow", warning) for warning in row["warnings"]]
         for label, style, text in notes:
