@@ -176,6 +176,40 @@ def test_a_broken_skill_hides_a_lower_one_of_the_same_name(repo: Path, isolated_
     assert used is not None and not used.usable and used.scope == "project"
 
 
+async def test_a_project_skill_linked_to_a_private_file_is_refused(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    folder = project_skills(repo) / "innocent"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").symlink_to(secret)
+    shared = isolated_home / ".claude" / "shared-skill"
+    write_skill(shared.parent, "shared-skill", body="Shared from home.")
+    (project_skills(repo) / "shared").symlink_to(shared, target_is_directory=True)
+    mine = tmp_path / "mine"
+    write_skill(mine, "personal", body="Mine, linked from home.")
+    user_skills = isolated_home / ".claude" / "skills"
+    user_skills.mkdir(parents=True)
+    (user_skills / "personal").symlink_to(mine / "personal", target_is_directory=True)
+
+    catalog = discover_skills(repo)
+
+    innocent = catalog.get("innocent")
+    assert innocent is not None and not innocent.usable
+    assert "outside" in innocent.errors[0] and "PRIVATE" not in innocent.body
+    shared_skill = catalog.get("shared-skill") or catalog.get("shared")
+    assert shared_skill is not None and shared_skill.usable  # ~/.claude is allowed
+    personal = catalog.get("personal")
+    assert personal is not None and personal.usable  # the user's own skills may link anywhere
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "innocent"}), "done"])
+    runtime = Runtime(cwd=repo, model=main, agents=[agent("thief", skills=["innocent"])])
+    await runtime.run("go", agent="thief")
+    assert "PRIVATE KEY MATERIAL" not in main.requests[0].system
+    (refused,) = tool_results(main.requests[1])
+    assert refused.is_error and "PRIVATE KEY MATERIAL" not in refused.content
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_in_place_of_skill_md_is_refused_without_blocking(repo: Path) -> None:
     folder = project_skills(repo) / "pipe"
@@ -241,6 +275,19 @@ async def test_a_huge_skill_is_cut_with_a_visible_note(repo: Path) -> None:
     assert len(system) < MAX_PRELOAD_CHARS + 5_000
 
 
+def test_many_big_skills_stop_at_the_total_budget_and_are_named(repo: Path) -> None:
+    from subagents.skills import MAX_PRELOAD_TOTAL_CHARS, preload_prompt
+
+    count = MAX_PRELOAD_TOTAL_CHARS // MAX_PRELOAD_CHARS + 2
+    for i in range(count):
+        write_skill(project_skills(repo), f"big-{i}", body=f"skill {i} " * (MAX_PRELOAD_CHARS // 7))
+    names = [f"big-{i}" for i in range(count)]
+    prompt = preload_prompt(names, discover_skills(repo))
+    assert MAX_PRELOAD_TOTAL_CHARS < len(prompt) < MAX_PRELOAD_TOTAL_CHARS + 3_000
+    assert "left out for space" in prompt and f"big-{count - 1}." in prompt
+    assert "skill 0 " in prompt and f"skill {count - 1} " not in prompt
+
+
 # -- the Skill tool ------------------------------------------------------------------------------
 
 
@@ -262,6 +309,30 @@ async def test_the_skill_tool_loads_another_skill_by_name(repo: Path) -> None:
     assert "Use the Keep a Changelog format." in result.content
     assert str(project_skills(repo) / "changelog") in result.content
     assert "outside the workspace" not in result.content
+    assert "Other files of the skill" not in result.content  # it has none
+
+
+async def test_the_skill_tool_names_the_other_files_of_the_skill(repo: Path) -> None:
+    folder = write_skill(project_skills(repo), "forms", body="See reference.md.").parent
+    (folder / "reference.md").write_text("fields")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "fill.py").write_text("print()")
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "x").write_text("hidden")
+    main = ScriptedModel(
+        [
+            tool_call_response("Skill", {"skill": "forms"}),
+            tool_call_response("Read", {"file_path": str(folder / "reference.md")}),
+            "done",
+        ]
+    )
+    await Runtime(cwd=repo, model=main).run("go")
+    loaded = tool_results(main.requests[1])[-1]
+    assert "to read with Read when the instructions ask: reference.md, scripts/fill.py." in (
+        loaded.content
+    )
+    read = tool_results(main.requests[2])[-1]
+    assert not read.is_error and "fields" in read.content
 
 
 async def test_the_skill_tool_reads_the_skill_afresh(repo: Path) -> None:
@@ -306,7 +377,16 @@ async def test_a_user_skill_outside_the_workspace_says_its_files_are_out_of_reac
     await Runtime(cwd=repo, model=main).run("go")
     (result,) = tool_results(main.requests[1])
     assert "Use scripts/run.sh." in result.content
-    assert "is outside the workspace" in result.content
+    assert "is outside the workspace" not in result.content  # no other files: nothing to say
+
+    folder = isolated_home / ".claude" / "skills" / "mine"
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.sh").write_text("echo")
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "mine"}), "done"])
+    await Runtime(cwd=repo, model=main).run("go")
+    (result,) = tool_results(main.requests[1])
+    assert "Other files of the skill: scripts/run.sh." in result.content
+    assert f"Its folder {folder} is outside the workspace" in result.content
 
 
 async def test_no_skill_tool_without_skills_and_only_for_agents_allowed_it(repo: Path) -> None:
@@ -326,6 +406,52 @@ async def test_no_skill_tool_without_skills_and_only_for_agents_allowed_it(repo:
     assert "Skill" in {spec.name for spec in main.requests[0].tools}
     assert [spec.name for spec in narrow.requests[0].tools] == ["Read"]
     assert sorted(spec.name for spec in chosen.requests[0].tools) == ["Read", "Skill"]
+
+
+async def test_arguments_fill_the_placeholder_or_follow_the_instructions(repo: Path) -> None:
+    write_skill(project_skills(repo), "greet", body="Greet $ARGUMENTS politely.")
+    write_skill(project_skills(repo), "plain", body="Summarise.")
+    main = ScriptedModel(
+        [
+            tool_call_response("Skill", {"skill": "greet", "args": "the reviewers"}),
+            tool_call_response("Skill", {"skill": "plain", "args": "only the API"}),
+            "done",
+        ]
+    )
+    await Runtime(cwd=repo, model=main).run("go")
+    greet, plain = tool_results(main.requests[1])[-1], tool_results(main.requests[2])[-1]
+    assert "Greet the reviewers politely." in greet.content
+    assert "Summarise.\n\nARGUMENTS: only the API" in plain.content
+
+
+async def test_a_skill_kept_from_the_model_is_preloaded_but_not_offered(repo: Path) -> None:
+    path = write_skill(project_skills(repo), "deploy", body="Deploy with care.")
+    text = path.read_text().replace("---\n\n", "disable-model-invocation: true\n---\n\n", 1)
+    path.write_text(text)
+    write_skill(project_skills(repo), "lint")
+    main = ScriptedModel([tool_call_response("Skill", {"skill": "deploy"}), "done"])
+    runtime = Runtime(cwd=repo, model=main, agents=[agent("ops", skills=["deploy"])])
+    await runtime.run("go", agent="ops")
+
+    assert "Deploy with care." in main.requests[0].system  # preloaded: the agent file asks
+    (spec,) = [spec for spec in main.requests[0].tools if spec.name == "Skill"]
+    assert "- lint:" in spec.description and "deploy" not in spec.description
+    (refused,) = tool_results(main.requests[1])
+    assert refused.is_error and "only for people" in refused.content
+    listed = runner.invoke(app, ["skills", "list", "--cwd", str(repo), "--json"]).stdout
+    flags = {row["name"]: row["model_invocable"] for row in json.loads(listed)["skills"]}
+    assert flags == {"deploy": False, "lint": True}
+
+
+def test_claude_code_skill_keys_without_effect_here_are_warned_about(repo: Path) -> None:
+    path = write_skill(project_skills(repo), "fork")
+    path.write_text(path.read_text().replace(
+        "---\n\n", "allowed-tools: Bash(git *)\ncontext: fork\nlicense: MIT\n---\n\n", 1
+    ))  # fmt: skip
+    (skill,) = discover_skills(repo).found
+    assert skill.usable
+    keys = [w.split(" has no effect here")[0] for w in skill.warnings]
+    assert keys == ["'allowed-tools'", "'context'"]
 
 
 # -- CLI -----------------------------------------------------------------------------------------
@@ -359,6 +485,22 @@ def test_skills_list_shows_name_scope_path_description_and_problems(
     assert "error: broken (.claude/skills/broken/SKILL.md): has no instructions" in table.stdout
 
 
+def test_skills_beyond_the_limit_are_reported_not_read(repo: Path) -> None:
+    from subagents.skills import MAX_SKILLS
+
+    for i in range(MAX_SKILLS + 3):
+        write_skill(project_skills(repo), f"s{i:04d}")
+    catalog = discover_skills(repo)
+    assert len(catalog.found) == MAX_SKILLS
+    assert [path.parent.name for path in catalog.left_out] == [
+        f"s{i:04d}" for i in range(MAX_SKILLS, MAX_SKILLS + 3)
+    ]
+    result = runner.invoke(app, ["skills", "list", "--cwd", str(repo)], env={"COLUMNS": "300"})
+    assert f"3 more skills were not read (at most {MAX_SKILLS} are)" in result.stdout
+    data = json.loads(runner.invoke(app, ["skills", "list", "--cwd", str(repo), "--json"]).stdout)
+    assert len(data["left_out"]) == 3
+
+
 def test_skills_list_with_no_skills_says_how_to_add_one(repo: Path) -> None:
     result = runner.invoke(app, ["skills", "list", "--cwd", str(repo)])
     assert result.exit_code == 0 and "No skills found" in result.stdout
@@ -385,3 +527,38 @@ def test_agents_show_warns_about_missing_skills_and_lists_skill_among_tools(repo
     data = json.loads(shown.stdout)
     assert data["skills"] == ["pdf-forms", "gone"]
     assert data["memory_folder"] == str(repo / ".claude" / "agent-memory" / "filler")
+    text = runner.invoke(
+        app, ["agents", "show", "filler", "--cwd", str(repo)], env={"COLUMNS": "300"}
+    ).stdout
+    assert "pdf-forms, gone" in text
+    assert f"project: {repo / '.claude' / 'agent-memory' / 'filler'}" in text
+    assert not (repo / ".claude" / "agent-memory").exists()  # showing creates nothing
+
+
+def test_agents_validate_strict_fails_on_a_missing_skill(repo: Path) -> None:
+    agents = repo / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "filler.md").write_text(
+        "---\nname: filler\ndescription: Fills forms.\nskills: gone\n---\nYou fill forms.\n"
+    )
+    lenient = runner.invoke(app, ["agents", "validate", "--cwd", str(repo)])
+    assert lenient.exit_code == 0
+    assert "filler: warning: skill 'gone' is not found" in lenient.stdout
+    strict = runner.invoke(app, ["agents", "validate", "--strict", "--cwd", str(repo)])
+    assert strict.exit_code != 0
+
+    write_skill(project_skills(repo), "gone")
+    fixed = runner.invoke(app, ["agents", "validate", "--strict", "--cwd", str(repo)])
+    assert fixed.exit_code == 0, fixed.stdout
+
+
+def test_a_skill_folder_listing_is_bounded(tmp_path: Path) -> None:
+    from subagents.skills import skill_files
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(60):
+        (folder / f"f{i:02d}.md").write_text("x")
+    files, more = skill_files(folder, limit=40)
+    assert files == [f"f{i:02d}.md" for i in range(40)] and more
+    assert skill_files(tmp_path / "gone") == ([], False)

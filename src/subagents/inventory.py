@@ -47,7 +47,7 @@ from subagents.definitions.validate import (
     validate_definition,
 )
 from subagents.errors import AgentDefinitionError, AgentNotFoundError, AgentUnavailableError
-from subagents.skills import apply_skills
+from subagents.skills import add_skill_warnings, discover_skills, offer_skill_tool
 from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -489,6 +489,9 @@ class Inventory:
         )
         events: list[DiscoveryEvent] = []
         layers = self._read_layers(config, folders, events)
+        skills = discover_skills(self._cwd, home=self._home or config.home)
+        for layer in layers:
+            add_skill_warnings(layer.definitions, skills)
         definitions = [d for layer in layers for d in layer.definitions]
         winners, shadowed, conflicts = _resolve(layers, events)
         records = {
@@ -496,7 +499,7 @@ class Inventory:
             for name in sorted(winners)
         }
         _apply_config_switches(config, records, events)
-        apply_skills(records.values(), self._cwd, home=self._home or config.home)
+        offer_skill_tool(records.values(), skills)
         for record in records.values():
             for lower in record.overrides:
                 events.append(

@@ -27,17 +27,25 @@ def list_skills(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
     """List the skills in .claude/skills and .subagents/skills (project, nearest first, then
     the user's), with scope, path, description and problems."""
     from subagents.config import load_config
-    from subagents.skills import discover_skills
+    from subagents.skills import MAX_SKILLS, discover_skills
 
     with user_errors():
         home = load_config(cwd).home
     catalog = discover_skills(cwd, home=home)
     base = (cwd or Path.cwd()).resolve()
     rows = [_row(skill, catalog, base) for skill in catalog.found]
+    left_out = [_shown(path, base) for path in catalog.left_out]
     if as_json:
-        typer.echo(json.dumps({"skills": rows}, indent=2))
+        typer.echo(json.dumps({"skills": rows, "left_out": left_out}, indent=2))
         return
     _print(rows)
+    if left_out:
+        make_console().print(
+            f"{len(left_out)} more skills were not read (at most {MAX_SKILLS} are), the "
+            f"first: {left_out[0]}; remove the skills you do not use.",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _row(skill: Skill, catalog: SkillCatalog, base: Path) -> dict[str, Any]:
@@ -49,6 +57,7 @@ def _row(skill: Skill, catalog: SkillCatalog, base: Path) -> dict[str, Any]:
         "status": status,
         "path": _shown(skill.path, base),
         "description": skill.description,
+        "model_invocable": skill.model_invocable,
         "errors": list(skill.errors),
         "warnings": list(skill.warnings),
         "shadowed_by": _shown(winner.path, base) if winner is not None else None,
@@ -96,6 +105,8 @@ def _print(rows: list[dict[str, Any]]) -> None:
             if row["shadowed_by"]
             else []
         )
+        if not row["model_invocable"]:
+            notes.append(("note", "cyan", "disable-model-invocation: preloaded, never offered"))
         notes += [("error", "red", error) for error in row["errors"]]
         notes += [("warning", "yellow", warning) for warning in row["warnings"]]
         for label, style, text in notes:

@@ -21,7 +21,7 @@ from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
-from subagents.runtime.memory import memory_grants
+from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
@@ -314,6 +314,7 @@ class Delegation:
                 f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
                 "is reached; do this part of the work yourself"
             )
+        grants = memory_grants(definition, workspace=parent.workspace)
         tools = self._child_tools(parent, definition, depth)
         model, resolved_model, fallback = self._child_model(parent, definition, model_override)
         session = Session(
@@ -337,8 +338,9 @@ class Delegation:
             description=description,
             tool_env=parent.tool_env,
             tool_sandbox=parent.tool_sandbox,
-            file_grants=memory_grants(definition, workspace=parent.workspace),
+            file_grants=grants,
         )
+        with_memory_tools(definition, session.tools, parent.tools, grants)  # adds to them
         handle = SubagentHandle(session, definition, parent, resolved_model, description)
         if fallback is not None:
             handle.model_fallback = fallback

@@ -18,10 +18,15 @@ outside the workspace or under a protected folder such as ``.claude/`` (see
 
 A folder that would resolve elsewhere (a symlink planted in a project pointing at another
 place) is not granted: the prompt says memory is unavailable and why.
+
+As in Claude Code, an agent with memory may keep it even when its ``tools`` leave out Read,
+Write or Edit: it gets each of them that its parent has (never one the parent lacks, nor one
+its own ``disallowedTools`` names), confined to the memory folder (:func:`with_memory_tools`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from dataclasses import dataclass
@@ -30,22 +35,30 @@ from typing import TYPE_CHECKING
 
 from subagents.config import resolve_home
 from subagents.definitions.validate import NAME_PATTERN
+from subagents.errors import ToolError
+from subagents.tools.workspace import workspace_of
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition, MemoryScope
+    from subagents.tools.base import Tool, ToolContext, ToolRegistry
 
 __all__ = [
     "MAX_MEMORY_BYTES",
     "MAX_MEMORY_LINES",
     "MEMORY_FILE_NAME",
+    "MEMORY_TOOL_NAMES",
     "AgentMemory",
     "memory_folder",
     "memory_grants",
     "memory_prompt",
     "open_memory",
+    "project_checkout",
+    "with_memory_tools",
 ]
 
 MEMORY_FILE_NAME = "MEMORY.md"
+MEMORY_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit")
+"""The tools an agent with memory gets, confined to its folder, when its list lacks them."""
 MAX_MEMORY_LINES = 200
 MAX_MEMORY_BYTES = 25 * 1024
 
@@ -83,9 +96,46 @@ class AgentMemory:
 def memory_folder(
     agent: str, scope: MemoryScope, *, workspace: Path, home: Path | None = None
 ) -> Path:
-    """Where the memory of ``agent`` lives for ``scope`` (whether or not it exists)."""
-    base = resolve_home(home) if scope == "user" else workspace
+    """Where the memory of ``agent`` lives for ``scope`` (whether or not it exists).
+
+    A project's memory stays in the project when the agent works in a git worktree the
+    harness made inside the repository's ``.git`` (``isolation: worktree``): such a worktree
+    is thrown away, its memory must not be.
+    """
+    base = resolve_home(home) if scope == "user" else project_checkout(workspace)
     return base / _FOLDERS[scope] / agent
+
+
+def project_checkout(workspace: Path) -> Path:
+    """``workspace``, or its place in the main checkout when it lies in a linked git worktree
+    kept inside that checkout's ``.git`` folder (where isolated subagents work)."""
+    for directory in (workspace, *workspace.parents):
+        marker = directory / ".git"
+        if marker.is_dir():
+            return workspace
+        if marker.is_file():
+            return _main_checkout(marker, directory, workspace) or workspace
+    return workspace
+
+
+def _main_checkout(marker: Path, top: Path, workspace: Path) -> Path | None:
+    """The main checkout's counterpart of ``workspace`` for the worktree whose ``.git`` file is
+    ``marker`` at ``top``; ``None`` unless the worktree lies inside the main ``.git`` folder."""
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace")[:4096]
+        if not text.startswith("gitdir:"):
+            return None
+        gitdir = top / text.split(":", 1)[1].strip()
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return None  # a submodule (no commondir) or an unreadable file: an ordinary checkout
+    real_top = Path(os.path.realpath(top))
+    if common.name != ".git" or not real_top.is_relative_to(common):
+        return None
+    try:
+        return common.parent / Path(os.path.realpath(workspace)).relative_to(real_top)
+    except ValueError:
+        return None
 
 
 def open_memory(
@@ -102,17 +152,30 @@ def open_memory(
     folder = memory_folder(agent, scope, workspace=workspace, home=home)
     if not NAME_PATTERN.match(agent):
         return AgentMemory(agent, scope, folder, f"the agent name {agent!r} is not valid")
-    base = Path(os.path.realpath(resolve_home(home) if scope == "user" else workspace))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return AgentMemory(agent, scope, folder, f"{folder} cannot be created ({error})")
+    base = Path(
+        os.path.realpath(resolve_home(home) if scope == "user" else project_checkout(workspace))
+    )
+    # Checked before the folder is made too, so that a planted link makes nothing elsewhere.
+    problem = _escape(folder, base)
+    if problem is None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            return AgentMemory(agent, scope, folder, f"{folder} cannot be created ({error})")
+        problem = _escape(folder, base)
+    if problem is not None:
+        return AgentMemory(agent, scope, folder, problem)
+    return AgentMemory(agent, scope, Path(os.path.realpath(folder)))
+
+
+def _escape(folder: Path, base: Path) -> str | None:
+    """Why ``folder`` is no place for memory: a link leading outside ``base``, or a file."""
     real = Path(os.path.realpath(folder))
-    if not real.is_relative_to(base) or not real.is_dir():
-        return AgentMemory(
-            agent, scope, folder, f"{folder} leads to {real}, outside {base}; remove that link"
-        )
-    return AgentMemory(agent, scope, real)
+    if not real.is_relative_to(base):
+        return f"{folder} leads to {real}, outside {base}; remove that link"
+    if real.exists() and not real.is_dir():
+        return f"{folder} is not a folder; move that file away"
+    return None
 
 
 def memory_grants(
@@ -145,6 +208,12 @@ def memory_prompt(
 
 
 def _index_text(memory: AgentMemory) -> str:
+    real = Path(os.path.realpath(memory.index))
+    if not real.is_relative_to(memory.folder):
+        return (
+            f"{MEMORY_FILE_NAME} leads to {real}, outside your memory folder, so it was not "
+            "read; replace the link by a file of its own."
+        )
     try:
         head, more = _read_head(memory.index)
     except FileNotFoundError:
@@ -180,3 +249,51 @@ def _read_head(path: Path) -> tuple[str, str]:
     if cut_bytes:
         return text, f"only its first {MAX_MEMORY_BYTES // 1024} kB are shown"
     return text, ""
+
+
+def with_memory_tools(
+    definition: AgentDefinition | None,
+    tools: ToolRegistry,
+    available: ToolRegistry,
+    grants: tuple[Path, ...],
+) -> ToolRegistry:
+    """``tools`` plus, for each of :data:`MEMORY_TOOL_NAMES` it lacks, ``available``'s (the
+    parent's) version of that tool confined to the ``grants`` (the memory folder).
+
+    Nothing is added without a grant, for a tool ``available`` lacks, or for one the
+    definition's ``disallowedTools`` names.
+    """
+    if not grants or definition is None:
+        return tools
+    for name in MEMORY_TOOL_NAMES:
+        tool = available.get(name)
+        if tool is None or name in tools or name in definition.disallowed_tools:
+            continue
+        if not tool.takes_context or "file_path" not in tool.parameters.get("properties", {}):
+            continue  # not the file tool this expects (replaced by your own)
+        tools.add(_confined(tool, grants))
+    return tools
+
+
+def _confined(tool: Tool, grants: tuple[Path, ...]) -> Tool:
+    """``tool`` (a file tool taking ``file_path``) refusing every path outside ``grants``."""
+    run = tool.function
+    where = ", ".join(str(folder) for folder in grants)
+
+    def confined(ctx: ToolContext, **arguments: object) -> object:
+        workspace = workspace_of(ctx)
+        path = workspace.resolve(str(arguments.get("file_path", "")))
+        if workspace.grant_of(path) is None:
+            raise ToolError(
+                f"{tool.name} is yours only for your memory folder {where}; "
+                f"{workspace.display(path)} is outside it. Use a path inside that folder."
+            )
+        return run(ctx=ctx, **arguments)
+
+    return dataclasses.replace(
+        tool,
+        function=confined,
+        description=f"{tool.description}\n\nFor you, {tool.name} works only inside your "
+        f"memory folder: {where}.",
+        _spec=None,
+    )

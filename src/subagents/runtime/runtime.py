@@ -21,7 +21,7 @@ from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
-from subagents.runtime.memory import memory_grants
+from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
 from subagents.runtime.result import RunResult
@@ -261,7 +261,7 @@ class Runtime:
 
     def _skill_tools(self) -> list[Tool]:
         """The Skill tool, when there is a skill to load."""
-        if not self.skills.usable():
+        if not self.skills.invocable():
             return []
         from subagents.tools.builtin.skill import skill_tool
 
@@ -436,6 +436,8 @@ class Runtime:
                 tools.add(delegation.task_tool_for(types), replace=True)
         if self.store is not None:
             tools.add(ask_human_tool(), replace=True)
+        grants = memory_grants(definition, workspace=self.workspace)
+        tools = with_memory_tools(definition, tools, self.base_tools(), grants)
         prompt = compose_system_prompt(definition, workspace=self.workspace, subagent=False)
         session = Session(
             model=self.main_model(definition),
@@ -453,7 +455,7 @@ class Runtime:
             delegation=delegation,
             tool_env=self.tool_environment(),
             tool_sandbox=self.bash_sandbox(),
-            file_grants=memory_grants(definition, workspace=self.workspace),
+            file_grants=grants,
         )
         delegation.main = session
         return session
@@ -721,6 +723,10 @@ class Runtime:
         else:
             agent = recorder.task.assigned_agent
             definition = self._definition_named(agent) if agent else None
+        grants = memory_grants(definition, workspace=self.workspace)
+        tools = self._rebuilt_tools(record, definition, delegation, parent)
+        available = parent.tools if parent is not None else self.base_tools()
+        tools = with_memory_tools(definition, tools, available, grants)
         messages = recorder.load_messages(record.session_id)
         state = recorder.checkpoint_state(record.session_id)
         counts = state.get("usage") or record.usage
@@ -728,7 +734,7 @@ class Runtime:
         return Session(
             model=self._model_for_record(record, parent),
             system_prompt=record.system_prompt,
-            tools=self._rebuilt_tools(record, definition, delegation, parent),
+            tools=tools,
             workspace=self.workspace,
             agent_type=record.agent_name,
             agent_id=record.session_id,
@@ -757,7 +763,7 @@ class Runtime:
             recorded_status=record.status,
             tool_env=self.tool_environment(),
             tool_sandbox=self.bash_sandbox(),
-            file_grants=memory_grants(definition, workspace=self.workspace),
+            file_grants=grants,
         )
 
     def _rebuilt_tools(

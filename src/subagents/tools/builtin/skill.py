@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from subagents.errors import ToolError
-from subagents.skills import SkillCatalog, read_skill, skill_text
+from subagents.skills import SkillCatalog, read_skill, skill_files, skill_text
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.decorator import tool
 from subagents.tools.names import SKILL_TOOL_NAME
@@ -39,8 +39,11 @@ def skill_tool(catalog: SkillCatalog) -> Tool:
     def load_skill(
         skill: Annotated[str, Field(description="The name of the skill to load.")],
         ctx: ToolContext,
+        args: Annotated[
+            str | None, Field(description="Optional arguments for the skill.", max_length=10_000)
+        ] = None,
     ) -> str:
-        return _load(catalog, skill, ctx)
+        return _load(catalog, skill, ctx, args or "")
 
     return tool(
         name=SKILL_TOOL_NAME,
@@ -52,7 +55,7 @@ def skill_tool(catalog: SkillCatalog) -> Tool:
 
 
 def _listing(catalog: SkillCatalog) -> str:
-    skills = catalog.usable()
+    skills = catalog.invocable()
     if not skills:
         return "Available skills: none (skills are folders with a SKILL.md in .claude/skills/)."
     lines: list[str] = []
@@ -72,21 +75,26 @@ def _listing(catalog: SkillCatalog) -> str:
     return "Available skills:\n" + "\n".join(lines)
 
 
-def _load(catalog: SkillCatalog, name: str, ctx: ToolContext) -> str:
+def _load(catalog: SkillCatalog, name: str, ctx: ToolContext, arguments: str) -> str:
     found = catalog.get(name)
     if found is None:
         raise ToolError(f"There is no skill named {name!r}. {_choices(catalog)}")
-    skill = read_skill(found.path, scope=found.scope)  # afresh: it may have been edited
+    if not found.model_invocable:
+        raise ToolError(
+            f"The skill {found.name!r} is only for people to use (disable-model-invocation); "
+            f"do the task without it. {_choices(catalog)}"
+        )
+    skill = read_skill(found.path, scope=found.scope, roots=found.roots)  # afresh: edited?
     if not skill.usable:
         raise ToolError(
             f"The skill {found.name!r} ({found.path}) cannot be loaded: "
             f"{'; '.join(skill.errors)}. Do the task without it, and tell the user to fix it."
         )
-    return skill_text(skill) + _folder_note(skill.folder, ctx)
+    return skill_text(skill, arguments=arguments) + _folder_note(skill.folder, ctx)
 
 
 def _choices(catalog: SkillCatalog) -> str:
-    names = catalog.names()
+    names = [skill.name for skill in catalog.invocable()]
     if not names:
         return "No skills are available here; do the task without one."
     shown = ", ".join(names[:MAX_LISTED_SKILLS])
@@ -95,11 +103,16 @@ def _choices(catalog: SkillCatalog) -> str:
 
 
 def _folder_note(folder: Path, ctx: ToolContext) -> str:
+    files, more = skill_files(folder)
+    if not files:
+        return ""
+    shown = ", ".join(files) + (", ..." if more else "")
     try:
         workspace_of(ctx).resolve(folder)
     except ToolError:
         return (
-            f"\n\n(The skill's folder {folder} is outside the workspace: its other files cannot "
-            "be read with the file tools here; work from the instructions above.)"
+            f"\n\nOther files of the skill: {shown}. Its folder {folder} is outside the "
+            "workspace, so they cannot be read with the file tools here; work from the "
+            "instructions above."
         )
-    return ""
+    return f"\n\nOther files of the skill, to read with Read when the instructions ask: {shown}."
