@@ -427,6 +427,8 @@ class Runtime:
             tools = tools.subset(names)
         rules = self.permission_rules()
         tools = tools.subset([name for name in tools.names() if rules.bare_denied(name) is None])
+        available = self.base_tools()
+        available = available.subset([n for n in available.names() if rules.bare_denied(n) is None])
         wants_task = wants_task and rules.bare_denied(TASK_TOOL_NAME) is None
         if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
             for tool in delegation.tools():
@@ -437,7 +439,7 @@ class Runtime:
         if self.store is not None:
             tools.add(ask_human_tool(), replace=True)
         grants = memory_grants(definition, workspace=self.workspace)
-        tools = with_memory_tools(definition, tools, self.base_tools(), grants)
+        tools = with_memory_tools(definition, tools, available, grants)
         prompt = compose_system_prompt(definition, workspace=self.workspace, subagent=False)
         session = Session(
             model=self.main_model(definition),
@@ -725,7 +727,14 @@ class Runtime:
             definition = self._definition_named(agent) if agent else None
         grants = memory_grants(definition, workspace=self.workspace)
         tools = self._rebuilt_tools(record, definition, delegation, parent)
-        available = parent.tools if parent is not None else self.base_tools()
+        if parent is not None:
+            available = parent.tools
+        else:
+            rules = self.permission_rules()
+            available = self.base_tools()
+            available = available.subset(
+                [n for n in available.names() if rules.bare_denied(n) is None]
+            )
         tools = with_memory_tools(definition, tools, available, grants)
         messages = recorder.load_messages(record.session_id)
         state = recorder.checkpoint_state(record.session_id)

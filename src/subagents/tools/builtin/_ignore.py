@@ -132,6 +132,7 @@ class SearchFilter:
         if base.is_file():
             yield base
             return
+        self._start_in(base)
         chains: dict[Path, _Chain] = {base: self._chain_above(base)}
         for folder, dirnames, filenames in os.walk(base, followlinks=False):
             parent = Path(folder)
@@ -156,6 +157,7 @@ class SearchFilter:
         with ``include_ignored``, all of them, VCS folders too: a listing does not descend."""
         if self.include_ignored:
             return entries
+        self._start_in(folder)
         names = [name for name, is_dir in entries if not is_dir]
         chain = self._with_own_rules(folder, names, self._chain_above(folder))
         return [
@@ -163,6 +165,13 @@ class SearchFilter:
             for name, is_dir in entries
             if not self._skips(chain, folder / name, is_dir=is_dir)
         ]
+
+    def _start_in(self, base: Path) -> None:
+        """A search inside a folder granted beyond the workspace (an agent's memory) takes
+        that folder as its top: the workspace's ignore files do not reach it."""
+        grant = self.workspace.grant_of(base)
+        if grant is not None:
+            self._top, self._top_prefix, self._exclude = grant, None, None
 
     # -- what was skipped ----------------------------------------------------------------------
 
