@@ -272,7 +272,7 @@ class Delegation:
             permissions=runtime.permissions_for(definition, self, parent.permissions),
             events=parent.events,
             stream=parent.stream,
-            hooks=parent.hooks,
+            hooks=runtime.session_hooks(definition, subagent=True),
             delegation=self,
             recorder=parent.recorder,
             parent_tool_call_id=tool_call_id,

@@ -4,6 +4,7 @@
 - ``SubagentStop``: a subagent finished; may send it back to work with a reason.
 - ``PreToolUse``: a tool is about to run; may deny the call with a reason.
 - ``PostToolUse``: a tool ran; observes the result.
+- ``Stop``: the main agent answered; may send it back to work with a reason.
 
 A hook is a Python callable (sync or async) or a shell command (:class:`CommandHook`) that gets
 the payload as JSON on stdin, following Claude Code's convention: exit code 2 blocks with
@@ -31,7 +32,7 @@ __all__ = [
     "compile_matcher",
 ]
 
-HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
+HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
 
 
 @dataclass(slots=True)
@@ -65,15 +66,15 @@ class HookPayload:
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.event == "PostToolUse":
             data["tool_error"] = self.tool_error
-        if self.event == "SubagentStop":
+        if self.event in ("SubagentStop", "Stop"):
             data["stop_hook_active"] = self.stop_hook_active
         return data
 
 
 @dataclass(slots=True)
 class HookResult:
-    """What a hook asks for. ``block`` denies a tool call (PreToolUse) or sends a subagent back
-    to work (SubagentStop); ``reason`` is shown to the model. ``additional_context`` is added
+    """What a hook asks for. ``block`` denies a tool call (PreToolUse) or sends an agent back
+    to work (SubagentStop, Stop); ``reason`` is shown to the model. ``additional_context`` is added
     to a subagent's prompt (SubagentStart)."""
 
     block: bool = False
