@@ -384,3 +384,29 @@ async def test_agent_names_never_leave_the_worktrees_folder(tmp_path: Path, name
     worktree = await enter_worktree(repo, agent_name=name, session_id="s4")
     assert worktree.path.parent == (repo / ".git" / "subagents" / "worktrees").resolve()
     assert not (await leave_worktree(worktree)).kept
+
+
+async def test_the_progress_output_names_a_kept_worktree(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from subagents.cli.progress import ProgressPrinter
+    from subagents.runtime.events import EventBus
+    from subagents.tracing.redact import Redactor
+
+    repo = make_repo(tmp_path / "repo")
+    out = io.StringIO()
+    printer = ProgressPrinter(Console(file=out, width=300, color_system=None), Redactor(()))
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "b.txt", "content": "b\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(
+        repo, main, isolated(), agent_models={"builder": child}, events=EventBus([printer])
+    )
+    await rt.run("go")
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert f"its worktree is kept: {spawn.worktree_path} (branch {spawn.worktree_branch})" in (
+        out.getvalue()
+    )
