@@ -410,3 +410,41 @@ async def test_the_progress_output_names_a_kept_worktree(tmp_path: Path) -> None
     assert f"its worktree is kept: {spawn.worktree_path} (branch {spawn.worktree_branch})" in (
         out.getvalue()
     )
+
+
+async def test_a_run_stopped_and_resumed_continues_in_the_same_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+
+    repo = make_repo(tmp_path / "repo")
+    store_path = tmp_path / "state.db"
+    first_child = ScriptedModel(
+        [
+            tool_call_response("Write", {"file_path": "a.txt", "content": "before\n"}),
+            tool_call_response("AskHuman", {"question": "Keep going?"}),
+        ]
+    )
+    first_main = ScriptedModel([tool_call_response("Task", task("builder"))])
+    with open_store(store_path) as store:
+        paused = await runtime(
+            repo, first_main, isolated(), agent_models={"builder": first_child}, store=store
+        ).run("start")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    (kept,) = [path for path in worktrees(repo) if path != str(repo.resolve())]
+
+    # a new process: new runtime, new models, the same store and repository
+    second_child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "b.txt", "content": "after\n"}), "finished"]
+    )
+    second_main = ScriptedModel(["done"])
+    with open_store(store_path) as store:
+        rt = runtime(
+            repo, second_main, isolated(), agent_models={"builder": second_child}, store=store
+        )
+        done = await rt.resume(paused.task_id, HumanDecision("approve", values={"answer": "y"}))
+
+    assert done.status == "completed" and done.output == "done"
+    assert read(Path(kept, "a.txt")) == "before\n" and read(Path(kept, "b.txt")) == "after\n"
+    assert not exists(repo / "a.txt") and not exists(repo / "b.txt")
+    (returned,) = task_results(second_main)
+    match = KEPT.search(returned.content)
+    assert match is not None and match.group(1) == kept
