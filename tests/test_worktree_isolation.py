@@ -448,3 +448,48 @@ async def test_a_run_stopped_and_resumed_continues_in_the_same_worktree(tmp_path
     (returned,) = task_results(second_main)
     match = KEPT.search(returned.content)
     assert match is not None and match.group(1) == kept
+
+
+async def test_a_subagent_of_an_isolated_subagent_resumes_in_its_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+
+    repo = make_repo(tmp_path / "repo")
+    store_path = tmp_path / "state.db"
+    helper = AgentDefinition(name="helper", description="h", system_prompt="h")
+    first = {
+        "builder": ScriptedModel([tool_call_response("Task", task("helper"))]),
+        "helper": ScriptedModel(
+            [
+                tool_call_response("Write", {"file_path": "h1.txt", "content": "1\n"}),
+                tool_call_response("AskHuman", {"question": "Go on?"}),
+            ]
+        ),
+    }
+    with open_store(store_path) as store:
+        paused = await runtime(
+            repo,
+            ScriptedModel([tool_call_response("Task", task("builder"))]),
+            isolated(),
+            helper,
+            agent_models=first,
+            store=store,
+        ).run("start")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    (kept,) = [path for path in worktrees(repo) if path != str(repo.resolve())]
+    assert read(Path(kept, "h1.txt")) == "1\n"
+
+    second = {
+        "builder": ScriptedModel(["built"]),
+        "helper": ScriptedModel(
+            [tool_call_response("Write", {"file_path": "h2.txt", "content": "2\n"}), "helped"]
+        ),
+    }
+    with open_store(store_path) as store:
+        rt = runtime(
+            repo, ScriptedModel(["done"]), isolated(), helper, agent_models=second, store=store
+        )
+        done = await rt.resume(paused.task_id, HumanDecision("approve", values={"answer": "y"}))
+
+    assert done.status == "completed"
+    assert read(Path(kept, "h2.txt")) == "2\n"
+    assert not exists(repo / "h1.txt") and not exists(repo / "h2.txt")

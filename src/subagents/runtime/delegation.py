@@ -315,9 +315,19 @@ class Delegation:
             session.system_prompt = self._system_prompt(
                 handle.definition, root
             ) + worktree_prompt_note(worktree)
+        self._move(session, session.workspace, root)
+
+    def _move(self, session: Session, old: Path, root: Path) -> None:
+        """``session``, and the subagents it has already started that worked where it did
+        (re-adopted after a restart), now work in ``root``."""
         session.workspace = root
         session.permissions = rooted_permissions(session.permissions, root)
         session.tool_sandbox = rooted_sandbox(session.tool_sandbox, root)
+        for handle in list(self.handles.values()):
+            child = handle.session
+            own_worktree = handle.definition.isolation == "worktree"
+            if handle.parent is session and child.workspace == old and not own_worktree:
+                self._move(child, old, root)
 
     async def _leave_worktree(self, handle: SubagentHandle) -> None:
         """Remove the subagent's worktree if it changed nothing, else keep it; the outcome

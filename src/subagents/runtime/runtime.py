@@ -634,7 +634,8 @@ class Runtime:
             model=self._model_for_record(record, parent),
             system_prompt=record.system_prompt,
             tools=self._rebuilt_tools(record, definition, delegation, parent),
-            workspace=self.workspace,
+            # a subagent works where its parent does (a worktree, for isolation: worktree)
+            workspace=parent.workspace if parent is not None else self.workspace,
             agent_type=record.agent_name,
             agent_id=record.session_id,
             parent=parent,
@@ -660,7 +661,7 @@ class Runtime:
             persisted_messages=len(messages),
             recorded_status=record.status,
             tool_env=self.tool_environment(),
-            tool_sandbox=self.bash_sandbox(),
+            tool_sandbox=parent.tool_sandbox if parent is not None else self.bash_sandbox(),
         )
 
     def _rebuilt_tools(
