@@ -493,3 +493,68 @@ async def test_a_subagent_of_an_isolated_subagent_resumes_in_its_worktree(tmp_pa
     assert done.status == "completed"
     assert read(Path(kept, "h2.txt")) == "2\n"
     assert not exists(repo / "h1.txt") and not exists(repo / "h2.txt")
+
+
+async def test_a_deleted_worktree_folder_loses_no_commits(tmp_path: Path) -> None:
+    import shutil
+
+    repo = make_repo(tmp_path / "repo")
+    untouched = await enter_worktree(repo, agent_name="x", session_id="gone-1")
+    shutil.rmtree(untouched.path)
+    outcome = await leave_worktree(untouched)
+    assert not outcome.kept and outcome.problem == "its folder was deleted during the run"
+    assert untouched.branch not in branches(repo)
+
+    committed = await enter_worktree(repo, agent_name="x", session_id="gone-2")
+    (committed.path / "c.txt").write_text("c\n")
+    git(committed.path, "add", "c.txt")
+    git(committed.path, "commit", "-q", "-m", "work")
+    shutil.rmtree(committed.path)
+    outcome = await leave_worktree(committed)
+    assert outcome.kept and committed.branch in branches(repo)
+    assert git(repo, "show", f"{committed.branch}:c.txt") == "c\n"
+    assert worktrees(repo) == [str(repo.resolve())]  # pruned
+
+
+async def test_protected_paths_are_those_of_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [
+            tool_call_response(
+                "Write", {"file_path": ".claude/agents/evil.md", "content": "---\n"}
+            ),
+            tool_call_response("Write", {"file_path": "src/ok.py", "content": "x = 1\n"}),
+            "tried",
+        ]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    refused, written = [m for m in child.requests[2].messages if isinstance(m, ToolResultMessage)]
+    assert refused.is_error and ".claude is protected" in refused.content
+    assert ".git is protected" not in refused.content
+    assert not written.is_error
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert spawn.worktree_path is not None
+    assert read(Path(spawn.worktree_path, "src", "ok.py")) == "x = 1\n"
+    assert not exists(Path(spawn.worktree_path, ".claude", "agents", "evil.md"))
+
+
+def test_the_sandbox_of_an_isolated_subagent_writes_only_its_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.worktree import rooted_sandbox
+    from subagents.tools.sandbox import BashSandbox
+
+    project = tmp_path / "project"
+    worktree = project / ".git" / "subagents" / "worktrees" / "w-1"
+    worktree.mkdir(parents=True)
+    (worktree / ".git").write_text("gitdir: somewhere\n")
+    rooted = rooted_sandbox(BashSandbox.for_workspace(project, network=True), worktree)
+    assert rooted is not None and rooted.network is True
+    argv = rooted.wrap(["true"])
+    binds = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--bind"]
+    assert binds == [str(worktree.resolve())]
+    read_only = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"]
+    assert str((worktree / ".git").resolve()) in read_only
+    assert rooted_sandbox(None, worktree) is None

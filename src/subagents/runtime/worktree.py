@@ -145,7 +145,7 @@ async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
     """Remove ``worktree`` and its branch if nothing changed in it; keep them otherwise."""
     path = worktree.path
     if not path.is_dir():
-        return WorktreeOutcome(worktree, kept=False, problem="the worktree folder is gone")
+        return await _folder_gone(worktree)
     try:
         git = await _Git.find(path)
         async with _lock_for(git.common_dir):
@@ -167,6 +167,23 @@ async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
     except WorktreeError as error:
         return WorktreeOutcome(worktree, kept=True, problem=error.message)
     return WorktreeOutcome(worktree, kept=False)
+
+
+async def _folder_gone(worktree: Worktree) -> WorktreeOutcome:
+    """The worktree's folder was deleted during the run: forget it, and keep its branch
+    unless it never moved."""
+    gone = "its folder was deleted during the run"
+    try:
+        git = await _Git.find(worktree.repository)
+        async with _lock_for(git.common_dir):
+            await git.run("worktree", "prune")
+            _record_path(worktree.path).unlink(missing_ok=True)
+            if worktree.base is None:
+                return WorktreeOutcome(worktree, kept=True, problem=gone)
+            await git.run("update-ref", "-d", f"refs/heads/{worktree.branch}", worktree.base)
+    except WorktreeError:
+        return WorktreeOutcome(worktree, kept=True, problem=f"{gone}; its branch has moved")
+    return WorktreeOutcome(worktree, kept=False, problem=gone)
 
 
 async def _changes(git: _Git, worktree: Worktree) -> list[str]:
@@ -224,6 +241,11 @@ def worktree_note(outcome: WorktreeOutcome) -> str:
         )
         if outcome.problem and outcome.changes:
             lines.append(f"(Note: {outcome.problem}.)")
+    elif outcome.problem:
+        lines.append(
+            f"The subagent worked in an isolated git worktree, but {outcome.problem}; its "
+            f"branch {worktree.branch} never moved and was removed."
+        )
     else:
         lines.append(
             "The subagent worked in an isolated git worktree and changed nothing there; the "
@@ -356,12 +378,14 @@ async def _git(cwd: Path, *args: str) -> str:
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise WorktreeError(
             f"`git {' '.join(args[:2])}` took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
             hint="check the repository (git status) and try again",
         ) from None
+    finally:
+        if process.returncode is None:  # timed out, or the run was cancelled
+            process.kill()
+            await asyncio.shield(process.wait())
     if process.returncode != 0:
         said = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
         raise WorktreeError(
