@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from subagents.definitions import parse_agent_file
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime.runtime import Runtime
@@ -251,3 +254,65 @@ def test_agents_show_says_what_isolation_effort_and_hooks_will_do(tmp_path: Path
     assert "PreToolUse: 1 command (tools: Bash|Edit)" in result.output
     assert "Stop: 1 command (as SubagentStop when it runs as a subagent)" in result.output
     assert "no effect" not in result.output and "warnings" not in result.output
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["matcher", "hooks", "type", "command", "timeout", "Stop", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+_EVENTS = st.sampled_from(["PreToolUse", "PostToolUse", "Stop", "SubagentStart", "Nope", "1"])
+_ENTRY = st.fixed_dictionaries(
+    {
+        "hooks": st.lists(
+            st.fixed_dictionaries(
+                {"type": st.just("command"), "command": st.text(min_size=1, max_size=10)},
+                optional={"timeout": _JSON},
+            ),
+            min_size=1,
+            max_size=2,
+        )
+    },
+    optional={"matcher": st.text(max_size=8)},
+)
+
+
+def _usable(entry: Any) -> bool:
+    from subagents.runtime.hooks import compile_matcher
+
+    try:
+        compile_matcher(entry.get("matcher"))
+    except ValueError:
+        return False
+    return any(hook["command"].strip() for hook in entry["hooks"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hooks=st.dictionaries(_EVENTS, st.lists(_ENTRY | _JSON, max_size=3), max_size=4) | _JSON,
+    subagent=st.booleans(),
+)
+def test_any_hooks_value_is_read_and_scoped_without_raising(hooks: Any, subagent: bool) -> None:
+    from subagents.definitions.fields import definition_from_mapping
+    from subagents.runtime.agent_hooks import describe_agent_hooks, scoped_hooks
+    from subagents.runtime.hooks import Hooks
+
+    definition = definition_from_mapping(
+        {"name": "a", "description": "d", "hooks": hooks},
+        dialect="markdown",
+        scope="project",
+        source_path=None,
+        body="b",
+    )
+    scoped = scoped_hooks(Hooks(), definition, subagent=subagent)
+    assert isinstance(describe_agent_hooks(definition.hooks), str)
+    for event in ("PreToolUse", "PostToolUse"):
+        entries = definition.hooks.get(event, [])
+        assert scoped.has(event) == any(_usable(entry) for entry in entries)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import ToolResultMessage
@@ -558,3 +560,33 @@ def test_the_sandbox_of_an_isolated_subagent_writes_only_its_worktree(tmp_path: 
     read_only = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"]
     assert str((worktree / ".git").resolve()) in read_only
     assert rooted_sandbox(None, worktree) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(max_size=60), session_id=st.text(max_size=40))
+def test_any_agent_name_gives_a_valid_branch_and_folder_name(name: str, session_id: str) -> None:
+    from subagents.runtime.worktree import _worktree_name
+
+    folder = _worktree_name(name, session_id)
+    assert "/" not in folder and folder not in ("", ".", "..") and not folder.startswith(".")
+    check = subprocess.run(
+        ["git", "check-ref-format", "--branch", f"subagents/{folder}"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stderr
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_a_damaged_worktree_record_never_lets_a_branch_be_deleted(data: bytes) -> None:
+    import tempfile
+
+    from subagents.runtime.worktree import _read_record, _record_path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w-1"
+        _record_path(path).write_bytes(data)
+        base, uncommitted = _read_record(path)
+    assert base is None or re.fullmatch(r"[0-9a-f]{40,64}", base)
+    assert uncommitted >= 0

@@ -424,7 +424,9 @@ def _lock_for(common_dir: Path) -> asyncio.Lock:
 
 
 def _worktree_name(agent_name: str, session_id: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_name).strip(".-")[:40] or "agent"
+    # a valid folder and branch name whatever the agent is called (no "..", no leading dot)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_name)
+    slug = re.sub(r"\.{2,}", ".", slug).strip(".-")[:40].strip(".-") or "agent"
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:8]
     return f"{slug}-{digest}"
 
