@@ -590,3 +590,16 @@ def test_a_damaged_worktree_record_never_lets_a_branch_be_deleted(data: bytes) -
         base, uncommitted = _read_record(path)
     assert base is None or re.fullmatch(r"[0-9a-f]{40,64}", base)
     assert uncommitted >= 0
+
+
+async def test_the_task_store_in_the_project_is_not_an_uncommitted_change(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(["nothing to do"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    with open_store(repo / ".subagents" / "state.db") as store:
+        rt = runtime(repo, main, isolated(), agent_models={"builder": child}, store=store)
+        await rt.run("go")
+    assert "uncommitted" not in child.requests[0].system
+    (returned,) = task_results(main)
+    assert "uncommitted" not in returned.content
+    assert "changed nothing there" in returned.content

@@ -75,6 +75,7 @@ _GIT_LOCATION_VARIABLES = (
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
 )
+_NOT_THE_STORE = ":(exclude,glob)**/.subagents/*.db*"
 # One git operation on a repository's worktrees at a time (per common git dir).
 _LOCKS: dict[str, asyncio.Lock] = {}
 
@@ -328,7 +329,11 @@ class _Git:
             ) from None
 
     async def count_changes(self, where: Path) -> int:
-        out = await self.run("status", "--porcelain", "--untracked-files=all", cwd=where)
+        """Changed, staged and untracked files under ``where``, not counting the task store
+        and its companions (``.subagents/*.db*``), which a run writes as it goes."""
+        out = await self.run(
+            "status", "--porcelain", "--untracked-files=all", "--", ".", _NOT_THE_STORE, cwd=where
+        )
         return sum(1 for line in out.splitlines() if line.strip())
 
     async def current_branch(self, where: Path) -> str | None:
