@@ -130,7 +130,7 @@ async def enter_worktree(workspace: Path, *, agent_name: str, session_id: str) -
             base, uncommitted = _read_record(path)
             return Worktree(git.toplevel, path, branch, base, uncommitted, subfolder)
         base = await git.head_commit()
-        uncommitted = await git.count_changes(git.toplevel)
+        uncommitted = await git.count_changes(git.toplevel, but_the_store=True)
         if await git.branch_exists(branch):  # its worktree was removed by hand: take it over
             await git.run("worktree", "add", str(path), branch)
             recorded_base: str | None = None
@@ -328,12 +328,12 @@ class _Git:
                 "`isolation: worktree` from the agent file",
             ) from None
 
-    async def count_changes(self, where: Path) -> int:
-        """Changed, staged and untracked files under ``where``, not counting the task store
-        and its companions (``.subagents/*.db*``), which a run writes as it goes."""
-        out = await self.run(
-            "status", "--porcelain", "--untracked-files=all", "--", ".", _NOT_THE_STORE, cwd=where
-        )
+    async def count_changes(self, where: Path, *, but_the_store: bool = False) -> int:
+        """Changed, staged and untracked files under ``where``; ``but_the_store`` leaves out
+        the task store and its companions (``.subagents/*.db*``), which a run writes as it
+        goes."""
+        paths = ["--", ".", _NOT_THE_STORE] if but_the_store else []
+        out = await self.run("status", "--porcelain", "--untracked-files=all", *paths, cwd=where)
         return sum(1 for line in out.splitlines() if line.strip())
 
     async def current_branch(self, where: Path) -> str | None:
