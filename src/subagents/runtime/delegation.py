@@ -304,6 +304,9 @@ class Delegation:
         if handle.definition.isolation != "worktree":
             return
         session = handle.session
+        current = handle.worktree
+        if current is not None and session.workspace == current.workspace:
+            return  # entered already (a new subagent is put in its worktree before it starts)
         worktree = await enter_worktree(
             handle.parent.workspace, agent_name=handle.definition.name, session_id=session.agent_id
         )

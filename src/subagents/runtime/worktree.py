@@ -30,6 +30,7 @@ project code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -167,6 +168,8 @@ async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
                 )
     except WorktreeError as error:
         return WorktreeOutcome(worktree, kept=True, problem=error.message)
+    except OSError as error:
+        return WorktreeOutcome(worktree, kept=True, problem=f"it could not be checked: {error}")
     return WorktreeOutcome(worktree, kept=False)
 
 
@@ -182,7 +185,7 @@ async def _folder_gone(worktree: Worktree) -> WorktreeOutcome:
             if worktree.base is None:
                 return WorktreeOutcome(worktree, kept=True, problem=gone)
             await git.run("update-ref", "-d", f"refs/heads/{worktree.branch}", worktree.base)
-    except WorktreeError:
+    except (WorktreeError, OSError):
         return WorktreeOutcome(worktree, kept=True, problem=f"{gone}; its branch has moved")
     return WorktreeOutcome(worktree, kept=False, problem=gone)
 
@@ -449,7 +452,9 @@ def _write_record(worktree: Worktree) -> None:
         "repository": str(worktree.repository),
         "uncommitted": worktree.uncommitted,
     }
-    _record_path(worktree.path).write_text(json.dumps(record), encoding="utf-8")
+    # without it, a restarted run finds no base and keeps the branch: the safe side
+    with contextlib.suppress(OSError):
+        _record_path(worktree.path).write_text(json.dumps(record), encoding="utf-8")
 
 
 def _read_record(path: Path) -> tuple[str | None, int]:
