@@ -603,3 +603,22 @@ async def test_the_task_store_in_the_project_is_not_an_uncommitted_change(tmp_pa
     (returned,) = task_results(main)
     assert "uncommitted" not in returned.content
     assert "changed nothing there" in returned.content
+
+
+async def test_without_git_the_parent_is_told_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    empty = tmp_path / "no-tools"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    child = ScriptedModel([])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (returned,) = task_results(main)
+    assert returned.is_error and "needs git, which is not installed" in returned.content
+    assert "install git" in returned.content
+    assert child.requests == []

@@ -86,6 +86,10 @@ class WorktreeError(SubagentsError):
     commit yet) or a git command failed; the message says what to do."""
 
 
+class _GitMissingError(WorktreeError):
+    """No ``git`` on PATH."""
+
+
 @dataclass(frozen=True, slots=True)
 class Worktree:
     """One subagent's worktree: where it is, its branch, and the commit it started from.
@@ -296,6 +300,8 @@ class _Git:
     async def find(cls, workspace: Path) -> _Git:
         try:
             out = await _git(workspace, "rev-parse", "--show-toplevel", "--git-common-dir")
+        except _GitMissingError:
+            raise
         except WorktreeError as error:
             raise WorktreeError(
                 f"isolation: worktree needs a git repository, and {workspace} is not in one "
@@ -375,7 +381,7 @@ async def _git(cwd: Path, *args: str) -> str:
             env=_git_environment(),
         )
     except FileNotFoundError:
-        raise WorktreeError(
+        raise _GitMissingError(
             "isolation: worktree needs git, which is not installed (no `git` on PATH)",
             hint="install git, or remove `isolation: worktree` from the agent file",
         ) from None
