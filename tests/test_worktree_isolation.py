@@ -308,6 +308,9 @@ async def test_a_cancelled_subagent_with_changes_keeps_its_worktree(tmp_path: Pa
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert spawn.status == "cancelled"
     assert spawn.worktree_path is not None
+    cancelled = task_results(main)[-1]
+    assert cancelled.content.startswith(f"Subagent {spawn.agent_id} cancelled.")
+    assert f"path: {spawn.worktree_path}" in cancelled.content
     assert read(Path(spawn.worktree_path, "half.txt")) == "half\n"
     assert spawn.worktree_branch in branches(repo)
 
@@ -622,3 +625,27 @@ async def test_without_git_the_parent_is_told_to_install_it(
     assert returned.is_error and "needs git, which is not installed" in returned.content
     assert "install git" in returned.content
     assert child.requests == []
+
+
+async def test_a_background_subagents_notification_names_its_kept_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "bg.txt", "content": "bg\n"}), "bg done"]
+    )
+    main = ScriptedModel(
+        [
+            tool_call_response("Task", {**task("builder"), "run_in_background": True}),
+            "waiting",
+            "saw it",
+        ]
+    )
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    result = await rt.run("in the background")
+
+    assert result.output == "saw it"
+    notification = main.requests[-1].messages[-1]
+    assert "<task-notification>" in notification.content
+    match = KEPT.search(notification.content)
+    assert match is not None
+    assert read(Path(match.group(1), "bg.txt")) == "bg\n"

@@ -621,7 +621,7 @@ class Delegation:
         await asyncio.wait([handle.task])
         handle.delivered = True
         _drop_notification(handle)
-        return f"Subagent {agent_id} cancelled."
+        return f"Subagent {agent_id} cancelled.\n\n{_worktree_text(handle)}".rstrip()
 
     def _own_handle(self, agent_id: str, parent: Session) -> SubagentHandle:
         handle = self.handles.get(agent_id.strip())
