@@ -7,6 +7,7 @@ scripted models; the subagents' file tools and Bash do the writing.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -649,3 +650,30 @@ async def test_a_background_subagents_notification_names_its_kept_worktree(tmp_p
     match = KEPT.search(notification.content)
     assert match is not None
     assert read(Path(match.group(1), "bg.txt")) == "bg\n"
+
+
+async def test_the_hooks_of_an_isolated_agent_run_in_its_worktree(tmp_path: Path) -> None:
+    import shlex
+    import sys
+
+    repo = make_repo(tmp_path / "repo")
+    log = tmp_path / "where.log"
+    script = tmp_path / "where.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "payload = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(json.dumps([os.getcwd(), payload['cwd']]) + '\\n')\n"
+    )
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "w.txt", "content": "w\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(hooks=hooks), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    (line,) = read(log).splitlines()
+    assert json.loads(line) == [spawn.worktree_path, spawn.worktree_path]

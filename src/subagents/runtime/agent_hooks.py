@@ -128,6 +128,7 @@ async def with_stop_hooks(session: Session, work: Awaitable[RunResult]) -> RunRe
             session.agent_type,
             result=result.output,
             stop_hook_active=returns > 0,
+            cwd=str(session.workspace),
         )
         verdict = await hooks.run(payload, subject=session.agent_type)
         if not verdict.block:

@@ -503,7 +503,12 @@ class Delegation:
         parent_id = session.parent.agent_id if session.parent is not None else None
         start = await hooks.run(
             HookPayload(
-                "SubagentStart", session.agent_id, session.agent_type, parent_id, prompt=prompt
+                "SubagentStart",
+                session.agent_id,
+                session.agent_type,
+                parent_id,
+                prompt=prompt,
+                cwd=str(session.workspace),
             ),
             subject=session.agent_type,
         )
@@ -521,6 +526,7 @@ class Delegation:
                         parent_id,
                         result=result.output,
                         stop_hook_active=returns > 0,
+                        cwd=str(session.workspace),
                     ),
                     subject=session.agent_type,
                 )
@@ -542,6 +548,7 @@ class Delegation:
                             session.agent_type,
                             parent_id,
                             result="",
+                            cwd=str(session.workspace),
                         ),
                         subject=session.agent_type,
                     )

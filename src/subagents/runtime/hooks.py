@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -48,6 +49,7 @@ class HookPayload:
     prompt: str | None = None
     result: str | None = None
     stop_hook_active: bool = False
+    cwd: str | None = None  # the agent's workspace (a worktree, for isolation: worktree)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -62,6 +64,7 @@ class HookPayload:
             "tool_response": self.tool_response,
             "prompt": self.prompt,
             "result": self.result,
+            "cwd": self.cwd,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.event == "PostToolUse":
@@ -87,7 +90,8 @@ HookCallable = Callable[[HookPayload], "Awaitable[HookResult | None] | HookResul
 
 @dataclass(slots=True)
 class CommandHook:
-    """A shell command run with the payload as JSON on stdin.
+    """A shell command run with the payload as JSON on stdin, in the agent's workspace (the
+    payload's ``cwd``) when it has one.
 
     ``env`` is its environment; ``None`` means :func:`~subagents.secrets.tool_environment` of
     the process without config (no provider keys: a hook runs on a model's tool calls).
@@ -100,8 +104,10 @@ class CommandHook:
     async def __call__(self, payload: HookPayload) -> HookResult | None:
         from subagents.secrets import tool_environment
 
+        cwd = _existing_folder(payload.cwd)
         process = await asyncio.create_subprocess_shell(
             self.command,
+            cwd=cwd,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -126,6 +132,10 @@ class CommandHook:
                 f"{stderr.decode(errors='replace').strip()}"
             )
         return _parse_command_output(stdout.decode(errors="replace"))
+
+
+def _existing_folder(path: str | None) -> str | None:
+    return path if path and Path(path).is_dir() else None
 
 
 def _parse_command_output(text: str) -> HookResult | None:
