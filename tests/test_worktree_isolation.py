@@ -677,3 +677,38 @@ async def test_the_hooks_of_an_isolated_agent_run_in_its_worktree(tmp_path: Path
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     (line,) = read(log).splitlines()
     assert json.loads(line) == [spawn.worktree_path, spawn.worktree_path]
+
+
+async def test_worktreeinclude_brings_ignored_files_but_not_uncommitted_work(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text("*.log\n.env\nlocal/\n")
+    (repo / ".worktreeinclude").write_text(".env\nlocal/\ndraft.txt\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "include")
+    (repo / ".env").write_text("TOKEN=abc\n")
+    (repo / "local").mkdir()
+    (repo / "local" / "settings.json").write_text("{}\n")
+    (repo / "local" / "link").symlink_to("/etc/hostname")
+    (repo / "debug.log").write_text("ignored but not included\n")
+    (repo / "draft.txt").write_text("untracked, not ignored: uncommitted work\n")
+
+    worktree = await enter_worktree(repo, agent_name="x", session_id="inc-1")
+
+    assert read(worktree.path / ".env") == "TOKEN=abc\n"
+    assert read(worktree.path / "local" / "settings.json") == "{}\n"
+    assert (worktree.path / "local" / "link").is_symlink()  # copied as a link, not followed
+    assert not exists(worktree.path / "debug.log")
+    assert not exists(worktree.path / "draft.txt")
+    assert "3 ignored file(s) listed in .worktreeinclude were copied in" in worktree.included
+    # ignored files do not count as changes: nothing changed, so it goes
+    assert not (await leave_worktree(worktree)).kept
+
+
+async def test_without_worktreeinclude_no_ignored_file_is_copied(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "app.log").write_text("log\n")
+    worktree = await enter_worktree(repo, agent_name="x", session_id="inc-2")
+    assert not exists(worktree.path / "app.log") and worktree.included == ""
+    assert not (await leave_worktree(worktree)).kept

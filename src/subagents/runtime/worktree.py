@@ -7,7 +7,8 @@ once each get their own, so they never overwrite each other's files.
 
 What it starts from: the last commit. Uncommitted changes of the project's checkout (modified,
 staged and untracked files) are not copied into it, as in Claude Code; the subagent and its
-parent are told when there were some.
+parent are told when there were some. Ignored files that a ``.worktreeinclude`` at the root
+names (``.env``, local settings) are copied in (see :mod:`subagents.runtime.worktree_include`).
 
 Where: ``<git common dir>/subagents/worktrees/<name>`` (inside ``.git``), so the project's
 checkout never shows it as untracked files and the project's own Glob/Grep never walk it. Its
@@ -105,6 +106,7 @@ class Worktree:
     base: str | None
     uncommitted: int = 0
     subfolder: str = ""
+    included: str = ""  # what .worktreeinclude brought in, for the subagent's prompt
 
     @property
     def workspace(self) -> Path:
@@ -142,9 +144,23 @@ async def enter_worktree(workspace: Path, *, agent_name: str, session_id: str) -
         else:
             await git.run("worktree", "add", "-b", branch, str(path), base)
             recorded_base = base
-        worktree = Worktree(git.toplevel, path, branch, recorded_base, uncommitted, subfolder)
+        included = await _include(git, path)
+        worktree = Worktree(
+            git.toplevel, path, branch, recorded_base, uncommitted, subfolder, included
+        )
         _write_record(worktree)
         return worktree
+
+
+async def _include(git: _Git, path: Path) -> str:
+    """Copy what ``.worktreeinclude`` names into the new worktree; a note for the prompt."""
+    from subagents.runtime.worktree_include import INCLUDE_FILE_NAME, copy_included
+
+    try:
+        return (await copy_included(git.run, git.toplevel, path)).note()
+    except (WorktreeError, OSError) as error:
+        text = error.message if isinstance(error, WorktreeError) else str(error)
+        return f"{INCLUDE_FILE_NAME} could not be applied ({text}); no ignored file was copied."
 
 
 async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
@@ -231,6 +247,8 @@ def worktree_prompt_note(worktree: Worktree) -> str:
             f" The main checkout had {worktree.uncommitted} uncommitted change(s) that are not "
             "in this worktree."
         )
+    if worktree.included:
+        text += f" {worktree.included}"
     return text + "\n</isolation>"
 
 
@@ -323,8 +341,10 @@ class _Git:
             common = workspace / common
         return cls(_real(toplevel), _real(common))
 
-    async def run(self, *args: str, cwd: Path | None = None) -> str:
-        return await _git(cwd or self.toplevel, *args)
+    async def run(
+        self, *args: str, cwd: Path | None = None, allow_exit: int = 0, stdin: str | None = None
+    ) -> str:
+        return await _git(cwd or self.toplevel, *args, allow_exit=allow_exit, stdin=stdin)
 
     async def head_commit(self, where: Path | None = None) -> str:
         try:
@@ -368,14 +388,15 @@ class _Git:
         return any(_real(Path(item)) == real for item in listed if item)
 
 
-async def _git(cwd: Path, *args: str) -> str:
-    """Run one git command; its stdout, or WorktreeError with git's own words."""
+async def _git(cwd: Path, *args: str, allow_exit: int = 0, stdin: str | None = None) -> str:
+    """Run one git command; its stdout, or WorktreeError with git's own words. Exit code
+    ``allow_exit`` counts as success too (``check-ignore`` exits 1 when nothing matched)."""
     command = ["git", "-c", "core.hooksPath=/dev/null", *args]
     try:
         process = await asyncio.create_subprocess_exec(
             *command,
             cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=_git_environment(),
@@ -390,7 +411,8 @@ async def _git(cwd: Path, *args: str) -> str:
             f"cannot run git in {cwd}: {error}", hint="check that the folder exists"
         ) from None
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
+        data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
+        stdout, stderr = await asyncio.wait_for(process.communicate(data), GIT_TIMEOUT_SECONDS)
     except TimeoutError:
         raise WorktreeError(
             f"`git {' '.join(args[:2])}` took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
@@ -400,7 +422,7 @@ async def _git(cwd: Path, *args: str) -> str:
         if process.returncode is None:  # timed out, or the run was cancelled
             process.kill()
             await asyncio.shield(process.wait())
-    if process.returncode != 0:
+    if process.returncode not in (0, allow_exit):
         said = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
         raise WorktreeError(
             f"`git {' '.join(args[:2])}` failed in {cwd}: {said[:500]}",
