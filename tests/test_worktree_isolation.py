@@ -262,6 +262,13 @@ async def test_uncommitted_changes_of_the_checkout_are_not_copied_and_that_is_sa
 
 
 async def test_the_kept_worktree_is_in_the_trace(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from subagents.cli.trace import render_tree
+    from subagents.tracing.view import build_trace
+
     repo = make_repo(tmp_path / "repo")
     child = ScriptedModel(
         [tool_call_response("Write", {"file_path": "a.txt", "content": "a\n"}), "ok"]
@@ -272,10 +279,17 @@ async def test_the_kept_worktree_is_in_the_trace(tmp_path: Path) -> None:
         result = await rt.run("go")
         assert result.task_id is not None
         traces = [t for t in store.traces(result.task_id) if t.step_name == "worktree_kept"]
+        tree = render_tree(build_trace(store, result.task_id))
     (trace,) = traces
-    assert trace.agent == "builder"
+    assert trace.agent == "builder" and trace.status == "info"
     assert trace.data["worktree_branch"].startswith("subagents/builder-")
     assert read(Path(trace.data["worktree_path"], "a.txt")) == "a\n"
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(tree)
+    assert (
+        f"worktree kept: {trace.data['worktree_path']} (branch {trace.data['worktree_branch']})"
+        in out.getvalue()
+    )
 
 
 async def test_a_cancelled_subagent_with_changes_keeps_its_worktree(tmp_path: Path) -> None:

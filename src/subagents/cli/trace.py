@@ -119,6 +119,13 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     if session.error:
         label += f"\n[red]error: {escape(_one_line(session.error, _ERROR_WIDTH))}[/]"
     node = parent.add(label)
+    for event in session.events:
+        if event.name == "worktree_kept":
+            where = event.data.get("worktree_path", "?")
+            branch = event.data.get("worktree_branch", "?")
+            node.add(
+                f"[yellow]worktree kept:[/] {escape(str(where))} (branch {escape(str(branch))})"
+            )
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)
