@@ -726,3 +726,32 @@ async def test_without_worktreeinclude_no_ignored_file_is_copied(tmp_path: Path)
     worktree = await enter_worktree(repo, agent_name="x", session_id="inc-2")
     assert not exists(worktree.path / "app.log") and worktree.included == ""
     assert not (await leave_worktree(worktree)).kept
+
+
+async def test_two_parallel_runs_of_the_same_agent_get_a_worktree_each(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+
+    def turn(request: ModelRequest) -> ModelResponse | str:
+        prompt = request.messages[0].content
+        if len(request.messages) == 1:
+            return tool_call_response("Write", {"file_path": "README.md", "content": prompt})
+        return "wrote"
+
+    main = ScriptedModel(
+        [
+            tool_calls_response(
+                [("Task", task("builder", "first\n")), ("Task", task("builder", "second\n"))]
+            ),
+            "done",
+        ]
+    )
+    rt = runtime(repo, main, isolated(), agent_models={"builder": FunctionModel(turn)})
+
+    await rt.run("twice at once")
+
+    kept = [KEPT.search(m.content) for m in task_results(main)]
+    assert all(kept)
+    contents = sorted(read(Path(m.group(1), "README.md")) for m in kept if m)
+    assert contents == ["first\n", "second\n"]
+    assert len({m.group(2) for m in kept if m}) == 2
+    assert read(repo / "README.md") == "hello\n"
