@@ -755,3 +755,22 @@ async def test_two_parallel_runs_of_the_same_agent_get_a_worktree_each(tmp_path:
     assert contents == ["first\n", "second\n"]
     assert len({m.group(2) for m in kept if m}) == 2
     assert read(repo / "README.md") == "hello\n"
+
+
+def test_isolated_runs_in_successive_event_loops_share_no_lock(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for attempt in range(2):
+        main = ScriptedModel(
+            [tool_calls_response([("Task", task("alpha")), ("Task", task("beta"))]), "done"]
+        )
+        rt = runtime(
+            repo,
+            main,
+            isolated("alpha"),
+            isolated("beta"),
+            agent_models={"alpha": ScriptedModel(["a"]), "beta": ScriptedModel(["b"])},
+        )
+        result = rt.run_sync(f"run {attempt}")  # each run_sync is a new event loop
+        assert result.output == "done"
+        assert all(not m.is_error for m in task_results(main))
+    assert worktrees(repo) == [str(repo.resolve())]

@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,8 +79,11 @@ _GIT_LOCATION_VARIABLES = (
     "GIT_CEILING_DIRECTORIES",
 )
 _NOT_THE_STORE = ":(exclude,glob)**/.subagents/*.db*"
-# One git operation on a repository's worktrees at a time (per common git dir).
-_LOCKS: dict[str, asyncio.Lock] = {}
+# One git operation on a repository's worktrees at a time (per common git dir), per event loop:
+# an asyncio lock belongs to the loop it was first awaited in, and run_sync makes a new one.
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class WorktreeError(SubagentsError):
@@ -452,10 +456,11 @@ def _subfolder(workspace: Path, toplevel: Path) -> str:
 
 
 def _lock_for(common_dir: Path) -> asyncio.Lock:
+    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
     key = str(common_dir)
-    lock = _LOCKS.get(key)
+    lock = locks.get(key)
     if lock is None:
-        lock = _LOCKS[key] = asyncio.Lock()
+        lock = locks[key] = asyncio.Lock()
     return lock
 
 
