@@ -330,3 +330,56 @@ def test_reasoning_blocks_survive_the_store_round_trip() -> None:
     stored = json.loads(json.dumps(message_to_dict(message)))
     assert message_from_dict(stored) == message
     assert "reasoning" not in message_to_dict(AssistantMessage("plain"))
+
+
+def _loop(reasoning: tuple[dict[str, Any], ...]) -> ModelRequest:
+    from subagents.messages import ToolCall, ToolResultMessage
+
+    call = ToolCall("toolu_1", "LS", {"path": "."})
+    messages = [
+        UserMessage("what is here?"),
+        AssistantMessage("", (call,), reasoning=reasoning),
+        ToolResultMessage("toolu_1", "LS", "notes.txt"),
+    ]
+    return ModelRequest("Think.", messages, (), ModelSettings(effort="high"))
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        (),  # the loop began without thinking (another model, or a model without effort)
+        ({"type": "thinking", "thinking": "the password is [REDACTED]", "signature": SIGNATURE},),
+    ],
+    ids=["no-thinking", "redacted-thinking"],
+)
+async def test_a_loop_without_intact_thinking_finishes_without_thinking(
+    anthropic_server: FakeAnthropicServer,
+    anthropic_model: AnthropicModel,
+    reasoning: tuple[dict[str, Any], ...],
+) -> None:
+    anthropic_server.reply_message([text_block("done")])
+    await anthropic_model.request(_loop(reasoning))
+    body = anthropic_server.requests[0].json()
+    assert "thinking" not in body
+    assert all(
+        block["type"] not in ("thinking", "redacted_thinking")
+        for message in body["messages"]
+        for block in message["content"]
+    )
+
+
+async def test_a_new_turn_after_a_loop_without_thinking_thinks_again(
+    anthropic_server: FakeAnthropicServer, anthropic_model: AnthropicModel
+) -> None:
+    from subagents.messages import ToolResultMessage
+
+    request = _loop(())
+    messages = [
+        *request.messages,
+        AssistantMessage("There is notes.txt."),
+        UserMessage("and now?"),
+    ]
+    assert isinstance(messages[2], ToolResultMessage)
+    anthropic_server.reply_message([text_block("ok")])
+    await anthropic_model.request(ModelRequest("Think.", messages, (), request.settings))
+    assert anthropic_server.requests[0].json()["thinking"]["type"] == "enabled"
