@@ -774,3 +774,22 @@ def test_isolated_runs_in_successive_event_loops_share_no_lock(tmp_path: Path) -
         assert result.output == "done"
         assert all(not m.is_error for m in task_results(main))
     assert worktrees(repo) == [str(repo.resolve())]
+
+
+async def test_the_live_block_of_the_subagent_names_its_kept_worktree(tmp_path: Path) -> None:
+    from subagents.cli.blocks import BlockTree
+    from subagents.runtime.events import EventBus
+
+    repo = make_repo(tmp_path / "repo")
+    tree = BlockTree(prompt="go")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "u.txt", "content": "u\n"}), "made u"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child}, events=EventBus([tree]))
+    await rt.run("go")
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    (block,) = [b for b in tree.ordered() if b.agent_type == "builder"]
+    assert block.output == (
+        f"made u\n\n(worktree kept: {spawn.worktree_path}, branch {spawn.worktree_branch})"
+    )
