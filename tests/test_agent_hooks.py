@@ -316,3 +316,22 @@ def test_any_hooks_value_is_read_and_scoped_without_raising(hooks: Any, subagent
     for event in ("PreToolUse", "PostToolUse"):
         entries = definition.hooks.get(event, [])
         assert scoped.has(event) == any(_usable(entry) for entry in entries)
+
+
+async def test_a_hook_that_overruns_its_timeout_is_stopped_and_reported(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import sys, time\nsys.stdin.read()\ntime.sleep(60)\n")
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    entry = [{"hooks": [{"type": "command", "command": command, "timeout": 0.5}]}]
+    write_agent(tmp_path, "slowpoke", {"PreToolUse": entry})
+    child = ScriptedModel([tool_call_response("Bash", {"command": "echo ran"}), "ok"])
+    main = ScriptedModel([task("slowpoke"), "done"])
+    rt = runtime(tmp_path, main, slowpoke=child)
+
+    result = await rt.run("go")
+
+    assert result.output == "done"
+    ran = child.requests[1].messages[-1]
+    # a failing hook does not block the call, and is reported with the run's hook failures
+    assert isinstance(ran, ToolResultMessage) and "ran" in ran.content
+    assert any("timed out after 0.5s" in error for error in rt.hooks.errors)

@@ -95,6 +95,7 @@ def scoped_hooks(
         return base
     events = _AS_SUBAGENT if subagent else _AS_MAIN
     hooks = base.copy()
+    hooks.errors = base.errors  # a failing hook is reported where the run's failures are
     for event, entries in definition.hooks.items():
         target = events.get(event)
         if target is None:
