@@ -383,3 +383,28 @@ async def test_a_new_turn_after_a_loop_without_thinking_thinks_again(
     anthropic_server.reply_message([text_block("ok")])
     await anthropic_model.request(ModelRequest("Think.", messages, (), request.settings))
     assert anthropic_server.requests[0].json()["thinking"]["type"] == "enabled"
+
+
+async def test_a_subagents_effort_reaches_an_openai_compatible_server(
+    tmp_path: Path, openai_server: FakeOpenAIServer, openai_model: OpenAIChatModel
+) -> None:
+    openai_server.reply_tool_calls(
+        [
+            (
+                "call_1",
+                "Task",
+                json.dumps({"description": "d", "prompt": "p", "subagent_type": "deep"}),
+            )
+        ]
+    )
+    openai_server.reply_text("deep answer")
+    openai_server.reply_text("main answer")
+    deep = AgentDefinition(name="deep", description="d", system_prompt="d", effort="medium")
+    rt = Runtime(cwd=tmp_path, agents=[deep], model=openai_model)
+
+    result = await rt.run("go")
+
+    assert result.output == "main answer"
+    main_first, child, main_second = (r.json() for r in openai_server.requests)
+    assert "reasoning_effort" not in main_first and "reasoning_effort" not in main_second
+    assert child["reasoning_effort"] == "medium"

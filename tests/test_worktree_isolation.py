@@ -793,3 +793,23 @@ async def test_the_live_block_of_the_subagent_names_its_kept_worktree(tmp_path: 
     assert block.output == (
         f"made u\n\n(worktree kept: {spawn.worktree_path}, branch {spawn.worktree_branch})"
     )
+
+
+async def test_a_project_in_a_subfolder_of_the_repository_works_there_in_the_worktree(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "app").mkdir()
+    (repo / "app" / "main.py").write_text("print(1)\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    child = ScriptedModel([tool_call_response("Bash", {"command": "pwd; ls"}), "seen"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo / "app", main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    listing = next(m for m in child.requests[1].messages if isinstance(m, ToolResultMessage))
+    where, files = listing.content.splitlines()[0], listing.content
+    assert where.endswith("/app") and "/.git/subagents/worktrees/builder-" in where
+    assert "main.py" in files
