@@ -330,3 +330,81 @@ def test_reasoning_blocks_survive_the_store_round_trip() -> None:
     stored = json.loads(json.dumps(message_to_dict(message)))
     assert message_from_dict(stored) == message
     assert "reasoning" not in message_to_dict(AssistantMessage("plain"))
+
+
+def _loop(reasoning: tuple[dict[str, Any], ...]) -> ModelRequest:
+    from subagents.messages import ToolCall, ToolResultMessage
+
+    call = ToolCall("toolu_1", "LS", {"path": "."})
+    messages = [
+        UserMessage("what is here?"),
+        AssistantMessage("", (call,), reasoning=reasoning),
+        ToolResultMessage("toolu_1", "LS", "notes.txt"),
+    ]
+    return ModelRequest("Think.", messages, (), ModelSettings(effort="high"))
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        (),  # the loop began without thinking (another model, or a model without effort)
+        ({"type": "thinking", "thinking": "the password is [REDACTED]", "signature": SIGNATURE},),
+    ],
+    ids=["no-thinking", "redacted-thinking"],
+)
+async def test_a_loop_without_intact_thinking_finishes_without_thinking(
+    anthropic_server: FakeAnthropicServer,
+    anthropic_model: AnthropicModel,
+    reasoning: tuple[dict[str, Any], ...],
+) -> None:
+    anthropic_server.reply_message([text_block("done")])
+    await anthropic_model.request(_loop(reasoning))
+    body = anthropic_server.requests[0].json()
+    assert "thinking" not in body
+    assert all(
+        block["type"] not in ("thinking", "redacted_thinking")
+        for message in body["messages"]
+        for block in message["content"]
+    )
+
+
+async def test_a_new_turn_after_a_loop_without_thinking_thinks_again(
+    anthropic_server: FakeAnthropicServer, anthropic_model: AnthropicModel
+) -> None:
+    from subagents.messages import ToolResultMessage
+
+    request = _loop(())
+    messages = [
+        *request.messages,
+        AssistantMessage("There is notes.txt."),
+        UserMessage("and now?"),
+    ]
+    assert isinstance(messages[2], ToolResultMessage)
+    anthropic_server.reply_message([text_block("ok")])
+    await anthropic_model.request(ModelRequest("Think.", messages, (), request.settings))
+    assert anthropic_server.requests[0].json()["thinking"]["type"] == "enabled"
+
+
+async def test_a_subagents_effort_reaches_an_openai_compatible_server(
+    tmp_path: Path, openai_server: FakeOpenAIServer, openai_model: OpenAIChatModel
+) -> None:
+    openai_server.reply_tool_calls(
+        [
+            (
+                "call_1",
+                "Task",
+                json.dumps({"description": "d", "prompt": "p", "subagent_type": "deep"}),
+            )
+        ]
+    )
+    openai_server.reply_text("deep answer")
+    openai_server.reply_text("main answer")
+    deep = AgentDefinition(name="deep", description="d", system_prompt="d", effort="medium")
+    rt = Runtime(cwd=tmp_path, agents=[deep], model=openai_model)
+
+    result = await rt.run("go")
+
+    assert result.output == "main answer"
+    main_first, child, main_second = (r.json() for r in openai_server.requests)
+    assert "reasoning_effort" not in main_first and "reasoning_effort" not in main_second
+    assert child["reasoning_effort"] == "medium"

@@ -7,12 +7,15 @@ scripted models; the subagents' file tools and Bash do the writing.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import ToolResultMessage
@@ -259,6 +262,13 @@ async def test_uncommitted_changes_of_the_checkout_are_not_copied_and_that_is_sa
 
 
 async def test_the_kept_worktree_is_in_the_trace(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from subagents.cli.trace import render_tree
+    from subagents.tracing.view import build_trace
+
     repo = make_repo(tmp_path / "repo")
     child = ScriptedModel(
         [tool_call_response("Write", {"file_path": "a.txt", "content": "a\n"}), "ok"]
@@ -269,10 +279,17 @@ async def test_the_kept_worktree_is_in_the_trace(tmp_path: Path) -> None:
         result = await rt.run("go")
         assert result.task_id is not None
         traces = [t for t in store.traces(result.task_id) if t.step_name == "worktree_kept"]
+        tree = render_tree(build_trace(store, result.task_id))
     (trace,) = traces
-    assert trace.agent == "builder"
+    assert trace.agent == "builder" and trace.status == "info"
     assert trace.data["worktree_branch"].startswith("subagents/builder-")
     assert read(Path(trace.data["worktree_path"], "a.txt")) == "a\n"
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(tree)
+    assert (
+        f"worktree kept: {trace.data['worktree_path']} (branch {trace.data['worktree_branch']})"
+        in out.getvalue()
+    )
 
 
 async def test_a_cancelled_subagent_with_changes_keeps_its_worktree(tmp_path: Path) -> None:
@@ -306,6 +323,9 @@ async def test_a_cancelled_subagent_with_changes_keeps_its_worktree(tmp_path: Pa
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert spawn.status == "cancelled"
     assert spawn.worktree_path is not None
+    cancelled = task_results(main)[-1]
+    assert cancelled.content.startswith(f"Subagent {spawn.agent_id} cancelled.")
+    assert f"path: {spawn.worktree_path}" in cancelled.content
     assert read(Path(spawn.worktree_path, "half.txt")) == "half\n"
     assert spawn.worktree_branch in branches(repo)
 
@@ -384,3 +404,412 @@ async def test_agent_names_never_leave_the_worktrees_folder(tmp_path: Path, name
     worktree = await enter_worktree(repo, agent_name=name, session_id="s4")
     assert worktree.path.parent == (repo / ".git" / "subagents" / "worktrees").resolve()
     assert not (await leave_worktree(worktree)).kept
+
+
+async def test_the_progress_output_names_a_kept_worktree(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from subagents.cli.progress import ProgressPrinter
+    from subagents.runtime.events import EventBus
+    from subagents.tracing.redact import Redactor
+
+    repo = make_repo(tmp_path / "repo")
+    out = io.StringIO()
+    printer = ProgressPrinter(Console(file=out, width=300, color_system=None), Redactor(()))
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "b.txt", "content": "b\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(
+        repo, main, isolated(), agent_models={"builder": child}, events=EventBus([printer])
+    )
+    await rt.run("go")
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert f"its worktree is kept: {spawn.worktree_path} (branch {spawn.worktree_branch})" in (
+        out.getvalue()
+    )
+
+
+async def test_a_run_stopped_and_resumed_continues_in_the_same_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+
+    repo = make_repo(tmp_path / "repo")
+    store_path = tmp_path / "state.db"
+    first_child = ScriptedModel(
+        [
+            tool_call_response("Write", {"file_path": "a.txt", "content": "before\n"}),
+            tool_call_response("AskHuman", {"question": "Keep going?"}),
+        ]
+    )
+    first_main = ScriptedModel([tool_call_response("Task", task("builder"))])
+    with open_store(store_path) as store:
+        paused = await runtime(
+            repo, first_main, isolated(), agent_models={"builder": first_child}, store=store
+        ).run("start")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    (kept,) = [path for path in worktrees(repo) if path != str(repo.resolve())]
+
+    # a new process: new runtime, new models, the same store and repository
+    second_child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "b.txt", "content": "after\n"}), "finished"]
+    )
+    second_main = ScriptedModel(["done"])
+    with open_store(store_path) as store:
+        rt = runtime(
+            repo, second_main, isolated(), agent_models={"builder": second_child}, store=store
+        )
+        done = await rt.resume(paused.task_id, HumanDecision("approve", values={"answer": "y"}))
+
+    assert done.status == "completed" and done.output == "done"
+    assert read(Path(kept, "a.txt")) == "before\n" and read(Path(kept, "b.txt")) == "after\n"
+    assert not exists(repo / "a.txt") and not exists(repo / "b.txt")
+    (returned,) = task_results(second_main)
+    match = KEPT.search(returned.content)
+    assert match is not None and match.group(1) == kept
+
+
+async def test_a_subagent_of_an_isolated_subagent_resumes_in_its_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.pause import HumanDecision
+
+    repo = make_repo(tmp_path / "repo")
+    store_path = tmp_path / "state.db"
+    helper = AgentDefinition(name="helper", description="h", system_prompt="h")
+    first = {
+        "builder": ScriptedModel([tool_call_response("Task", task("helper"))]),
+        "helper": ScriptedModel(
+            [
+                tool_call_response("Write", {"file_path": "h1.txt", "content": "1\n"}),
+                tool_call_response("AskHuman", {"question": "Go on?"}),
+            ]
+        ),
+    }
+    with open_store(store_path) as store:
+        paused = await runtime(
+            repo,
+            ScriptedModel([tool_call_response("Task", task("builder"))]),
+            isolated(),
+            helper,
+            agent_models=first,
+            store=store,
+        ).run("start")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    (kept,) = [path for path in worktrees(repo) if path != str(repo.resolve())]
+    assert read(Path(kept, "h1.txt")) == "1\n"
+
+    second = {
+        "builder": ScriptedModel(["built"]),
+        "helper": ScriptedModel(
+            [tool_call_response("Write", {"file_path": "h2.txt", "content": "2\n"}), "helped"]
+        ),
+    }
+    with open_store(store_path) as store:
+        rt = runtime(
+            repo, ScriptedModel(["done"]), isolated(), helper, agent_models=second, store=store
+        )
+        done = await rt.resume(paused.task_id, HumanDecision("approve", values={"answer": "y"}))
+
+    assert done.status == "completed"
+    assert read(Path(kept, "h2.txt")) == "2\n"
+    assert not exists(repo / "h1.txt") and not exists(repo / "h2.txt")
+
+
+async def test_a_deleted_worktree_folder_loses_no_commits(tmp_path: Path) -> None:
+    import shutil
+
+    repo = make_repo(tmp_path / "repo")
+    untouched = await enter_worktree(repo, agent_name="x", session_id="gone-1")
+    shutil.rmtree(untouched.path)
+    outcome = await leave_worktree(untouched)
+    assert not outcome.kept and outcome.problem == "its folder was deleted during the run"
+    assert untouched.branch not in branches(repo)
+
+    committed = await enter_worktree(repo, agent_name="x", session_id="gone-2")
+    (committed.path / "c.txt").write_text("c\n")
+    git(committed.path, "add", "c.txt")
+    git(committed.path, "commit", "-q", "-m", "work")
+    shutil.rmtree(committed.path)
+    outcome = await leave_worktree(committed)
+    assert outcome.kept and committed.branch in branches(repo)
+    assert git(repo, "show", f"{committed.branch}:c.txt") == "c\n"
+    assert worktrees(repo) == [str(repo.resolve())]  # pruned
+
+
+async def test_protected_paths_are_those_of_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [
+            tool_call_response(
+                "Write", {"file_path": ".claude/agents/evil.md", "content": "---\n"}
+            ),
+            tool_call_response("Write", {"file_path": "src/ok.py", "content": "x = 1\n"}),
+            "tried",
+        ]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    refused, written = [m for m in child.requests[2].messages if isinstance(m, ToolResultMessage)]
+    assert refused.is_error and ".claude is protected" in refused.content
+    assert ".git is protected" not in refused.content
+    assert not written.is_error
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert spawn.worktree_path is not None
+    assert read(Path(spawn.worktree_path, "src", "ok.py")) == "x = 1\n"
+    assert not exists(Path(spawn.worktree_path, ".claude", "agents", "evil.md"))
+
+
+def test_the_sandbox_of_an_isolated_subagent_writes_only_its_worktree(tmp_path: Path) -> None:
+    from subagents.runtime.worktree import rooted_sandbox
+    from subagents.tools.sandbox import BashSandbox
+
+    project = tmp_path / "project"
+    worktree = project / ".git" / "subagents" / "worktrees" / "w-1"
+    worktree.mkdir(parents=True)
+    (worktree / ".git").write_text("gitdir: somewhere\n")
+    rooted = rooted_sandbox(BashSandbox.for_workspace(project, network=True), worktree)
+    assert rooted is not None and rooted.network is True
+    argv = rooted.wrap(["true"])
+    binds = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--bind"]
+    assert binds == [str(worktree.resolve())]
+    read_only = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"]
+    assert str((worktree / ".git").resolve()) in read_only
+    assert rooted_sandbox(None, worktree) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(max_size=60), session_id=st.text(max_size=40))
+def test_any_agent_name_gives_a_valid_branch_and_folder_name(name: str, session_id: str) -> None:
+    from subagents.runtime.worktree import _worktree_name
+
+    folder = _worktree_name(name, session_id)
+    assert "/" not in folder and folder not in ("", ".", "..") and not folder.startswith(".")
+    check = subprocess.run(
+        ["git", "check-ref-format", "--branch", f"subagents/{folder}"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stderr
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_a_damaged_worktree_record_never_lets_a_branch_be_deleted(data: bytes) -> None:
+    import tempfile
+
+    from subagents.runtime.worktree import _read_record, _record_path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w-1"
+        _record_path(path).write_bytes(data)
+        base, uncommitted = _read_record(path)
+    assert base is None or re.fullmatch(r"[0-9a-f]{40,64}", base)
+    assert uncommitted >= 0
+
+
+async def test_the_task_store_in_the_project_is_not_an_uncommitted_change(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(["nothing to do"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    with open_store(repo / ".subagents" / "state.db") as store:
+        rt = runtime(repo, main, isolated(), agent_models={"builder": child}, store=store)
+        await rt.run("go")
+    assert "uncommitted" not in child.requests[0].system
+    (returned,) = task_results(main)
+    assert "uncommitted" not in returned.content
+    assert "changed nothing there" in returned.content
+
+
+async def test_without_git_the_parent_is_told_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    empty = tmp_path / "no-tools"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    child = ScriptedModel([])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (returned,) = task_results(main)
+    assert returned.is_error and "needs git, which is not installed" in returned.content
+    assert "install git" in returned.content
+    assert child.requests == []
+
+
+async def test_a_background_subagents_notification_names_its_kept_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "bg.txt", "content": "bg\n"}), "bg done"]
+    )
+    main = ScriptedModel(
+        [
+            tool_call_response("Task", {**task("builder"), "run_in_background": True}),
+            "waiting",
+            "saw it",
+        ]
+    )
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child})
+
+    result = await rt.run("in the background")
+
+    assert result.output == "saw it"
+    notification = main.requests[-1].messages[-1]
+    assert "<task-notification>" in notification.content
+    match = KEPT.search(notification.content)
+    assert match is not None
+    assert read(Path(match.group(1), "bg.txt")) == "bg\n"
+
+
+async def test_the_hooks_of_an_isolated_agent_run_in_its_worktree(tmp_path: Path) -> None:
+    import shlex
+    import sys
+
+    repo = make_repo(tmp_path / "repo")
+    log = tmp_path / "where.log"
+    script = tmp_path / "where.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "payload = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(json.dumps([os.getcwd(), payload['cwd']]) + '\\n')\n"
+    )
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "w.txt", "content": "w\n"}), "ok"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(hooks=hooks), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    (line,) = read(log).splitlines()
+    assert json.loads(line) == [spawn.worktree_path, spawn.worktree_path]
+
+
+async def test_worktreeinclude_brings_ignored_files_but_not_uncommitted_work(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text("*.log\n.env\nlocal/\n")
+    (repo / ".worktreeinclude").write_text(".env\nlocal/\ndraft.txt\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "include")
+    (repo / ".env").write_text("TOKEN=abc\n")
+    (repo / "local").mkdir()
+    (repo / "local" / "settings.json").write_text("{}\n")
+    (repo / "local" / "link").symlink_to("/etc/hostname")
+    (repo / "debug.log").write_text("ignored but not included\n")
+    (repo / "draft.txt").write_text("untracked, not ignored: uncommitted work\n")
+
+    worktree = await enter_worktree(repo, agent_name="x", session_id="inc-1")
+
+    assert read(worktree.path / ".env") == "TOKEN=abc\n"
+    assert read(worktree.path / "local" / "settings.json") == "{}\n"
+    assert (worktree.path / "local" / "link").is_symlink()  # copied as a link, not followed
+    assert not exists(worktree.path / "debug.log")
+    assert not exists(worktree.path / "draft.txt")
+    assert "3 ignored file(s) listed in .worktreeinclude were copied in" in worktree.included
+    # ignored files do not count as changes: nothing changed, so it goes
+    assert not (await leave_worktree(worktree)).kept
+
+
+async def test_without_worktreeinclude_no_ignored_file_is_copied(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "app.log").write_text("log\n")
+    worktree = await enter_worktree(repo, agent_name="x", session_id="inc-2")
+    assert not exists(worktree.path / "app.log") and worktree.included == ""
+    assert not (await leave_worktree(worktree)).kept
+
+
+async def test_two_parallel_runs_of_the_same_agent_get_a_worktree_each(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+
+    def turn(request: ModelRequest) -> ModelResponse | str:
+        prompt = request.messages[0].content
+        if len(request.messages) == 1:
+            return tool_call_response("Write", {"file_path": "README.md", "content": prompt})
+        return "wrote"
+
+    main = ScriptedModel(
+        [
+            tool_calls_response(
+                [("Task", task("builder", "first\n")), ("Task", task("builder", "second\n"))]
+            ),
+            "done",
+        ]
+    )
+    rt = runtime(repo, main, isolated(), agent_models={"builder": FunctionModel(turn)})
+
+    await rt.run("twice at once")
+
+    kept = [KEPT.search(m.content) for m in task_results(main)]
+    assert all(kept)
+    contents = sorted(read(Path(m.group(1), "README.md")) for m in kept if m)
+    assert contents == ["first\n", "second\n"]
+    assert len({m.group(2) for m in kept if m}) == 2
+    assert read(repo / "README.md") == "hello\n"
+
+
+def test_isolated_runs_in_successive_event_loops_share_no_lock(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for attempt in range(2):
+        main = ScriptedModel(
+            [tool_calls_response([("Task", task("alpha")), ("Task", task("beta"))]), "done"]
+        )
+        rt = runtime(
+            repo,
+            main,
+            isolated("alpha"),
+            isolated("beta"),
+            agent_models={"alpha": ScriptedModel(["a"]), "beta": ScriptedModel(["b"])},
+        )
+        result = rt.run_sync(f"run {attempt}")  # each run_sync is a new event loop
+        assert result.output == "done"
+        assert all(not m.is_error for m in task_results(main))
+    assert worktrees(repo) == [str(repo.resolve())]
+
+
+async def test_the_live_block_of_the_subagent_names_its_kept_worktree(tmp_path: Path) -> None:
+    from subagents.cli.blocks import BlockTree
+    from subagents.runtime.events import EventBus
+
+    repo = make_repo(tmp_path / "repo")
+    tree = BlockTree(prompt="go")
+    child = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "u.txt", "content": "u\n"}), "made u"]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo, main, isolated(), agent_models={"builder": child}, events=EventBus([tree]))
+    await rt.run("go")
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    (block,) = [b for b in tree.ordered() if b.agent_type == "builder"]
+    assert block.output == (
+        f"made u\n\n(worktree kept: {spawn.worktree_path}, branch {spawn.worktree_branch})"
+    )
+
+
+async def test_a_project_in_a_subfolder_of_the_repository_works_there_in_the_worktree(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "app").mkdir()
+    (repo / "app" / "main.py").write_text("print(1)\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    child = ScriptedModel([tool_call_response("Bash", {"command": "pwd; ls"}), "seen"])
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "done"])
+    rt = runtime(repo / "app", main, isolated(), agent_models={"builder": child})
+
+    await rt.run("go")
+
+    listing = next(m for m in child.requests[1].messages if isinstance(m, ToolResultMessage))
+    where, files = listing.content.splitlines()[0], listing.content
+    assert where.endswith("/app") and "/.git/subagents/worktrees/builder-" in where
+    assert "main.py" in files

@@ -154,7 +154,7 @@ class ToolsSettings(BaseModel):
         return names
 
 
-HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
+HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
 
 
 class HookCommand(BaseModel):

@@ -329,6 +329,7 @@ def show_agent(
         ("temperature", d.temperature),
         ("skills", ", ".join(d.skills)),
         ("memory", f"{d.memory}: {_memory_folder(d, base)}" if d.memory else None),
+        *_isolation_effort_hooks_rows(d),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
@@ -353,6 +354,36 @@ def show_agent(
             console.print(f"  - {lower.scope}: {where}", highlight=False)
     console.print()
     console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
+
+
+def _isolation_effort_hooks_rows(d: AgentDefinition) -> list[tuple[str, object]]:
+    """What ``isolation``, ``effort`` and ``hooks`` will do when the agent runs."""
+    from subagents.runtime.agent_hooks import describe_agent_hooks
+
+    rows: list[tuple[str, object]] = []
+    if d.isolation == "worktree":
+        rows.append(
+            (
+                "isolation",
+                "worktree: each run in a git worktree of its own, removed if "
+                "nothing changed, else kept and named in the result",
+            )
+        )
+    if d.effort is not None:
+        from subagents.models.anthropic import THINKING_BUDGETS
+        from subagents.models.openai import REASONING_EFFORTS
+
+        rows.append(
+            (
+                "effort",
+                f"{d.effort}: OpenAI reasoning_effort "
+                f"{REASONING_EFFORTS[d.effort]}, Claude thinking budget "
+                f"{THINKING_BUDGETS[d.effort]:,} tokens",
+            )
+        )
+    if d.hooks:
+        rows.append(("hooks", describe_agent_hooks(d.hooks)))
+    return rows
 
 
 def _find_record(inventory: Inventory, name: str) -> AgentRecord:

@@ -465,6 +465,10 @@ class BlockTree:
         block.input_tokens = max(block.input_tokens, spawn.input_tokens)
         block.output_tokens = max(block.output_tokens, spawn.output_tokens)
         block.tool_calls = max(block.tool_calls, spawn.tool_use_count)
+        if spawn.worktree_path:  # isolation: worktree, kept because it holds changes
+            kept = f"(worktree kept: {spawn.worktree_path}, branch {spawn.worktree_branch})"
+            if kept not in (block.output or ""):
+                block.output = f"{block.output}\n\n{kept}" if block.output else kept
         self._touch(block)
 
     def _finish(self, block: AgentBlock, result: RunResult) -> None:

@@ -111,6 +111,12 @@ class ProgressPrinter:
                 f"[magenta]⮐ {escape(spawn.subagent_type)}[/] {state} in "
                 f"{spawn.duration_ms / 1000:.1f}s, {spawn.tool_use_count} tool calls"
             )
+            if spawn.worktree_path:
+                console.print(
+                    f"  [yellow]its worktree is kept:[/] {escape(spawn.worktree_path)} "
+                    f"(branch {escape(spawn.worktree_branch or '?')})",
+                    highlight=False,
+                )
         elif isinstance(event, ev.ModelFallback):
             console.print(
                 f"[yellow]{escape(event.agent_type)} runs on {escape(event.model_name)} (its "

@@ -8,6 +8,7 @@ The SDK is imported on first use and built with ``max_retries=0``: :mod:`.retry`
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -77,11 +78,13 @@ _STOP_REASONS: dict[str, StopReason] = {
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
+def _blocks(message: Message, reasoning: bool = True) -> list[dict[str, Any]]:
     if isinstance(message, AssistantMessage):
         # signed thinking blocks go back first and unchanged, as the API requires
         blocks: list[dict[str, Any]] = [
-            dict(block) for block in message.reasoning if block.get("type") in _THINKING_BLOCKS
+            dict(block)
+            for block in (message.reasoning if reasoning else ())
+            if block.get("type") in _THINKING_BLOCKS
         ]
         if message.content:
             blocks.append({"type": "text", "text": message.content})
@@ -103,13 +106,14 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def to_anthropic_messages(
-    system: str, messages: Sequence[Message]
+    system: str, messages: Sequence[Message], *, reasoning: bool = True
 ) -> tuple[str, list[dict[str, Any]]]:
     """The system text and the message list in Messages API form.
 
     System messages inside the history join the top-level system prompt; consecutive entries
     of one role are merged, so tool results of one turn travel in a single user message.
     Assistant turns with neither text nor tool calls are left out (the API refuses them).
+    ``reasoning=False`` leaves out the thinking blocks (for a request without thinking).
     """
     system_parts = [system] if system else []
     converted: list[dict[str, Any]] = []
@@ -118,7 +122,7 @@ def to_anthropic_messages(
             system_parts.append(message.content)
             continue
         role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        blocks = _blocks(message)
+        blocks = _blocks(message, reasoning)
         if not blocks:
             continue
         if converted and converted[-1]["role"] == role:
@@ -185,6 +189,23 @@ def _response_from_message(message: Any, model_name: str) -> ModelResponse:
         model_name=model_name,
         reasoning=tuple(reasoning),
     )
+
+
+def _loop_without_thinking(messages: Sequence[Message]) -> bool:
+    """Whether the request continues a tool-use loop whose last turn has no intact thinking
+    block: it began without thinking (another model, or no effort), or its thinking was
+    changed since (a secret in it redacted in the store), which its signature no longer
+    matches. Such a loop must finish without thinking."""
+    from subagents.tracing.redact import REDACTED, TRUNCATED
+
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    if last is None or not last.tool_calls:
+        return False  # a new turn: thinking may start
+    thinking = [b for b in last.reasoning if b.get("type") in _THINKING_BLOCKS]
+    if not thinking:
+        return True
+    text = json.dumps(thinking)
+    return REDACTED in text or TRUNCATED in text
 
 
 def _thinking_block(thinking: Any, signature: Any) -> dict[str, Any]:
@@ -392,8 +413,13 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
         return AsyncAnthropic(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
-        system, messages = to_anthropic_messages(request.system, request.messages)
         settings = request.settings
+        budget = THINKING_BUDGETS.get(settings.effort or "")
+        if budget is not None and _loop_without_thinking(request.messages):
+            budget = None  # one thinking setting per tool-use loop, as the API requires
+        system, messages = to_anthropic_messages(
+            request.system, request.messages, reasoning=budget is not None
+        )
         params: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
@@ -404,7 +430,6 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             params["system"] = system
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools)
-        budget = THINKING_BUDGETS.get(settings.effort or "")
         if budget is not None:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = max(params["max_tokens"], budget + THINKING_ANSWER_TOKENS)

@@ -331,7 +331,7 @@ class Delegation:
             permissions=runtime.permissions_for(definition, self, parent.permissions),
             events=parent.events,
             stream=parent.stream,
-            hooks=parent.hooks,
+            hooks=runtime.session_hooks(definition, subagent=True),
             delegation=self,
             recorder=parent.recorder,
             parent_tool_call_id=tool_call_id,
@@ -369,6 +369,9 @@ class Delegation:
         if handle.definition.isolation != "worktree":
             return
         session = handle.session
+        current = handle.worktree
+        if current is not None and session.workspace == current.workspace:
+            return  # entered already (a new subagent is put in its worktree before it starts)
         worktree = await enter_worktree(
             handle.parent.workspace, agent_name=handle.definition.name, session_id=session.agent_id
         )
@@ -380,9 +383,19 @@ class Delegation:
             session.system_prompt = self._system_prompt(
                 handle.definition, root
             ) + worktree_prompt_note(worktree)
+        self._move(session, session.workspace, root)
+
+    def _move(self, session: Session, old: Path, root: Path) -> None:
+        """``session``, and the subagents it has already started that worked where it did
+        (re-adopted after a restart), now work in ``root``."""
         session.workspace = root
         session.permissions = rooted_permissions(session.permissions, root)
         session.tool_sandbox = rooted_sandbox(session.tool_sandbox, root)
+        for handle in list(self.handles.values()):
+            child = handle.session
+            own_worktree = handle.definition.isolation == "worktree"
+            if handle.parent is session and child.workspace == old and not own_worktree:
+                self._move(child, old, root)
 
     async def _leave_worktree(self, handle: SubagentHandle) -> None:
         """Remove the subagent's worktree if it changed nothing, else keep it; the outcome
@@ -395,6 +408,7 @@ class Delegation:
         if recorder is not None:
             step = "worktree_kept" if outcome.kept else "worktree_removed"
             trace = recorder.session_trace(handle.session, step, worktree_note(outcome))
+            trace.status = "info"  # not the session's error, whatever became of the session
             trace.data.update(
                 worktree_path=str(worktree.path),
                 worktree_branch=worktree.branch,
@@ -559,7 +573,12 @@ class Delegation:
         parent_id = session.parent.agent_id if session.parent is not None else None
         start = await hooks.run(
             HookPayload(
-                "SubagentStart", session.agent_id, session.agent_type, parent_id, prompt=prompt
+                "SubagentStart",
+                session.agent_id,
+                session.agent_type,
+                parent_id,
+                prompt=prompt,
+                cwd=str(session.workspace),
             ),
             subject=session.agent_type,
         )
@@ -577,6 +596,7 @@ class Delegation:
                         parent_id,
                         result=result.output,
                         stop_hook_active=returns > 0,
+                        cwd=str(session.workspace),
                     ),
                     subject=session.agent_type,
                 )
@@ -598,6 +618,7 @@ class Delegation:
                             session.agent_type,
                             parent_id,
                             result="",
+                            cwd=str(session.workspace),
                         ),
                         subject=session.agent_type,
                     )
@@ -677,7 +698,7 @@ class Delegation:
         await asyncio.wait([handle.task])
         handle.delivered = True
         _drop_notification(handle)
-        return f"Subagent {agent_id} cancelled."
+        return f"Subagent {agent_id} cancelled.\n\n{_worktree_text(handle)}".rstrip()
 
     def _own_handle(self, agent_id: str, parent: Session) -> SubagentHandle:
         handle = self.handles.get(agent_id.strip())

@@ -4,6 +4,7 @@
 - ``SubagentStop``: a subagent finished; may send it back to work with a reason.
 - ``PreToolUse``: a tool is about to run; may deny the call with a reason.
 - ``PostToolUse``: a tool ran; observes the result.
+- ``Stop``: the main agent answered; may send it back to work with a reason.
 
 A hook is a Python callable (sync or async) or a shell command (:class:`CommandHook`) that gets
 the payload as JSON on stdin, following Claude Code's convention: exit code 2 blocks with
@@ -19,6 +20,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -31,7 +33,7 @@ __all__ = [
     "compile_matcher",
 ]
 
-HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse"]
+HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
 
 
 @dataclass(slots=True)
@@ -47,6 +49,7 @@ class HookPayload:
     prompt: str | None = None
     result: str | None = None
     stop_hook_active: bool = False
+    cwd: str | None = None  # the agent's workspace (a worktree, for isolation: worktree)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -61,19 +64,20 @@ class HookPayload:
             "tool_response": self.tool_response,
             "prompt": self.prompt,
             "result": self.result,
+            "cwd": self.cwd,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.event == "PostToolUse":
             data["tool_error"] = self.tool_error
-        if self.event == "SubagentStop":
+        if self.event in ("SubagentStop", "Stop"):
             data["stop_hook_active"] = self.stop_hook_active
         return data
 
 
 @dataclass(slots=True)
 class HookResult:
-    """What a hook asks for. ``block`` denies a tool call (PreToolUse) or sends a subagent back
-    to work (SubagentStop); ``reason`` is shown to the model. ``additional_context`` is added
+    """What a hook asks for. ``block`` denies a tool call (PreToolUse) or sends an agent back
+    to work (SubagentStop, Stop); ``reason`` is shown to the model. ``additional_context`` is added
     to a subagent's prompt (SubagentStart)."""
 
     block: bool = False
@@ -86,7 +90,8 @@ HookCallable = Callable[[HookPayload], "Awaitable[HookResult | None] | HookResul
 
 @dataclass(slots=True)
 class CommandHook:
-    """A shell command run with the payload as JSON on stdin.
+    """A shell command run with the payload as JSON on stdin, in the agent's workspace (the
+    payload's ``cwd``) when it has one.
 
     ``env`` is its environment; ``None`` means :func:`~subagents.secrets.tool_environment` of
     the process without config (no provider keys: a hook runs on a model's tool calls).
@@ -99,8 +104,10 @@ class CommandHook:
     async def __call__(self, payload: HookPayload) -> HookResult | None:
         from subagents.secrets import tool_environment
 
+        cwd = _existing_folder(payload.cwd)
         process = await asyncio.create_subprocess_shell(
             self.command,
+            cwd=cwd,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -125,6 +132,10 @@ class CommandHook:
                 f"{stderr.decode(errors='replace').strip()}"
             )
         return _parse_command_output(stdout.decode(errors="replace"))
+
+
+def _existing_folder(path: str | None) -> str | None:
+    return path if path and Path(path).is_dir() else None
 
 
 def _parse_command_output(text: str) -> HookResult | None:

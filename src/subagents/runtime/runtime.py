@@ -18,6 +18,7 @@ from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
 from subagents.models.choice import ModelChoice, is_known_model
+from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
@@ -453,7 +454,7 @@ class Runtime:
             permissions=self.permissions_for(definition, delegation),
             events=self.events,
             stream=self.stream,
-            hooks=self.hooks,
+            hooks=self.session_hooks(definition, subagent=False),
             delegation=delegation,
             tool_env=self.tool_environment(),
             tool_sandbox=self.bash_sandbox(),
@@ -461,6 +462,14 @@ class Runtime:
         )
         delegation.main = session
         return session
+
+    def session_hooks(self, definition: AgentDefinition | None, *, subagent: bool) -> Hooks:
+        """The run's hooks plus those of ``definition``'s own file (see
+        :mod:`subagents.runtime.agent_hooks`)."""
+        from subagents.runtime.agent_hooks import scoped_hooks
+
+        _ = self.config  # the config's own hooks join self.hooks on first use
+        return scoped_hooks(self.hooks, definition, subagent=subagent, env=self.tool_environment())
 
     async def run(
         self,
@@ -494,7 +503,9 @@ class Runtime:
             session.recorder = recorder
             recorder.start_task()
             self.store.claim_task(recorder.task_id, self._owner)
-        return await self._drive(session, delegation, recorder, session.run(prompt))
+        return await self._drive(
+            session, delegation, recorder, with_stop_hooks(session, session.run(prompt))
+        )
 
     def _announce_instruction_problems(self) -> None:
         """Say once per run which CLAUDE.md / AGENTS.md files were cut or skipped."""
@@ -571,14 +582,17 @@ class Runtime:
         if main_record is None:  # stopped before the first step was written: start over
             session = self.main_session(delegation, task.assigned_agent)
             session.recorder = recorder
-            return await self._drive(session, delegation, recorder, session.run(task.prompt))
+            work = with_stop_hooks(session, session.run(task.prompt))
+            return await self._drive(session, delegation, recorder, work)
         session = self.rebuild_session(main_record, delegation, None, recorder)
         delegation.main = session
         delegation.adopt_background(session)
         if ended:  # a failed run gets a fresh turn budget, and is told how it ended
             session.run_turns = 0
             session.note_failure(task.error or task.status)
-        return await self._drive(session, delegation, recorder, session.resume())
+        return await self._drive(
+            session, delegation, recorder, with_stop_hooks(session, session.resume())
+        )
 
     def _adopt_if_imported(self, task: TaskRecord) -> frozenset[str]:
         """The tool calls that must ask a person again because they were pending when the
@@ -744,7 +758,8 @@ class Runtime:
             model=self._model_for_record(record, parent),
             system_prompt=record.system_prompt,
             tools=tools,
-            workspace=self.workspace,
+            # a subagent works where its parent does (a worktree, for isolation: worktree)
+            workspace=parent.workspace if parent is not None else self.workspace,
             agent_type=record.agent_name,
             agent_id=record.session_id,
             parent=parent,
@@ -756,7 +771,7 @@ class Runtime:
             ),
             events=self.events,
             stream=self.stream,
-            hooks=self.hooks,
+            hooks=self.session_hooks(definition, subagent=parent is not None),
             delegation=delegation,
             recorder=recorder,
             parent_tool_call_id=record.parent_tool_call_id,
@@ -771,7 +786,7 @@ class Runtime:
             persisted_messages=len(messages),
             recorded_status=record.status,
             tool_env=self.tool_environment(),
-            tool_sandbox=self.bash_sandbox(),
+            tool_sandbox=parent.tool_sandbox if parent is not None else self.bash_sandbox(),
             file_grants=grants,
         )
 

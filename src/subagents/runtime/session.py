@@ -539,6 +539,7 @@ class Session:
             parent_id=self.parent.agent_id if self.parent is not None else None,
             tool_name=call.name,
             tool_input=call.arguments,
+            cwd=str(self.workspace),
         )
 
     async def _pre_tool_use(self, call: ToolCall) -> ToolOutcome | None:

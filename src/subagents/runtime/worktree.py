@@ -7,7 +7,8 @@ once each get their own, so they never overwrite each other's files.
 
 What it starts from: the last commit. Uncommitted changes of the project's checkout (modified,
 staged and untracked files) are not copied into it, as in Claude Code; the subagent and its
-parent are told when there were some.
+parent are told when there were some. Ignored files that a ``.worktreeinclude`` at the root
+names (``.env``, local settings) are copied in (see :mod:`subagents.runtime.worktree_include`).
 
 Where: ``<git common dir>/subagents/worktrees/<name>`` (inside ``.git``), so the project's
 checkout never shows it as untracked files and the project's own Glob/Grep never walk it. Its
@@ -30,12 +31,14 @@ project code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import json
 import os
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,13 +78,21 @@ _GIT_LOCATION_VARIABLES = (
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
 )
-# One git operation on a repository's worktrees at a time (per common git dir).
-_LOCKS: dict[str, asyncio.Lock] = {}
+_NOT_THE_STORE = ":(exclude,glob)**/.subagents/*.db*"
+# One git operation on a repository's worktrees at a time (per common git dir), per event loop:
+# an asyncio lock belongs to the loop it was first awaited in, and run_sync makes a new one.
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class WorktreeError(SubagentsError):
     """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
     commit yet) or a git command failed; the message says what to do."""
+
+
+class _GitMissingError(WorktreeError):
+    """No ``git`` on PATH."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +110,7 @@ class Worktree:
     base: str | None
     uncommitted: int = 0
     subfolder: str = ""
+    included: str = ""  # what .worktreeinclude brought in, for the subagent's prompt
 
     @property
     def workspace(self) -> Path:
@@ -129,23 +141,37 @@ async def enter_worktree(workspace: Path, *, agent_name: str, session_id: str) -
             base, uncommitted = _read_record(path)
             return Worktree(git.toplevel, path, branch, base, uncommitted, subfolder)
         base = await git.head_commit()
-        uncommitted = await git.count_changes(git.toplevel)
+        uncommitted = await git.count_changes(git.toplevel, but_the_store=True)
         if await git.branch_exists(branch):  # its worktree was removed by hand: take it over
             await git.run("worktree", "add", str(path), branch)
             recorded_base: str | None = None
         else:
             await git.run("worktree", "add", "-b", branch, str(path), base)
             recorded_base = base
-        worktree = Worktree(git.toplevel, path, branch, recorded_base, uncommitted, subfolder)
+        included = await _include(git, path)
+        worktree = Worktree(
+            git.toplevel, path, branch, recorded_base, uncommitted, subfolder, included
+        )
         _write_record(worktree)
         return worktree
+
+
+async def _include(git: _Git, path: Path) -> str:
+    """Copy what ``.worktreeinclude`` names into the new worktree; a note for the prompt."""
+    from subagents.runtime.worktree_include import INCLUDE_FILE_NAME, copy_included
+
+    try:
+        return (await copy_included(git.run, git.toplevel, path)).note()
+    except (WorktreeError, OSError) as error:
+        text = error.message if isinstance(error, WorktreeError) else str(error)
+        return f"{INCLUDE_FILE_NAME} could not be applied ({text}); no ignored file was copied."
 
 
 async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
     """Remove ``worktree`` and its branch if nothing changed in it; keep them otherwise."""
     path = worktree.path
     if not path.is_dir():
-        return WorktreeOutcome(worktree, kept=False, problem="the worktree folder is gone")
+        return await _folder_gone(worktree)
     try:
         git = await _Git.find(path)
         async with _lock_for(git.common_dir):
@@ -166,7 +192,26 @@ async def leave_worktree(worktree: Worktree) -> WorktreeOutcome:
                 )
     except WorktreeError as error:
         return WorktreeOutcome(worktree, kept=True, problem=error.message)
+    except OSError as error:
+        return WorktreeOutcome(worktree, kept=True, problem=f"it could not be checked: {error}")
     return WorktreeOutcome(worktree, kept=False)
+
+
+async def _folder_gone(worktree: Worktree) -> WorktreeOutcome:
+    """The worktree's folder was deleted during the run: forget it, and keep its branch
+    unless it never moved."""
+    gone = "its folder was deleted during the run"
+    try:
+        git = await _Git.find(worktree.repository)
+        async with _lock_for(git.common_dir):
+            await git.run("worktree", "prune")
+            _record_path(worktree.path).unlink(missing_ok=True)
+            if worktree.base is None:
+                return WorktreeOutcome(worktree, kept=True, problem=gone)
+            await git.run("update-ref", "-d", f"refs/heads/{worktree.branch}", worktree.base)
+    except (WorktreeError, OSError):
+        return WorktreeOutcome(worktree, kept=True, problem=f"{gone}; its branch has moved")
+    return WorktreeOutcome(worktree, kept=False, problem=gone)
 
 
 async def _changes(git: _Git, worktree: Worktree) -> list[str]:
@@ -206,6 +251,8 @@ def worktree_prompt_note(worktree: Worktree) -> str:
             f" The main checkout had {worktree.uncommitted} uncommitted change(s) that are not "
             "in this worktree."
         )
+    if worktree.included:
+        text += f" {worktree.included}"
     return text + "\n</isolation>"
 
 
@@ -224,6 +271,11 @@ def worktree_note(outcome: WorktreeOutcome) -> str:
         )
         if outcome.problem and outcome.changes:
             lines.append(f"(Note: {outcome.problem}.)")
+    elif outcome.problem:
+        lines.append(
+            f"The subagent worked in an isolated git worktree, but {outcome.problem}; its "
+            f"branch {worktree.branch} never moved and was removed."
+        )
     else:
         lines.append(
             "The subagent worked in an isolated git worktree and changed nothing there; the "
@@ -270,6 +322,8 @@ class _Git:
     async def find(cls, workspace: Path) -> _Git:
         try:
             out = await _git(workspace, "rev-parse", "--show-toplevel", "--git-common-dir")
+        except _GitMissingError:
+            raise
         except WorktreeError as error:
             raise WorktreeError(
                 f"isolation: worktree needs a git repository, and {workspace} is not in one "
@@ -291,8 +345,10 @@ class _Git:
             common = workspace / common
         return cls(_real(toplevel), _real(common))
 
-    async def run(self, *args: str, cwd: Path | None = None) -> str:
-        return await _git(cwd or self.toplevel, *args)
+    async def run(
+        self, *args: str, cwd: Path | None = None, allow_exit: int = 0, stdin: str | None = None
+    ) -> str:
+        return await _git(cwd or self.toplevel, *args, allow_exit=allow_exit, stdin=stdin)
 
     async def head_commit(self, where: Path | None = None) -> str:
         try:
@@ -305,8 +361,12 @@ class _Git:
                 "`isolation: worktree` from the agent file",
             ) from None
 
-    async def count_changes(self, where: Path) -> int:
-        out = await self.run("status", "--porcelain", "--untracked-files=all", cwd=where)
+    async def count_changes(self, where: Path, *, but_the_store: bool = False) -> int:
+        """Changed, staged and untracked files under ``where``; ``but_the_store`` leaves out
+        the task store and its companions (``.subagents/*.db*``), which a run writes as it
+        goes."""
+        paths = ["--", ".", _NOT_THE_STORE] if but_the_store else []
+        out = await self.run("status", "--porcelain", "--untracked-files=all", *paths, cwd=where)
         return sum(1 for line in out.splitlines() if line.strip())
 
     async def current_branch(self, where: Path) -> str | None:
@@ -332,20 +392,21 @@ class _Git:
         return any(_real(Path(item)) == real for item in listed if item)
 
 
-async def _git(cwd: Path, *args: str) -> str:
-    """Run one git command; its stdout, or WorktreeError with git's own words."""
+async def _git(cwd: Path, *args: str, allow_exit: int = 0, stdin: str | None = None) -> str:
+    """Run one git command; its stdout, or WorktreeError with git's own words. Exit code
+    ``allow_exit`` counts as success too (``check-ignore`` exits 1 when nothing matched)."""
     command = ["git", "-c", "core.hooksPath=/dev/null", *args]
     try:
         process = await asyncio.create_subprocess_exec(
             *command,
             cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=_git_environment(),
         )
     except FileNotFoundError:
-        raise WorktreeError(
+        raise _GitMissingError(
             "isolation: worktree needs git, which is not installed (no `git` on PATH)",
             hint="install git, or remove `isolation: worktree` from the agent file",
         ) from None
@@ -354,15 +415,18 @@ async def _git(cwd: Path, *args: str) -> str:
             f"cannot run git in {cwd}: {error}", hint="check that the folder exists"
         ) from None
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
+        data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
+        stdout, stderr = await asyncio.wait_for(process.communicate(data), GIT_TIMEOUT_SECONDS)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise WorktreeError(
             f"`git {' '.join(args[:2])}` took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
             hint="check the repository (git status) and try again",
         ) from None
-    if process.returncode != 0:
+    finally:
+        if process.returncode is None:  # timed out, or the run was cancelled
+            process.kill()
+            await asyncio.shield(process.wait())
+    if process.returncode not in (0, allow_exit):
         said = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
         raise WorktreeError(
             f"`git {' '.join(args[:2])}` failed in {cwd}: {said[:500]}",
@@ -392,15 +456,18 @@ def _subfolder(workspace: Path, toplevel: Path) -> str:
 
 
 def _lock_for(common_dir: Path) -> asyncio.Lock:
+    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
     key = str(common_dir)
-    lock = _LOCKS.get(key)
+    lock = locks.get(key)
     if lock is None:
-        lock = _LOCKS[key] = asyncio.Lock()
+        lock = locks[key] = asyncio.Lock()
     return lock
 
 
 def _worktree_name(agent_name: str, session_id: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_name).strip(".-")[:40] or "agent"
+    # a valid folder and branch name whatever the agent is called (no "..", no leading dot)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_name)
+    slug = re.sub(r"\.{2,}", ".", slug).strip(".-")[:40].strip(".-") or "agent"
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:8]
     return f"{slug}-{digest}"
 
@@ -418,7 +485,9 @@ def _write_record(worktree: Worktree) -> None:
         "repository": str(worktree.repository),
         "uncommitted": worktree.uncommitted,
     }
-    _record_path(worktree.path).write_text(json.dumps(record), encoding="utf-8")
+    # without it, a restarted run finds no base and keeps the branch: the safe side
+    with contextlib.suppress(OSError):
+        _record_path(worktree.path).write_text(json.dumps(record), encoding="utf-8")
 
 
 def _read_record(path: Path) -> tuple[str | None, int]:
