@@ -115,6 +115,8 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "color": d.color,
         "background": d.background,
         "temperature": d.temperature,
+        "endpoint": d.endpoint,
+        "api_key_env": d.api_key_env,
         "extra": d.extra,
         "validation_errors": d.validation_errors,
         "warnings": d.warnings,
@@ -253,6 +255,7 @@ def show_agent(
         ("color", d.color),
         ("background", "yes" if d.background else ""),
         ("temperature", d.temperature),
+        ("endpoint", _endpoint_summary(d)),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
@@ -277,6 +280,14 @@ def show_agent(
             console.print(f"  - {lower.scope}: {where}", highlight=False)
     console.print()
     console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
+
+
+def _endpoint_summary(d: AgentDefinition) -> str:
+    """Where the agent's own server is, and where its key comes from (never the key)."""
+    if d.endpoint is None:
+        return ""
+    key = f"key from ${d.api_key_env}" if d.api_key_env else "no key sent"
+    return f"{d.endpoint} ({key})"
 
 
 def _find_record(inventory: Inventory, name: str) -> AgentRecord:

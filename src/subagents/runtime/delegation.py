@@ -322,6 +322,8 @@ class Delegation:
             if override:
                 return runtime.model_for(override, agent_name=definition.name)
             declared = definition.model
+            if declared and declared != "inherit" and definition.endpoint is not None:
+                return runtime.endpoint_model(definition)
             if declared == "inherit":
                 return runtime.model_for_agent(definition.name, parent.model)
             if declared:

@@ -147,6 +147,7 @@ class Runtime:
                 known_mcp_servers=self._known_mcp_servers(),
                 tool_names=[tool.name for tool in (*self._mcp_tools, *self._extra_tools)],
             )
+            self._hide_endpoint_keys()
         return self._inventory
 
     def tool_environment(self) -> dict[str, str]:
@@ -156,7 +157,35 @@ class Runtime:
             from subagents.secrets import tool_environment
 
             self._tool_env = tool_environment(self.config)
+            self._hide_endpoint_keys()
         return self._tool_env
+
+    def _endpoint_keys(self) -> dict[str, str]:
+        """The keys agents' ``llm_config.api_key_env`` name, by variable (once the inventory
+        is read: until then no agent has been chosen, so no such key is in use)."""
+        import os
+
+        from subagents.models.endpoint import endpoint_key_variables
+
+        if self._inventory is None:
+            return {}
+        definitions = [record.definition for record in self._inventory.records.values()]
+        return {
+            name: os.environ[name]
+            for name in endpoint_key_variables(definitions)
+            if os.environ.get(name)
+        }
+
+    def _hide_endpoint_keys(self) -> None:
+        """Take the agents' endpoint keys out of the tools' environment (as the providers'
+        keys are), unless ``[tools] pass_env`` names them."""
+        if self._tool_env is None:
+            return
+        keys = self._endpoint_keys()
+        passed = set(self.config.tools.pass_env)
+        for name, value in list(self._tool_env.items()):
+            if name not in passed and (name in keys or value in keys.values()):
+                del self._tool_env[name]
 
     def bash_sandbox(self) -> BashSandbox | None:
         """The sandbox Bash runs in when ``[sandbox] enabled`` is set (else ``None``); raises
@@ -260,6 +289,17 @@ class Runtime:
         self._built_models.append(resolved)
         return model, resolved
 
+    def endpoint_model(self, definition: AgentDefinition) -> tuple[Model, str]:
+        """The model of an agent that names its own server (``llm_config.endpoint``)."""
+        from subagents.models.endpoint import build_endpoint_model, endpoint_model_key
+
+        key = endpoint_model_key(definition)
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = build_endpoint_model(definition)
+            self._built_models.append(key)
+        return model, model.name
+
     def model_for_agent(self, agent_name: str, inherited: Model) -> tuple[Model, str]:
         """``inherited`` unless a model is pinned for ``agent_name``."""
         model = self._agent_models.get(agent_name, inherited)
@@ -274,6 +314,8 @@ class Runtime:
         if definition is not None:
             if definition.name in self._agent_models:
                 return self._agent_models[definition.name]
+            if definition.endpoint is not None and definition.model not in (None, "inherit"):
+                return self.endpoint_model(definition)[0]
             if definition.model and definition.model != "inherit":
                 return self.model_for(definition.model)[0]
         default = self.config.subagents.default_model
@@ -573,7 +615,9 @@ class Runtime:
         from subagents.secrets import known_credentials
         from subagents.tracing.redact import Redactor
 
-        return Redactor(known_credentials(self.config, self.mcp_config()))
+        self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
+        credentials = known_credentials(self.config, self.mcp_config())
+        return Redactor([*credentials, *self._endpoint_keys().values()])
 
     def _new_recorder(
         self,
@@ -709,6 +753,11 @@ class Runtime:
             return parent.model
         if record.model in self._models:
             return self._models[record.model]
+        definition = self._definition_named(record.agent_name)
+        if definition is not None and definition.endpoint is not None:
+            model, name = self.endpoint_model(definition)
+            if name == record.model:
+                return model
         return self.model_for(record.model)[0]
 
     def resume_sync(
