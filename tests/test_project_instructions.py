@@ -20,6 +20,7 @@ from subagents.runtime.events import Event, EventBus, InstructionsNotice
 from subagents.runtime.instructions import (
     MAX_FILE_CHARS,
     MAX_TOTAL_CHARS,
+    imports_in,
     load_project_instructions,
 )
 from subagents.runtime.runtime import Runtime
@@ -219,7 +220,7 @@ def test_a_directory_a_fifo_and_a_broken_link_are_skipped_without_hanging(repo: 
     reasons = " | ".join(loaded.warnings)
     assert "CLAUDE.md is skipped: it is not a regular file" in reasons
     assert "AGENTS.md is skipped: it is not a regular file" in reasons
-    assert "CLAUDE.local.md is skipped: it cannot be read" in reasons
+    assert "CLAUDE.local.md is skipped: it is a broken symbolic link" in reasons
 
 
 def test_a_file_is_read_again_only_when_it_changes(repo: Path) -> None:
@@ -256,3 +257,88 @@ def test_any_bytes_give_a_prefix_within_the_cap_or_a_warning(
         assert whole.startswith(file.text)
         assert file.cut == (len(file.text) < len(whole))
         assert file.cut == any("is cut" in warning for warning in loaded.warnings)
+
+
+# -- @path imports ---------------------------------------------------------------------------
+
+
+def test_imports_follow_the_importing_file_and_say_who_imported_them(
+    repo: Path, isolated_home: Path
+) -> None:
+    write(
+        repo / "pkg" / "CLAUDE.md",
+        "PKG-RULES: see @docs/style.md and @~/.claude/mine.md; use @pytest.fixture freely.\n",
+    )
+    write(repo / "pkg" / "docs" / "style.md", "STYLE: four spaces")
+    write(isolated_home / ".claude" / "mine.md", "MINE: my sandbox")
+    write(repo / "AGENTS.md", "ROOT-AGENTS")
+
+    loaded = load_project_instructions(repo / "pkg")
+
+    assert [file.text.split(":")[0] for file in loaded.files] == [
+        "PKG-RULES",
+        "STYLE",
+        "MINE",
+        "ROOT-AGENTS",
+    ]
+    assert loaded.warnings == ()
+    section = loaded.prompt_section()
+    assert f"(project instructions, imported by {repo / 'pkg' / 'CLAUDE.md'})" in section
+
+
+def test_imports_inside_code_are_not_followed(repo: Path) -> None:
+    write(
+        repo / "CLAUDE.md",
+        "Run `@code-span.md` like this:\n\n```\n@fenced.md\n```\n\nThen @prose.md\n",
+    )
+    for name in ("code-span.md", "fenced.md", "prose.md"):
+        write(repo / name, f"FROM {name}")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == ["CLAUDE.md", "prose.md"]
+
+
+def test_a_project_file_cannot_import_files_outside_the_project(
+    repo: Path, isolated_home: Path
+) -> None:
+    write(repo.parent / "secret.md", "OUTSIDE-SECRET")
+    write(isolated_home / ".ssh" / "id_rsa", "PRIVATE-KEY")
+    write(repo / "CLAUDE.md", "Read @../secret.md and @~/.ssh/id_rsa and @/etc/hostname\n")
+
+    loaded = load_project_instructions(repo)
+
+    section = loaded.prompt_section()
+    assert "OUTSIDE-SECRET" not in section and "PRIVATE-KEY" not in section
+    refused = [w for w in loaded.warnings if "is outside the project or ~/.claude" in w]
+    assert len(refused) == 3
+    assert "not read" in refused[0]
+
+
+def test_an_import_cycle_puts_each_file_in_once(repo: Path) -> None:
+    write(repo / "CLAUDE.md", "A imports @b.md")
+    write(repo / "b.md", "B imports @CLAUDE.md and @b.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == ["CLAUDE.md", "b.md"]
+
+
+def test_imports_nest_five_deep_and_say_where_they_stop(repo: Path) -> None:
+    write(repo / "CLAUDE.md", "level 0 @l1.md")
+    for level in range(1, 8):
+        write(repo / f"l{level}.md", f"level {level} @l{level + 1}.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == [
+        "CLAUDE.md",
+        *(f"l{level}.md" for level in range(1, 6)),
+    ]
+    assert any("imports of" in w and "l5.md" in w and "5 deep" in w for w in loaded.warnings)
+
+
+@given(text=st.text(max_size=200))
+def test_finding_imports_never_fails(text: str) -> None:
+    for target in imports_in(text, Path("/base")):
+        assert isinstance(target, Path)

@@ -10,6 +10,15 @@ personal, git-ignored file) and ``AGENTS.md`` (the cross-tool convention). Then 
 the most specific instructions come first; the prompt says that a nearer file wins where two
 disagree.
 
+Imports
+-------
+As in Claude Code, ``@path`` in a file's prose (not in code) imports another file, placed right
+after the importing one; relative paths start at the importing file's folder, ``@~/`` at home;
+imports nest up to :data:`MAX_IMPORT_DEPTH` deep. A file in the project may import files in the
+project (up to the repository root) and in ``~/.claude``; the user's file may import files under
+home. Anything else is refused with a warning: a cloned repository must not be able to put
+``@~/.ssh/id_rsa`` into a prompt that goes to a provider. An ``@word`` naming no file is prose.
+
 Bounds
 ------
 Each file is cut at :data:`MAX_FILE_CHARS` and all of them together at
@@ -28,19 +37,21 @@ from __future__ import annotations
 import codecs
 import functools
 import os
+import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 __all__ = [
     "MAX_FILE_CHARS",
+    "MAX_IMPORT_DEPTH",
     "MAX_TOTAL_CHARS",
     "PROJECT_FILE_NAMES",
     "USER_FILE_NAME",
     "InstructionFile",
     "ProjectInstructions",
+    "imports_in",
     "instruction_candidates",
     "load_project_instructions",
 ]
@@ -56,6 +67,8 @@ MAX_FILE_CHARS = 40_000
 """Characters of one file put into a prompt (Claude Code warns about larger CLAUDE.md files)."""
 MAX_TOTAL_CHARS = 100_000
 """Characters of all instruction files together."""
+MAX_IMPORT_DEPTH = 5
+"""How deep ``@path`` imports may nest (as in Claude Code)."""
 
 InstructionScope = Literal["project", "user"]
 _BYTES_PER_CHAR = 4  # the most UTF-8 needs: reading 4 bytes per allowed character is enough
@@ -70,6 +83,7 @@ class InstructionFile:
     text: str
     cut: bool = False
     full_chars: int | None = None  # the file's length when known and ``cut``
+    imported_by: Path | None = None  # the file whose ``@path`` brought it in
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +105,8 @@ class ProjectInstructions:
         ]
         for file in self.files:
             what = "project instructions" if file.scope == "project" else "the user's instructions"
+            if file.imported_by is not None:
+                what += f", imported by {file.imported_by}"
             body = file.text.rstrip("\n")
             parts.append(f"\n\nContents of {file.path} ({what}):\n\n{body}")
             if file.cut:
@@ -102,7 +118,8 @@ class ProjectInstructions:
 def instruction_candidates(
     workspace: Path, *, home: Path | None = None
 ) -> list[tuple[Path, InstructionScope]]:
-    """Every path that may hold instructions for ``workspace``, in prompt order."""
+    """Every path that may hold instructions for ``workspace``, in prompt order (imports
+    aside)."""
     from subagents.config import project_directories, resolve_home
 
     home_dir = resolve_home(home)
@@ -123,58 +140,129 @@ def load_project_instructions(
     max_total_chars: int = MAX_TOTAL_CHARS,
 ) -> ProjectInstructions:
     """The instruction files for ``workspace`` (see the module docstring). Never raises."""
-    files: list[InstructionFile] = []
-    warnings: list[str] = []
-    budget = max_total_chars
-    for path, scope in _existing(instruction_candidates(workspace, home=home)):
-        read = _read(path, max_file_chars)
-        if isinstance(read, str):
-            warnings.append(f"{path} is skipped: {read}")
-            continue
-        if not read.text.strip():
-            continue
-        if budget <= 0:
-            warnings.append(
-                f"{path} is left out: the instruction files before it already fill the "
-                f"{max_total_chars:,} characters allowed for all of them; shorten them"
-            )
-            continue
-        file = InstructionFile(path, scope, read.text, read.cut, read.full_chars)
-        if read.cut:
-            warnings.append(
-                f"{path} is cut to its first {max_file_chars:,} characters; shorten it or "
-                "move reference material into files the agent can read when needed"
-            )
-        if len(file.text) > budget:
-            full = read.full_chars if read.cut else len(read.text)
-            file = InstructionFile(path, scope, file.text[:budget], True, full)
-            warnings.append(
-                f"{path} is cut to {budget:,} characters: all instruction files together may "
-                f"hold {max_total_chars:,}; shorten them"
-            )
-        budget -= len(file.text)
-        files.append(file)
-    return ProjectInstructions(tuple(files), tuple(warnings))
+    from subagents.config import project_directories, resolve_home
+
+    home_dir = resolve_home(home)
+    directories = project_directories(workspace, home=home_dir)
+    roots: dict[InstructionScope, tuple[Path, ...]] = {
+        "project": (directories[-1], home_dir / ".claude") if directories else (),
+        "user": (home_dir,),
+    }
+    collector = _Collector(max_file_chars, max_total_chars, roots)
+    for path, scope in instruction_candidates(workspace, home=home_dir):
+        collector.add(path, scope)
+    return ProjectInstructions(tuple(collector.files), tuple(collector.warnings))
 
 
-def _existing(
-    candidates: list[tuple[Path, InstructionScope]],
-) -> Iterator[tuple[Path, InstructionScope]]:
-    """The candidates that exist, each real file once (a symlink to a file already listed is
-    not listed again)."""
-    seen: set[tuple[int, int]] = set()
-    for path, scope in candidates:
+class _Collector:
+    """Adds files (and what they import) within the caps, each real file once."""
+
+    def __init__(
+        self,
+        max_file_chars: int,
+        max_total_chars: int,
+        roots: dict[InstructionScope, tuple[Path, ...]],
+    ) -> None:
+        self.files: list[InstructionFile] = []
+        self.warnings: list[str] = []
+        self.max_file_chars = max_file_chars
+        self.max_total_chars = max_total_chars
+        self.budget = max_total_chars
+        self.roots = {
+            scope: tuple(_resolved(root) for root in paths) for scope, paths in roots.items()
+        }
+        self.seen: set[tuple[int, int]] = set()
+
+    def add(
+        self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
+    ) -> None:
         try:
             info = path.stat()
         except OSError:
             if path.is_symlink():
-                yield path, scope  # a broken link: reading it reports the problem
-            continue
+                self.warnings.append(f"{path} is skipped: it is a broken symbolic link")
+            return
         key = (info.st_dev, info.st_ino)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield path, scope
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        read = _read(path, self.max_file_chars)
+        if isinstance(read, str):
+            self.warnings.append(f"{path} is skipped: {read}")
+            return
+        if read.text.strip():
+            self._keep(path, scope, importer, read)
+        if depth < MAX_IMPORT_DEPTH:
+            for target in imports_in(read.text, path.parent):
+                self._import(target, scope, path, depth + 1)
+        elif imports_in(read.text, path.parent):
+            self.warnings.append(
+                f"the imports of {path} are not followed: imports may nest {MAX_IMPORT_DEPTH} deep"
+            )
+
+    def _import(self, target: Path, scope: InstructionScope, importer: Path, depth: int) -> None:
+        resolved = _resolved(target)
+        if not any(resolved.is_relative_to(root) for root in self.roots[scope]):
+            where = "the project or ~/.claude" if scope == "project" else "your home directory"
+            self.warnings.append(
+                f"{importer} imports {target}, which is outside {where}; it is not read (a "
+                "cloned repository must not pull other files into prompts)"
+            )
+            return
+        if target.exists() or target.is_symlink():
+            self.add(target, scope, importer, depth)
+
+    def _keep(
+        self, path: Path, scope: InstructionScope, importer: Path | None, read: _Read
+    ) -> None:
+        if self.budget <= 0:
+            self.warnings.append(
+                f"{path} is left out: the instruction files before it already fill the "
+                f"{self.max_total_chars:,} characters allowed for all of them; shorten them"
+            )
+            return
+        file = InstructionFile(path, scope, read.text, read.cut, read.full_chars, importer)
+        if read.cut:
+            self.warnings.append(
+                f"{path} is cut to its first {self.max_file_chars:,} characters; shorten it "
+                "or move reference material into files the agent can read when needed"
+            )
+        if len(file.text) > self.budget:
+            full = read.full_chars if read.cut else len(read.text)
+            file = InstructionFile(path, scope, file.text[: self.budget], True, full, importer)
+            self.warnings.append(
+                f"{path} is cut to {self.budget:,} characters: all instruction files together "
+                f"may hold {self.max_total_chars:,}; shorten them"
+            )
+        self.budget -= len(file.text)
+        self.files.append(file)
+
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~).*?(^ {0,3}\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
+_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:~/|/|\./|\.\./)?[\w.~/-]*[\w~-][\w.~/-]*)")
+
+
+def imports_in(text: str, base: Path) -> list[Path]:
+    """The files ``text`` imports with ``@path`` (not inside code), relative to ``base``;
+    ``@~/x`` is in the home directory."""
+    from subagents.config import resolve_home
+
+    prose = _CODE_SPAN.sub(" ", _FENCE.sub(" ", text))
+    targets: list[Path] = []
+    for match in _IMPORT.finditer(prose):
+        raw = match.group(1).rstrip(".")
+        target = resolve_home() / raw[2:] if raw.startswith("~/") else base / raw
+        if target not in targets:
+            targets.append(target)
+    return targets
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return path.absolute()
 
 
 @dataclass(frozen=True, slots=True)
