@@ -303,3 +303,25 @@ async def test_without_api_key_env_no_key_is_sent_not_even_openais(
 
     authorization = server.requests[0].headers["authorization"]
     assert "sk-openai-must-stay-home" not in authorization
+
+
+def test_the_cli_runs_the_agent_on_its_endpoint_and_never_prints_its_key(
+    project: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from subagents.cli.app import app
+
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    server.reply_text(f"the server echoes {KEY}")
+
+    result = CliRunner().invoke(
+        app, ["run", "hello", "--agent", "researcher", "--json", "--cwd", str(project)]
+    )
+
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["output"].startswith("the server echoes ")
+    assert payload["model"] == "openai:llama3.2:3b"
+    assert KEY not in result.stdout and KEY not in result.stderr
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    stored = b"".join(path.read_bytes() for path in (project / ".subagents").glob("state.db*"))
+    assert b"the server echoes" in stored and KEY.encode() not in stored

@@ -97,7 +97,6 @@ def run_command(
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
-    from subagents.secrets import known_credentials
     from subagents.tools.permissions import PERMISSION_MODES
     from subagents.tracing.redact import Redactor
 
@@ -132,7 +131,7 @@ def run_command(
             store=database,
             agents=explicit,
         )
-        redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+        redactor = Redactor(runtime.credentials())
         prompt = _prompt_for(runtime, prompt, agent)
         if interactive:
             runtime.approver = _ask_person(err, redactor)

@@ -611,13 +611,20 @@ class Runtime:
             return None
         return HumanQuestion.from_dict(checkpoint.question)
 
-    def _redactor(self) -> Any:
+    def credentials(self) -> list[str]:
+        """Every credential this runtime was given (see
+        :func:`subagents.secrets.known_credentials`), with the keys of the agents' own
+        endpoints (``llm_config.api_key_env``): what must never be stored or printed."""
         from subagents.secrets import known_credentials
-        from subagents.tracing.redact import Redactor
 
         self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
         credentials = known_credentials(self.config, self.mcp_config())
-        return Redactor([*credentials, *self._endpoint_keys().values()])
+        return [*credentials, *self._endpoint_keys().values()]
+
+    def _redactor(self) -> Any:
+        from subagents.tracing.redact import Redactor
+
+        return Redactor(self.credentials())
 
     def _new_recorder(
         self,
