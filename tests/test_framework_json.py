@@ -325,3 +325,41 @@ def test_the_cli_runs_the_agent_on_its_endpoint_and_never_prints_its_key(
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     stored = b"".join(path.read_bytes() for path in (project / ".subagents").glob("state.db*"))
     assert b"the server echoes" in stored and KEY.encode() not in stored
+
+
+async def test_a_paused_endpoint_subagent_resumes_on_its_endpoint_in_a_new_runtime(
+    project: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from subagents.runtime.pause import HumanDecision
+    from subagents.store.sqlite import open_store
+
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    agent = json.loads((project / ".subagents" / "agents" / "researcher.json").read_text())
+    agent["tools"] = ["Read", "Write"]
+    write(project / ".subagents" / "agents" / "researcher.json", json.dumps(agent))
+    write_call = {"file_path": "notes.md", "content": "three papers"}
+    server.reply_tool_calls([("call_w", "Write", json.dumps(write_call))])
+    server.reply_text("notes written")
+
+    with open_store(project / ".subagents" / "state.db") as store:
+        first = Runtime(
+            cwd=project, model=ScriptedModel([delegate()]), store=store, headless="pause"
+        )
+        paused = await first.run("research")
+        await first.aclose()
+        assert paused.status == "awaiting_human", paused.error
+        assert len(server.requests) == 1
+
+        main = ScriptedModel(["all done"])
+        second = Runtime(cwd=project, model=main, store=store, headless="pause")
+        done = await second.resume(paused.task_id or "", HumanDecision("approve"))
+        await second.aclose()
+
+    assert done.status == "completed", done.error
+    assert (project / "notes.md").read_text() == "three papers"
+    assert len(server.requests) == 2
+    again = server.requests[1]
+    assert again.headers["authorization"] == f"Bearer {KEY}"
+    assert again.json()["model"] == "llama3.2:3b"
+    (result,) = [m for m in main.requests[0].messages if isinstance(m, ToolResultMessage)]
+    assert "notes written" in result.content
