@@ -11,7 +11,7 @@ whatever server the agent names.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from subagents.errors import ModelConfigurationError
@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
 
-__all__ = ["build_endpoint_model", "endpoint_key_variables", "endpoint_model_key", "uses_endpoint"]
+__all__ = [
+    "build_endpoint_model",
+    "drop_keys",
+    "endpoint_keys",
+    "endpoint_model_key",
+    "uses_endpoint",
+]
 
 
 def uses_endpoint(definition: AgentDefinition | None) -> bool:
@@ -38,9 +44,24 @@ def endpoint_model_key(definition: AgentDefinition) -> str:
     return f"{definition.model}@{definition.endpoint}#{definition.api_key_env or ''}"
 
 
-def endpoint_key_variables(definitions: Iterable[AgentDefinition]) -> list[str]:
-    """The variables the agents' endpoint keys come from, each once."""
-    return list(dict.fromkeys(d.api_key_env for d in definitions if d.api_key_env))
+def endpoint_keys(
+    definitions: Iterable[AgentDefinition], env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The keys the definitions' ``api_key_env`` variables hold (set ones only), by variable."""
+    environment = os.environ if env is None else env
+    names = dict.fromkeys(d.api_key_env for d in definitions if d.api_key_env)
+    return {name: environment[name] for name in names if environment.get(name)}
+
+
+def drop_keys(
+    environment: dict[str, str], keys: Mapping[str, str], *, keep: Collection[str]
+) -> None:
+    """Remove from ``environment`` the variables named in ``keys`` and any other variable
+    holding one of their values, except those in ``keep`` (``[tools] pass_env``)."""
+    values = set(keys.values())
+    for name, value in list(environment.items()):
+        if name not in keep and (name in keys or value in values):
+            del environment[name]
 
 
 def build_endpoint_model(

@@ -161,31 +161,20 @@ class Runtime:
         return self._tool_env
 
     def _endpoint_keys(self) -> dict[str, str]:
-        """The keys agents' ``llm_config.api_key_env`` name, by variable (once the inventory
-        is read: until then no agent has been chosen, so no such key is in use)."""
-        import os
-
-        from subagents.models.endpoint import endpoint_key_variables
+        """The keys the agents' ``llm_config.api_key_env`` name, once the inventory is read
+        (until then no agent has been chosen, so no such key is in use)."""
+        from subagents.models.endpoint import endpoint_keys
 
         if self._inventory is None:
             return {}
-        definitions = [record.definition for record in self._inventory.records.values()]
-        return {
-            name: os.environ[name]
-            for name in endpoint_key_variables(definitions)
-            if os.environ.get(name)
-        }
+        return endpoint_keys(record.definition for record in self._inventory.records.values())
 
     def _hide_endpoint_keys(self) -> None:
-        """Take the agents' endpoint keys out of the tools' environment (as the providers'
-        keys are), unless ``[tools] pass_env`` names them."""
-        if self._tool_env is None:
-            return
-        keys = self._endpoint_keys()
-        passed = set(self.config.tools.pass_env)
-        for name, value in list(self._tool_env.items()):
-            if name not in passed and (name in keys or value in keys.values()):
-                del self._tool_env[name]
+        """Take those keys out of the tools' environment, as the providers' keys are."""
+        if self._tool_env is not None:
+            from subagents.models.endpoint import drop_keys
+
+            drop_keys(self._tool_env, self._endpoint_keys(), keep=self.config.tools.pass_env)
 
     def bash_sandbox(self) -> BashSandbox | None:
         """The sandbox Bash runs in when ``[sandbox] enabled`` is set (else ``None``); raises
