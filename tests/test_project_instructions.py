@@ -310,9 +310,40 @@ def test_a_project_file_cannot_import_files_outside_the_project(
 
     section = loaded.prompt_section()
     assert "OUTSIDE-SECRET" not in section and "PRIVATE-KEY" not in section
-    refused = [w for w in loaded.warnings if "is outside the project or ~/.claude" in w]
+    refused = [w for w in loaded.warnings if "outside the project and ~/.claude" in w]
     assert len(refused) == 3
     assert "not read" in refused[0]
+
+
+def test_a_project_file_linking_outside_the_project_is_not_read(
+    repo: Path, isolated_home: Path
+) -> None:
+    secret = write(isolated_home / ".aws" / "credentials", "AWS-SECRET")
+    (repo / "CLAUDE.md").symlink_to(secret)
+    write(repo / "docs" / "shared.md", "SHARED-INSIDE")
+    (repo / "AGENTS.md").symlink_to(repo / "docs" / "shared.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.text for file in loaded.files] == ["SHARED-INSIDE"]
+    assert "AWS-SECRET" not in loaded.prompt_section()
+    assert any(
+        f"{repo / 'CLAUDE.md'} links to {secret}, outside the project" in w for w in loaded.warnings
+    )
+
+
+def test_the_users_own_file_may_link_anywhere(tmp_path: Path, isolated_home: Path) -> None:
+    elsewhere = write(tmp_path / "dotfiles" / "CLAUDE.md", "USER-DOTFILES @extra.md")
+    write(tmp_path / "dotfiles" / "extra.md", "NOT-HERE: imports start beside the link")
+    write(isolated_home / ".claude" / "extra.md", "USER-EXTRA")
+    (isolated_home / ".claude" / "CLAUDE.md").symlink_to(elsewhere)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+
+    loaded = load_project_instructions(project)
+
+    assert [file.text for file in loaded.files] == ["USER-DOTFILES @extra.md", "USER-EXTRA"]
+    assert loaded.warnings == ()
 
 
 def test_an_import_cycle_puts_each_file_in_once(repo: Path) -> None:

@@ -14,10 +14,12 @@ Imports
 -------
 As in Claude Code, ``@path`` in a file's prose (not in code) imports another file, placed right
 after the importing one; relative paths start at the importing file's folder, ``@~/`` at home;
-imports nest up to :data:`MAX_IMPORT_DEPTH` deep. A file in the project may import files in the
-project (up to the repository root) and in ``~/.claude``; the user's file may import files under
-home. Anything else is refused with a warning: a cloned repository must not be able to put
-``@~/.ssh/id_rsa`` into a prompt that goes to a provider. An ``@word`` naming no file is prose.
+imports nest up to :data:`MAX_IMPORT_DEPTH` deep. An ``@word`` naming no file is prose.
+
+A project's files (and what they import, and where their symbolic links lead) must lie in the
+project (up to the repository root) or in ``~/.claude``; anything else is refused with a
+warning: a cloned repository must not be able to put ``@~/.ssh/id_rsa``, or a ``CLAUDE.md``
+linking to it, into a prompt that goes to a provider. The user's own files may be anywhere.
 
 Bounds
 ------
@@ -144,9 +146,10 @@ def load_project_instructions(
 
     home_dir = resolve_home(home)
     directories = project_directories(workspace, home=home_dir)
+    # The user's own files may be anywhere (a dotfiles link into /nix/store, say); a
+    # project's files stay inside the project, or point into ~/.claude.
     roots: dict[InstructionScope, tuple[Path, ...]] = {
         "project": (directories[-1], home_dir / ".claude") if directories else (),
-        "user": (home_dir,),
     }
     collector = _Collector(max_file_chars, max_total_chars, roots)
     for path, scope in instruction_candidates(workspace, home=home_dir):
@@ -176,6 +179,8 @@ class _Collector:
     def add(
         self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
     ) -> None:
+        if not self._inside_roots(path, scope, importer):
+            return
         try:
             info = path.stat()
         except OSError:
@@ -192,25 +197,29 @@ class _Collector:
             return
         if read.text.strip():
             self._keep(path, scope, importer, read)
-        if depth < MAX_IMPORT_DEPTH:
-            for target in imports_in(read.text, path.parent):
-                self._import(target, scope, path, depth + 1)
-        elif imports_in(read.text, path.parent):
+        targets = [t for t in imports_in(read.text, path.parent) if t.exists() or t.is_symlink()]
+        if depth >= MAX_IMPORT_DEPTH and targets:
             self.warnings.append(
                 f"the imports of {path} are not followed: imports may nest {MAX_IMPORT_DEPTH} deep"
             )
-
-    def _import(self, target: Path, scope: InstructionScope, importer: Path, depth: int) -> None:
-        resolved = _resolved(target)
-        if not any(resolved.is_relative_to(root) for root in self.roots[scope]):
-            where = "the project or ~/.claude" if scope == "project" else "your home directory"
-            self.warnings.append(
-                f"{importer} imports {target}, which is outside {where}; it is not read (a "
-                "cloned repository must not pull other files into prompts)"
-            )
             return
-        if target.exists() or target.is_symlink():
-            self.add(target, scope, importer, depth)
+        for target in targets:
+            self.add(target, scope, path, depth + 1)
+
+    def _inside_roots(self, path: Path, scope: InstructionScope, importer: Path | None) -> bool:
+        """Whether ``path`` (its target, for a link) may be read for ``scope``; says why not."""
+        roots = self.roots.get(scope)
+        if roots is None:
+            return True
+        resolved = _resolved(path)
+        if any(resolved.is_relative_to(root) for root in roots):
+            return True
+        what = f"{importer} imports {path}" if importer is not None else f"{path} links to"
+        self.warnings.append(
+            f"{what} {resolved}, outside the project and ~/.claude; it is not read (a cloned "
+            "repository must not pull other files into prompts)"
+        )
+        return False
 
     def _keep(
         self, path: Path, scope: InstructionScope, importer: Path | None, read: _Read
