@@ -373,3 +373,32 @@ def test_imports_nest_five_deep_and_say_where_they_stop(repo: Path) -> None:
 def test_finding_imports_never_fails(text: str) -> None:
     for target in imports_in(text, Path("/base")):
         assert isinstance(target, Path)
+
+
+def test_agents_show_names_the_files_an_agent_gets_or_why_none(
+    repo: Path, isolated_home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.agents import agents_app
+
+    write(repo / "CLAUDE.md", "rules")
+    write(isolated_home / ".claude" / "CLAUDE.md", "mine")
+    agents = repo / ".claude" / "agents"
+    write(agents / "reader.md", "---\nname: reader\ndescription: Reads\n---\nYou read.\n")
+    write(
+        agents / "loner.md",
+        "---\nname: loner\ndescription: Alone\nomitClaudeMd: true\n---\nYou work alone.\n",
+    )
+    runner = CliRunner()
+
+    reader = runner.invoke(
+        agents_app, ["show", "reader", "--cwd", str(repo)], env={"COLUMNS": "400"}
+    )
+    loner = runner.invoke(agents_app, ["show", "loner", "--cwd", str(repo)], env={"COLUMNS": "400"})
+
+    assert reader.exit_code == 0 and loner.exit_code == 0
+    assert f"project instructions  CLAUDE.md, {isolated_home / '.claude' / 'CLAUDE.md'}" in (
+        reader.stdout
+    )
+    assert "project instructions  left out (omitClaudeMd)" in loner.stdout

@@ -256,6 +256,7 @@ def show_agent(
         ("background", "yes" if d.background else ""),
         ("temperature", d.temperature),
         ("endpoint", _endpoint_summary(d)),
+        ("project instructions", _instructions_summary(d, base)),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
@@ -280,6 +281,17 @@ def show_agent(
             console.print(f"  - {lower.scope}: {where}", highlight=False)
     console.print()
     console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
+
+
+def _instructions_summary(d: AgentDefinition, base: Path) -> str:
+    """The CLAUDE.md / AGENTS.md files the agent is given, or why none."""
+    from subagents.runtime.instructions import load_project_instructions
+
+    if d.omit_claude_md:
+        return "left out (omitClaudeMd)"
+    loaded = load_project_instructions(base)
+    shown = [_display_path(f.path, base) + (" (cut)" if f.cut else "") for f in loaded.files]
+    return ", ".join(shown)
 
 
 def _endpoint_summary(d: AgentDefinition) -> str:
