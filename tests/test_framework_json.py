@@ -363,3 +363,15 @@ async def test_a_paused_endpoint_subagent_resumes_on_its_endpoint_in_a_new_runti
     assert again.json()["model"] == "llama3.2:3b"
     (result,) = [m for m in main.requests[0].messages if isinstance(m, ToolResultMessage)]
     assert "notes written" in result.content
+
+
+def test_a_framework_agent_renders_to_markdown_and_reads_back_the_same() -> None:
+    from subagents.definitions.render import render_markdown
+
+    d = parse(framework_agent())
+    back = parse_agent_text(render_markdown(d), dialect="markdown")
+
+    assert back.status == "active" and back.warnings == []
+    for field in ("endpoint", "api_key_env", "model", "temperature", "max_turns", "tools"):
+        assert getattr(back, field) == getattr(d, field), field
+    assert back.system_prompt == d.system_prompt and back.description == d.description
