@@ -253,3 +253,27 @@ def test_a_cut_claude_md_is_a_progress_line_and_the_rest_reaches_the_model(
     system = system_of(body)
     assert system.index("RULE-ONE") < system.index("RULE-TWO")
     assert "was cut here" in system
+
+
+def test_resume_takes_the_session_agents_again(repo: Path, server: FakeOpenAIServer) -> None:
+    agents = json.dumps({"reviewer": REVIEWER})
+    write_call = {"file_path": "notes.md", "content": "to review"}
+    task = {"description": "review", "prompt": "review notes.md", "subagent_type": "reviewer"}
+    server.reply_tool_calls([("call_w", "Write", json.dumps(write_call))])
+    server.reply_tool_calls([("call_t", "Task", json.dumps(task))])
+    server.reply_text("notes look fine")
+    server.reply_text("Reviewed: fine.")
+    env = {"COLUMNS": "2000", "NO_COLOR": "1"}
+    run_args = ["run", "write then review", "--json", "--agents", agents, "--model", MODEL]
+    started = runner.invoke(app, [*run_args, "--cwd", str(repo)], env=env)
+    paused = json.loads(started.stdout)
+    assert paused["status"] == "awaiting_human", started.stderr
+
+    resume_args = ["resume", paused["task_id"], "--approve", "--json", "--agents", agents]
+    resumed = runner.invoke(app, [*resume_args, "--cwd", str(repo)], env=env)
+
+    assert resumed.exit_code == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == "Reviewed: fine."
+    assert (repo / "notes.md").read_text() == "to review"
+    child = bodies(server)[2]
+    assert system_of(child).startswith("You are the session reviewer.")
