@@ -179,13 +179,13 @@ class _Collector:
     def add(
         self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
     ) -> None:
-        if not self._inside_roots(path, scope, importer):
-            return
         try:
             info = path.stat()
         except OSError:
             if path.is_symlink():
                 self.warnings.append(f"{path} is skipped: it is a broken symbolic link")
+            return
+        if not self._inside_roots(path, scope, importer):  # only files that exist get here
             return
         key = (info.st_dev, info.st_ino)
         if key in self.seen:
