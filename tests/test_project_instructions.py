@@ -402,3 +402,44 @@ def test_agents_show_names_the_files_an_agent_gets_or_why_none(
         reader.stdout
     )
     assert "project instructions  left out (omitClaudeMd)" in loner.stdout
+
+
+# -- .claude/rules ---------------------------------------------------------------------------
+
+
+def test_rules_follow_their_directorys_files_and_scoped_rules_are_left_out_with_a_warning(
+    repo: Path, isolated_home: Path
+) -> None:
+    rules = repo / ".claude" / "rules"
+    write(repo / "CLAUDE.md", "ROOT")
+    write(rules / "testing.md", "TESTING: run pytest -x")
+    write(rules / "frontend" / "style.md", "---\ndescription: style\n---\nSTYLE: use tabs\n")
+    write(rules / "go.md", '---\npaths:\n  - "**/*.go"\n---\nGO-ONLY\n')
+    write(rules / "cs.md", "---\nglobs: **/*.cs\n---\nCS-ONLY\n")
+    write(rules / ".hidden.md", "HIDDEN")
+    write(rules / "notes.txt", "NOT-MARKDOWN")
+    write(isolated_home / ".claude" / "rules" / "mine.md", "MY-RULE")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.text.strip() for file in loaded.files] == [
+        "ROOT",
+        "STYLE: use tabs",
+        "TESTING: run pytest -x",
+        "MY-RULE",
+    ]
+    (warning,) = loaded.warnings
+    assert warning.startswith("2 rule file(s) apply only to some paths")
+    assert str(rules / "go.md") in warning and str(rules / "cs.md") in warning
+
+
+def test_a_rules_folder_with_too_many_files_is_cut_with_a_warning(repo: Path) -> None:
+    from subagents.runtime.instructions import MAX_RULE_FILES
+
+    for index in range(MAX_RULE_FILES + 5):
+        write(repo / ".claude" / "rules" / f"r{index:04d}.md", f"rule {index}")
+
+    loaded = load_project_instructions(repo)
+
+    assert len(loaded.files) == MAX_RULE_FILES
+    assert any(f"more than {MAX_RULE_FILES} rule files" in w for w in loaded.warnings)

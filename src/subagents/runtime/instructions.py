@@ -5,10 +5,15 @@ Which files, in which order
 In every project directory, nearest first (the working directory, then each parent up to and
 including the repository root, as :func:`subagents.config.project_directories` walks them):
 ``CLAUDE.md``, ``.claude/CLAUDE.md``, ``CLAUDE.local.md`` (Claude Code reads it too: a
-personal, git-ignored file) and ``AGENTS.md`` (the cross-tool convention). Then the user's own
-``~/.claude/CLAUDE.md`` (``~`` is :func:`subagents.config.resolve_home`). Nearest first means
-the most specific instructions come first; the prompt says that a nearer file wins where two
-disagree.
+personal, git-ignored file) and ``AGENTS.md`` (the cross-tool convention), then the rule files
+of that directory's ``.claude/rules`` folder (``*.md``, in path order). Then the user's own
+``~/.claude/CLAUDE.md`` (``~`` is :func:`subagents.config.resolve_home`) and
+``~/.claude/rules``. Nearest first means the most specific instructions come first; the prompt
+says that a nearer file wins where two disagree.
+
+A rule whose frontmatter scopes it to some paths (``paths:`` or ``globs:``) is meant to load
+only while those files are worked on, which this harness does not do: such rules are left out,
+with a warning. Other frontmatter is dropped from a rule's text.
 
 Imports
 -------
@@ -48,8 +53,10 @@ from typing import Literal
 __all__ = [
     "MAX_FILE_CHARS",
     "MAX_IMPORT_DEPTH",
+    "MAX_RULE_FILES",
     "MAX_TOTAL_CHARS",
     "PROJECT_FILE_NAMES",
+    "RULES_FOLDER",
     "USER_FILE_NAME",
     "InstructionFile",
     "ProjectInstructions",
@@ -71,6 +78,10 @@ MAX_TOTAL_CHARS = 100_000
 """Characters of all instruction files together."""
 MAX_IMPORT_DEPTH = 5
 """How deep ``@path`` imports may nest (as in Claude Code)."""
+RULES_FOLDER = ".claude/rules"
+MAX_RULE_FILES = 100
+"""Rule files read from one ``.claude/rules`` folder."""
+_MAX_RULE_FILES_LISTED = 10 * MAX_RULE_FILES  # a huge folder is not walked to its end
 
 InstructionScope = Literal["project", "user"]
 _BYTES_PER_CHAR = 4  # the most UTF-8 needs: reading 4 bytes per allowed character is enough
@@ -119,19 +130,20 @@ class ProjectInstructions:
 
 def instruction_candidates(
     workspace: Path, *, home: Path | None = None
-) -> list[tuple[Path, InstructionScope]]:
+) -> tuple[list[tuple[Path, InstructionScope]], list[str]]:
     """Every path that may hold instructions for ``workspace``, in prompt order (imports
-    aside)."""
+    aside), and the warnings about rule folders too full to read whole."""
     from subagents.config import project_directories, resolve_home
 
     home_dir = resolve_home(home)
-    candidates: list[tuple[Path, InstructionScope]] = [
-        (directory / name, "project")
-        for directory in project_directories(workspace, home=home_dir)
-        for name in PROJECT_FILE_NAMES
-    ]
+    candidates: list[tuple[Path, InstructionScope]] = []
+    warnings: list[str] = []
+    for directory in project_directories(workspace, home=home_dir):
+        candidates += [(directory / name, "project") for name in PROJECT_FILE_NAMES]
+        candidates += [(rule, "project") for rule in _rule_files(directory, warnings)]
     candidates.append((home_dir / USER_FILE_NAME, "user"))
-    return candidates
+    candidates += [(rule, "user") for rule in _rule_files(home_dir, warnings)]
+    return candidates, warnings
 
 
 def load_project_instructions(
@@ -152,9 +164,56 @@ def load_project_instructions(
         "project": (directories[-1], home_dir / ".claude") if directories else (),
     }
     collector = _Collector(max_file_chars, max_total_chars, roots)
-    for path, scope in instruction_candidates(workspace, home=home_dir):
+    candidates, warnings = instruction_candidates(workspace, home=home_dir)
+    collector.warnings += warnings
+    for path, scope in candidates:
         collector.add(path, scope)
+    if collector.scoped_rules:
+        shown = ", ".join(str(path) for path in collector.scoped_rules[:3])
+        more = len(collector.scoped_rules) - 3
+        collector.warnings.append(
+            f"{len(collector.scoped_rules)} rule file(s) apply only to some paths ('paths' or "
+            f"'globs' in their frontmatter) and are left out, as rules scoped to files are not "
+            f"supported here: {shown}" + (f" and {more} more" if more > 0 else "")
+        )
     return ProjectInstructions(tuple(collector.files), tuple(collector.warnings))
+
+
+def _rule_files(directory: Path, warnings: list[str]) -> list[Path]:
+    """The Markdown files under ``directory/.claude/rules`` in path order (hidden ones
+    skipped), at most :data:`MAX_RULE_FILES`; a fuller folder is cut with a warning."""
+    folder = directory / RULES_FOLDER
+    if not folder.is_dir():
+        return []
+    found: list[Path] = []
+    for root, folders, names in os.walk(folder):  # symlinked folders are not followed
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [Path(root) / n for n in names if n.endswith(".md") and not n.startswith(".")]
+        if len(found) > _MAX_RULE_FILES_LISTED:
+            break
+    if len(found) > MAX_RULE_FILES:
+        warnings.append(
+            f"{folder} holds more than {MAX_RULE_FILES} rule files; only the first "
+            f"{MAX_RULE_FILES} (in path order) are read: merge some of them"
+        )
+    return sorted(found, key=lambda path: path.relative_to(folder).parts)[:MAX_RULE_FILES]
+
+
+def _is_rule(path: Path) -> bool:
+    parts = path.parts
+    return any(parts[i : i + 2] == (".claude", "rules") for i in range(len(parts) - 1))
+
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*(\n|\Z)", re.DOTALL | re.MULTILINE)
+_SCOPED = re.compile(r"^(paths|globs)[ \t]*:", re.MULTILINE)
+
+
+def _rule_text(text: str) -> tuple[str, bool]:
+    """A rule's text without its frontmatter, and whether it applies only to some paths."""
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        return text, False
+    return text[match.end() :], _SCOPED.search(match.group(1)) is not None
 
 
 class _Collector:
@@ -175,6 +234,7 @@ class _Collector:
             scope: tuple(_resolved(root) for root in paths) for scope, paths in roots.items()
         }
         self.seen: set[tuple[int, int]] = set()
+        self.scoped_rules: list[Path] = []
 
     def add(
         self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
@@ -195,6 +255,12 @@ class _Collector:
         if isinstance(read, str):
             self.warnings.append(f"{path} is skipped: {read}")
             return
+        if importer is None and _is_rule(path):
+            text, scoped = _rule_text(read.text)
+            if scoped:
+                self.scoped_rules.append(path)
+                return
+            read = _Read(text, read.cut, read.full_chars)
         if read.text.strip():
             self._keep(path, scope, importer, read)
         targets = [t for t in imports_in(read.text, path.parent) if t.exists() or t.is_symlink()]
