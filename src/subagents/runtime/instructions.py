@@ -112,9 +112,9 @@ class ProjectInstructions:
             return ""
         parts = [
             "\n\n<project-instructions>\n"
-            "The instructions below come from the project's CLAUDE.md / AGENTS.md files and the "
-            "user's own CLAUDE.md, nearest first. Follow them; where two disagree, the one listed "
-            "first (nearer to the working directory) wins."
+            "The instructions below come from the project's instruction files (CLAUDE.md, "
+            "AGENTS.md, .claude/rules) and the user's own, nearest first. Follow them; where two "
+            "disagree, the one listed first (nearer to the working directory) wins."
         ]
         for file in self.files:
             what = "project instructions" if file.scope == "project" else "the user's instructions"
@@ -163,7 +163,7 @@ def load_project_instructions(
     roots: dict[InstructionScope, tuple[Path, ...]] = {
         "project": (directories[-1], home_dir / ".claude") if directories else (),
     }
-    collector = _Collector(max_file_chars, max_total_chars, roots)
+    collector = _Collector(max_file_chars, max_total_chars, roots, home_dir)
     candidates, warnings = instruction_candidates(workspace, home=home_dir)
     collector.warnings += warnings
     for path, scope in candidates:
@@ -224,7 +224,9 @@ class _Collector:
         max_file_chars: int,
         max_total_chars: int,
         roots: dict[InstructionScope, tuple[Path, ...]],
+        home: Path,
     ) -> None:
+        self.home = home
         self.files: list[InstructionFile] = []
         self.warnings: list[str] = []
         self.max_file_chars = max_file_chars
@@ -263,7 +265,11 @@ class _Collector:
             read = _Read(text, read.cut, read.full_chars)
         if read.text.strip():
             self._keep(path, scope, importer, read)
-        targets = [t for t in imports_in(read.text, path.parent) if t.exists() or t.is_symlink()]
+        targets = [
+            t
+            for t in imports_in(read.text, path.parent, home=self.home)
+            if t.exists() or t.is_symlink()
+        ]
         if depth >= MAX_IMPORT_DEPTH and targets:
             self.warnings.append(
                 f"the imports of {path} are not followed: imports may nest {MAX_IMPORT_DEPTH} deep"
@@ -318,16 +324,16 @@ _CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
 _IMPORT = re.compile(r"(?:^|(?<=\s))@((?:~/|/|\./|\.\./)?[\w.~/-]*[\w~-][\w.~/-]*)")
 
 
-def imports_in(text: str, base: Path) -> list[Path]:
+def imports_in(text: str, base: Path, *, home: Path | None = None) -> list[Path]:
     """The files ``text`` imports with ``@path`` (not inside code), relative to ``base``;
-    ``@~/x`` is in the home directory."""
+    ``@~/x`` is in the home directory (:func:`subagents.config.resolve_home`)."""
     from subagents.config import resolve_home
 
     prose = _CODE_SPAN.sub(" ", _FENCE.sub(" ", text))
     targets: list[Path] = []
     for match in _IMPORT.finditer(prose):
         raw = match.group(1).rstrip(".")
-        target = resolve_home() / raw[2:] if raw.startswith("~/") else base / raw
+        target = resolve_home(home) / raw[2:] if raw.startswith("~/") else base / raw
         if target not in targets:
             targets.append(target)
     return targets
