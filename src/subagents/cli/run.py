@@ -117,7 +117,7 @@ def run_command(
     printer: ProgressPrinter | None = None
     database = None
     try:
-        explicit = _session_agents(agents_json, err)
+        explicit = _session_agents(agents_json, err, redactor)
         if not no_store:
             database = _open_store(cwd)
         headless = "allow" if yes else "pause" if database is not None else "deny"
@@ -209,8 +209,11 @@ def run_command(
         raise typer.Exit(1)
 
 
-def _session_agents(agents_json: str | None, err: Console) -> list[AgentDefinition]:
-    """The agents given with --agents, their problems printed as ``agents validate`` does."""
+def _session_agents(
+    agents_json: str | None, err: Console, redactor: Redactor
+) -> list[AgentDefinition]:
+    """The agents given with --agents, their problems printed (redacted) as ``agents
+    validate`` does."""
     if agents_json is None:
         return []
     from rich.markup import escape
@@ -219,15 +222,15 @@ def _session_agents(agents_json: str | None, err: Console) -> list[AgentDefiniti
 
     definitions = explicit_agents_from_json(agents_json)
     for definition in definitions:
+        name = escape(redactor.text(definition.name))
         for reason in definition.validation_errors:
             err.print(
-                f"[red]--agents: {escape(definition.name)} is invalid:[/] {escape(reason)}",
+                f"[red]--agents: {name} is invalid:[/] {escape(redactor.text(reason))}",
                 highlight=False,
             )
         for reason in definition.warnings:
             err.print(
-                f"[yellow]--agents: {escape(definition.name)}:[/] {escape(reason)}",
-                highlight=False,
+                f"[yellow]--agents: {name}:[/] {escape(redactor.text(reason))}", highlight=False
             )
     return definitions
 
