@@ -375,3 +375,19 @@ def test_a_framework_agent_renders_to_markdown_and_reads_back_the_same() -> None
     for field in ("endpoint", "api_key_env", "model", "temperature", "max_turns", "tools"):
         assert getattr(back, field) == getattr(d, field), field
     assert back.system_prompt == d.system_prompt and back.description == d.description
+
+
+def test_a_long_role_gives_a_short_description_and_says_so() -> None:
+    from subagents.definitions.framework import MAX_DERIVED_DESCRIPTION
+
+    role = "You are thorough. " * 40 + "\n\nSecond paragraph."
+    d = parse({"name": "long", "role": role})
+
+    assert d.status == "active"
+    assert d.system_prompt == role.strip()
+    assert d.description.endswith(" ...")
+    assert len(d.description) <= MAX_DERIVED_DESCRIPTION + 4
+    assert role.startswith(d.description.removesuffix(" ..."))
+    assert any(
+        "the description is the first" in w and "add a 'description'" in w for w in d.warnings
+    )

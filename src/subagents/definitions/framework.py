@@ -29,7 +29,8 @@ What each key becomes:
 - ``role`` says who the agent is. Frameworks use it as the agent's instructions or as its
   one-line job title, so it fills whichever of the two the file leaves out: without ``prompt``
   it is the system prompt; without ``description`` its first paragraph is the description (what
-  the Task tool shows when choosing an agent). A file with both ``prompt`` and ``description``
+  the Task tool shows when choosing an agent; cut at :data:`MAX_DERIVED_DESCRIPTION` characters,
+  with a warning). A file with both ``prompt`` and ``description``
   gets ``role`` as the first paragraph of its system prompt, so that it is never lost.
 """
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LLM_CONFIG_FIELDS", "from_framework_shape"]
+__all__ = ["LLM_CONFIG_FIELDS", "MAX_DERIVED_DESCRIPTION", "from_framework_shape"]
 
 LLM_CONFIG_FIELDS: dict[str, str] = {
     "model": "llm_config.model",
@@ -48,6 +49,8 @@ LLM_CONFIG_FIELDS: dict[str, str] = {
     "api_key_env": "llm_config.api_key_env",
 }
 """``llm_config`` key -> the spelling it is read under (see ``FIELD_SPELLINGS``)."""
+MAX_DERIVED_DESCRIPTION = 300
+"""Characters of ``role`` that may become a description (the Task tool lists them all)."""
 _PROMPT_KEYS = ("prompt", "system_prompt", "systemPrompt")
 _SECRET_KEYS = ("api_key", "apiKey", "api-key", "key", "token")
 
@@ -100,6 +103,20 @@ def _hoist_llm_config(config: object, into: dict[Any, Any], warnings: list[str])
         into[spelling] = value
 
 
+def _description_from(role: str, warnings: list[str]) -> str:
+    """The first paragraph of ``role``, cut at a word when longer than a description should
+    be (every agent's description is in the Task tool's listing), saying so."""
+    first = " ".join(role.split("\n\n", 1)[0].split())
+    if len(first) <= MAX_DERIVED_DESCRIPTION:
+        return first
+    cut = first[:MAX_DERIVED_DESCRIPTION].rsplit(" ", 1)[0] or first[:MAX_DERIVED_DESCRIPTION]
+    warnings.append(
+        f"the description is the first {len(cut)} characters of 'role'; add a 'description' "
+        "saying in a sentence what the agent does and when to use it"
+    )
+    return cut + " ..."
+
+
 def _apply_role(role: object, into: dict[Any, Any], warnings: list[str]) -> None:
     if not isinstance(role, str) or not role.strip():
         warnings.append("'role' must be text saying who the agent is; it is ignored")
@@ -110,7 +127,7 @@ def _apply_role(role: object, into: dict[Any, Any], warnings: list[str]) -> None
     if prompt_key is None:
         into["prompt"] = role
     if not has_description:
-        into["description"] = role.split("\n\n", 1)[0].strip()
+        into["description"] = _description_from(role, warnings)
     if prompt_key is not None and has_description:
         prompt = into[prompt_key]
         if isinstance(prompt, str):
