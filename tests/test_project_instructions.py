@@ -443,3 +443,20 @@ def test_a_rules_folder_with_too_many_files_is_cut_with_a_warning(repo: Path) ->
 
     assert len(loaded.files) == MAX_RULE_FILES
     assert any(f"more than {MAX_RULE_FILES} rule files" in w for w in loaded.warnings)
+
+
+async def test_builtin_explore_and_plan_skip_them_as_in_claude_code_general_purpose_does_not(
+    repo: Path,
+) -> None:
+    write(repo / "CLAUDE.md", "PROJECT-RULES")
+    children = {
+        name: ScriptedModel([f"{name} done"]) for name in ("explore", "plan", "general-purpose")
+    }
+    main = ScriptedModel([task("explore"), task("plan"), task("general-purpose"), "all done"])
+    runtime = Runtime(cwd=repo, model=main, agent_models=children)
+
+    await runtime.run("go")
+
+    assert "PROJECT-RULES" not in children["explore"].requests[0].system
+    assert "PROJECT-RULES" not in children["plan"].requests[0].system
+    assert "PROJECT-RULES" in children["general-purpose"].requests[0].system
