@@ -391,3 +391,11 @@ def test_a_long_role_gives_a_short_description_and_says_so() -> None:
     assert any(
         "the description is the first" in w and "add a 'description'" in w for w in d.warnings
     )
+
+
+def test_an_empty_prompt_or_description_is_filled_from_role() -> None:
+    d = parse(framework_agent(prompt="", description=None))
+
+    assert d.status == "active", d.validation_errors
+    assert d.system_prompt.startswith("You are a research assistant.")
+    assert d.description == "You are a research assistant."

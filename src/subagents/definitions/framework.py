@@ -122,9 +122,11 @@ def _apply_role(role: object, into: dict[Any, Any], warnings: list[str]) -> None
         warnings.append("'role' must be text saying who the agent is; it is ignored")
         return
     role = role.strip()
-    prompt_key = next((key for key in _PROMPT_KEYS if key in into), None)
-    has_description = "description" in into
+    prompt_key = next((key for key in _PROMPT_KEYS if _given(into.get(key))), None)
+    has_description = _given(into.get("description"))
     if prompt_key is None:
+        for key in _PROMPT_KEYS:  # an empty prompt under another spelling would win over it
+            into.pop(key, None)
         into["prompt"] = role
     if not has_description:
         into["description"] = _description_from(role, warnings)
@@ -132,3 +134,8 @@ def _apply_role(role: object, into: dict[Any, Any], warnings: list[str]) -> None
         prompt = into[prompt_key]
         if isinstance(prompt, str):
             into[prompt_key] = f"{role}\n\n{prompt}"
+
+
+def _given(value: object) -> bool:
+    """Whether a text field really says something (``""`` and ``null`` do not)."""
+    return isinstance(value, str) and bool(value.strip())
