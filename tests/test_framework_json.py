@@ -399,3 +399,25 @@ def test_an_empty_prompt_or_description_is_filled_from_role() -> None:
     assert d.status == "active", d.validation_errors
     assert d.system_prompt.startswith("You are a research assistant.")
     assert d.description == "You are a research assistant."
+
+
+def test_autogens_config_list_gives_model_and_endpoint_from_its_first_entry() -> None:
+    llm_config = {
+        "temperature": 0.1,
+        "config_list": [
+            {"model": "qwen2.5:7b", "base_url": "http://127.0.0.1:11434/v1", "api_key": KEY},
+            {"model": "gpt-4o", "api_key": KEY},
+        ],
+    }
+
+    d = parse(framework_agent(llm_config=llm_config))
+
+    assert d.status == "active", d.validation_errors
+    assert (d.model, d.endpoint, d.temperature) == (
+        "qwen2.5:7b",
+        "http://127.0.0.1:11434/v1",
+        0.1,
+    )
+    assert any("only the first of the 2 entries" in w for w in d.warnings)
+    assert any("'llm_config.config_list[0].api_key' is not read" in w for w in d.warnings)
+    assert KEY not in d.model_dump_json()

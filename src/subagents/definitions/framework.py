@@ -25,7 +25,9 @@ What each key becomes:
   key is read from the environment when the model is built, never from the file, and never
   stored: a literal ``api_key`` is dropped with a warning. Other ``llm_config`` keys
   (``max_tokens``, ...) are warned about and ignored. With an ``endpoint``, ``model`` is the
-  name the server knows the model by (``llama3.2:3b``), sent as written.
+  name the server knows the model by (``llama3.2:3b``), sent as written. AutoGen's
+  ``llm_config.config_list`` is read too: its first entry (``model``, ``base_url``) fills what
+  the keys beside it leave open; further entries are ignored with a warning.
 - ``role`` says who the agent is. Frameworks use it as the agent's instructions or as its
   one-line job title, so it fills whichever of the two the file leaves out: without ``prompt``
   it is the system prompt; without ``description`` its first paragraph is the description (what
@@ -81,24 +83,44 @@ def _hoist_llm_config(config: object, into: dict[Any, Any], warnings: list[str])
             '"http://localhost:8000/v1"}; it is ignored'
         )
         return
+    _hoist_entries(config, "llm_config", into, warnings)
+    entries = config.get("config_list")
+    if entries is None:
+        return
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        warnings.append("'llm_config.config_list' must be a list of objects; it is ignored")
+        return
+    if len(entries) > 1:
+        warnings.append(
+            f"only the first of the {len(entries)} entries of 'llm_config.config_list' is used "
+            "(no fallback between them here)"
+        )
+    if entries:
+        _hoist_entries(entries[0], "llm_config.config_list[0]", into, warnings)
+
+
+def _hoist_entries(
+    config: Mapping[Any, Any], where: str, into: dict[Any, Any], warnings: list[str]
+) -> None:
     for raw_key, value in config.items():
         key = str(raw_key)
+        if key == "config_list" and where == "llm_config":
+            continue  # read after the keys beside it, which win
         if key in _SECRET_KEYS:
             warnings.append(
-                f"'llm_config.{key}' is not read: a key does not belong in an agent file. Put "
-                "it in an environment variable and name that variable in "
-                "'llm_config.api_key_env'"
+                f"'{where}.{key}' is not read: a key does not belong in an agent file. Put it "
+                "in an environment variable and name that variable in 'llm_config.api_key_env'"
             )
             continue
         spelling = LLM_CONFIG_FIELDS.get(key)
         if spelling is None:
             warnings.append(
-                f"'llm_config.{key[:60]}' is not supported here; it is ignored (supported: "
+                f"'{where}.{key[:60]}' is not supported here; it is ignored (supported: "
                 f"{', '.join(sorted(LLM_CONFIG_FIELDS))})"
             )
             continue
         if spelling in into:
-            warnings.append(f"'llm_config.{key}' is ignored: it was already given")
+            warnings.append(f"'{where}.{key}' is ignored: it was already given")
             continue
         into[spelling] = value
 
