@@ -5,6 +5,7 @@ model records show: nearest first, up to the repository root, then the user's ow
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -402,6 +403,11 @@ def test_agents_show_names_the_files_an_agent_gets_or_why_none(
         reader.stdout
     )
     assert "project instructions  left out (omitClaudeMd)" in loner.stdout
+    shown = runner.invoke(agents_app, ["show", "reader", "--json", "--cwd", str(repo)])
+    assert json.loads(shown.stdout)["project_instructions"] == [
+        {"path": "CLAUDE.md", "cut": False},
+        {"path": str(isolated_home / ".claude" / "CLAUDE.md"), "cut": False},
+    ]
 
 
 # -- .claude/rules ---------------------------------------------------------------------------

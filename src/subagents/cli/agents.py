@@ -225,6 +225,7 @@ def show_agent(
     if as_json:
         data = _record_json(record, base)
         data["system_prompt"] = record.definition.system_prompt
+        data["project_instructions"] = _instruction_files(record.definition, base)
         _print_json(data)
         return
 
@@ -283,15 +284,21 @@ def show_agent(
     console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
 
 
-def _instructions_summary(d: AgentDefinition, base: Path) -> str:
-    """The CLAUDE.md / AGENTS.md files the agent is given, or why none."""
+def _instruction_files(d: AgentDefinition, base: Path) -> list[dict[str, Any]]:
+    """The CLAUDE.md / AGENTS.md / rule files the agent is given in ``base``."""
     from subagents.runtime.instructions import load_project_instructions
 
     if d.omit_claude_md:
-        return "left out (omitClaudeMd)"
+        return []
     loaded = load_project_instructions(base)
-    shown = [_display_path(f.path, base) + (" (cut)" if f.cut else "") for f in loaded.files]
-    return ", ".join(shown)
+    return [{"path": _display_path(f.path, base), "cut": f.cut} for f in loaded.files]
+
+
+def _instructions_summary(d: AgentDefinition, base: Path) -> str:
+    if d.omit_claude_md:
+        return "left out (omitClaudeMd)"
+    files = _instruction_files(d, base)
+    return ", ".join(f["path"] + (" (cut)" if f["cut"] else "") for f in files)
 
 
 def _endpoint_summary(d: AgentDefinition) -> str:
