@@ -123,9 +123,9 @@ def test_odd_llm_config_values_are_warnings_never_errors(llm_config: object, war
 def test_two_spellings_of_one_field_keep_the_first_and_say_so() -> None:
     d = parse(framework_agent(maxTurns=3, model="gpt-4o"))
 
-    assert d.max_turns == 7
-    assert any("'max_iterations' and 'maxTurns' are set" in w for w in d.warnings)
-    assert any("'model' is ignored" in w or "'llm_config.model'" in w for w in d.warnings)
+    assert (d.max_turns, d.model) == (7, "llama3.2:3b")
+    assert "both 'max_iterations' and 'maxTurns' are set; 'maxTurns' is ignored" in d.warnings
+    assert "both 'llm_config.model' and 'model' are set; 'model' is ignored" in d.warnings
 
 
 def test_a_role_that_is_not_text_is_a_warning_and_the_file_says_what_is_missing() -> None:
@@ -189,7 +189,7 @@ def test_agents_show_lists_the_endpoint_and_no_no_effect_warning(
     assert data["max_turns"] == 7 and data["warnings"] == []
 
 
-def test_a_json_file_in_an_agents_folder_is_found_and_active(tmp_path: Path) -> None:
+def test_a_framework_json_file_on_disk_is_active(tmp_path: Path) -> None:
     path = write(tmp_path / "researcher.json", json.dumps(framework_agent()))
     assert parse_agent_file(path).status == "active"
 

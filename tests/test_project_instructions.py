@@ -20,7 +20,6 @@ from subagents.models.testing import ScriptedModel, tool_call_response
 from subagents.runtime.events import Event, EventBus, InstructionsNotice
 from subagents.runtime.instructions import (
     MAX_FILE_CHARS,
-    MAX_TOTAL_CHARS,
     imports_in,
     load_project_instructions,
 )
@@ -230,10 +229,6 @@ def test_a_file_is_read_again_only_when_it_changes(repo: Path) -> None:
     path.write_text("SECOND, longer", encoding="utf-8")
     os.utime(path, ns=(1, 1_000_000_000))
     assert load_project_instructions(repo).files[0].text == "SECOND, longer"
-
-
-def test_the_default_caps_are_sane() -> None:
-    assert 0 < MAX_FILE_CHARS <= MAX_TOTAL_CHARS
 
 
 @settings(
