@@ -5,6 +5,7 @@ model records show: nearest first, up to the repository root, then the user's ow
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from subagents.models.testing import ScriptedModel, tool_call_response
 from subagents.runtime.events import Event, EventBus, InstructionsNotice
 from subagents.runtime.instructions import (
     MAX_FILE_CHARS,
-    MAX_TOTAL_CHARS,
+    imports_in,
     load_project_instructions,
 )
 from subagents.runtime.runtime import Runtime
@@ -219,7 +220,7 @@ def test_a_directory_a_fifo_and_a_broken_link_are_skipped_without_hanging(repo: 
     reasons = " | ".join(loaded.warnings)
     assert "CLAUDE.md is skipped: it is not a regular file" in reasons
     assert "AGENTS.md is skipped: it is not a regular file" in reasons
-    assert "CLAUDE.local.md is skipped: it cannot be read" in reasons
+    assert "CLAUDE.local.md is skipped: it is a broken symbolic link" in reasons
 
 
 def test_a_file_is_read_again_only_when_it_changes(repo: Path) -> None:
@@ -228,10 +229,6 @@ def test_a_file_is_read_again_only_when_it_changes(repo: Path) -> None:
     path.write_text("SECOND, longer", encoding="utf-8")
     os.utime(path, ns=(1, 1_000_000_000))
     assert load_project_instructions(repo).files[0].text == "SECOND, longer"
-
-
-def test_the_default_caps_are_sane() -> None:
-    assert 0 < MAX_FILE_CHARS <= MAX_TOTAL_CHARS
 
 
 @settings(
@@ -256,3 +253,211 @@ def test_any_bytes_give_a_prefix_within_the_cap_or_a_warning(
         assert whole.startswith(file.text)
         assert file.cut == (len(file.text) < len(whole))
         assert file.cut == any("is cut" in warning for warning in loaded.warnings)
+
+
+# -- @path imports ---------------------------------------------------------------------------
+
+
+def test_imports_follow_the_importing_file_and_say_who_imported_them(
+    repo: Path, isolated_home: Path
+) -> None:
+    write(
+        repo / "pkg" / "CLAUDE.md",
+        "PKG-RULES: see @docs/style.md and @~/.claude/mine.md; use @pytest.fixture freely.\n",
+    )
+    write(repo / "pkg" / "docs" / "style.md", "STYLE: four spaces")
+    write(isolated_home / ".claude" / "mine.md", "MINE: my sandbox")
+    write(repo / "AGENTS.md", "ROOT-AGENTS")
+
+    loaded = load_project_instructions(repo / "pkg")
+
+    assert [file.text.split(":")[0] for file in loaded.files] == [
+        "PKG-RULES",
+        "STYLE",
+        "MINE",
+        "ROOT-AGENTS",
+    ]
+    assert loaded.warnings == ()
+    section = loaded.prompt_section()
+    assert f"(project instructions, imported by {repo / 'pkg' / 'CLAUDE.md'})" in section
+
+
+def test_imports_inside_code_are_not_followed(repo: Path) -> None:
+    write(
+        repo / "CLAUDE.md",
+        "Run `@code-span.md` like this:\n\n```\n@fenced.md\n```\n\nThen @prose.md\n",
+    )
+    for name in ("code-span.md", "fenced.md", "prose.md"):
+        write(repo / name, f"FROM {name}")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == ["CLAUDE.md", "prose.md"]
+
+
+def test_a_project_file_cannot_import_files_outside_the_project(
+    repo: Path, isolated_home: Path
+) -> None:
+    write(repo.parent / "secret.md", "OUTSIDE-SECRET")
+    write(isolated_home / ".ssh" / "id_rsa", "PRIVATE-KEY")
+    write(repo / "CLAUDE.md", "Read @../secret.md and @~/.ssh/id_rsa and @/etc/hostname\n")
+
+    loaded = load_project_instructions(repo)
+
+    section = loaded.prompt_section()
+    assert "OUTSIDE-SECRET" not in section and "PRIVATE-KEY" not in section
+    refused = [w for w in loaded.warnings if "outside the project and ~/.claude" in w]
+    assert len(refused) == 3
+    assert "not read" in refused[0]
+
+
+def test_a_project_file_linking_outside_the_project_is_not_read(
+    repo: Path, isolated_home: Path
+) -> None:
+    secret = write(isolated_home / ".aws" / "credentials", "AWS-SECRET")
+    (repo / "CLAUDE.md").symlink_to(secret)
+    write(repo / "docs" / "shared.md", "SHARED-INSIDE")
+    (repo / "AGENTS.md").symlink_to(repo / "docs" / "shared.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.text for file in loaded.files] == ["SHARED-INSIDE"]
+    assert "AWS-SECRET" not in loaded.prompt_section()
+    assert any(
+        f"{repo / 'CLAUDE.md'} links to {secret}, outside the project" in w for w in loaded.warnings
+    )
+
+
+def test_the_users_own_file_may_link_anywhere(tmp_path: Path, isolated_home: Path) -> None:
+    elsewhere = write(tmp_path / "dotfiles" / "CLAUDE.md", "USER-DOTFILES @extra.md")
+    write(tmp_path / "dotfiles" / "extra.md", "NOT-HERE: imports start beside the link")
+    write(isolated_home / ".claude" / "extra.md", "USER-EXTRA")
+    (isolated_home / ".claude" / "CLAUDE.md").symlink_to(elsewhere)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+
+    loaded = load_project_instructions(project)
+
+    assert [file.text for file in loaded.files] == ["USER-DOTFILES @extra.md", "USER-EXTRA"]
+    assert loaded.warnings == ()
+
+
+def test_an_import_cycle_puts_each_file_in_once(repo: Path) -> None:
+    write(repo / "CLAUDE.md", "A imports @b.md")
+    write(repo / "b.md", "B imports @CLAUDE.md and @b.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == ["CLAUDE.md", "b.md"]
+
+
+def test_imports_nest_five_deep_and_say_where_they_stop(repo: Path) -> None:
+    write(repo / "CLAUDE.md", "level 0 @l1.md")
+    for level in range(1, 8):
+        write(repo / f"l{level}.md", f"level {level} @l{level + 1}.md")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.path.name for file in loaded.files] == [
+        "CLAUDE.md",
+        *(f"l{level}.md" for level in range(1, 6)),
+    ]
+    assert any("imports of" in w and "l5.md" in w and "5 deep" in w for w in loaded.warnings)
+
+
+@given(text=st.text(max_size=200))
+def test_finding_imports_never_fails(text: str) -> None:
+    for target in imports_in(text, Path("/base")):
+        assert isinstance(target, Path)
+
+
+def test_agents_show_names_the_files_an_agent_gets_or_why_none(
+    repo: Path, isolated_home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.agents import agents_app
+
+    write(repo / "CLAUDE.md", "rules")
+    write(isolated_home / ".claude" / "CLAUDE.md", "mine")
+    agents = repo / ".claude" / "agents"
+    write(agents / "reader.md", "---\nname: reader\ndescription: Reads\n---\nYou read.\n")
+    write(
+        agents / "loner.md",
+        "---\nname: loner\ndescription: Alone\nomitClaudeMd: true\n---\nYou work alone.\n",
+    )
+    runner = CliRunner()
+
+    reader = runner.invoke(
+        agents_app, ["show", "reader", "--cwd", str(repo)], env={"COLUMNS": "400"}
+    )
+    loner = runner.invoke(agents_app, ["show", "loner", "--cwd", str(repo)], env={"COLUMNS": "400"})
+
+    assert reader.exit_code == 0 and loner.exit_code == 0
+    assert f"project instructions  CLAUDE.md, {isolated_home / '.claude' / 'CLAUDE.md'}" in (
+        reader.stdout
+    )
+    assert "project instructions  left out (omitClaudeMd)" in loner.stdout
+    shown = runner.invoke(agents_app, ["show", "reader", "--json", "--cwd", str(repo)])
+    assert json.loads(shown.stdout)["project_instructions"] == [
+        {"path": "CLAUDE.md", "cut": False},
+        {"path": str(isolated_home / ".claude" / "CLAUDE.md"), "cut": False},
+    ]
+
+
+# -- .claude/rules ---------------------------------------------------------------------------
+
+
+def test_rules_follow_their_directorys_files_and_scoped_rules_are_left_out_with_a_warning(
+    repo: Path, isolated_home: Path
+) -> None:
+    rules = repo / ".claude" / "rules"
+    write(repo / "CLAUDE.md", "ROOT")
+    write(rules / "testing.md", "TESTING: run pytest -x")
+    write(rules / "frontend" / "style.md", "---\ndescription: style\n---\nSTYLE: use tabs\n")
+    write(rules / "go.md", '---\npaths:\n  - "**/*.go"\n---\nGO-ONLY\n')
+    write(rules / "cs.md", "---\nglobs: **/*.cs\n---\nCS-ONLY\n")
+    write(rules / ".hidden.md", "HIDDEN")
+    write(rules / "notes.txt", "NOT-MARKDOWN")
+    write(isolated_home / ".claude" / "rules" / "mine.md", "MY-RULE")
+
+    loaded = load_project_instructions(repo)
+
+    assert [file.text.strip() for file in loaded.files] == [
+        "ROOT",
+        "STYLE: use tabs",
+        "TESTING: run pytest -x",
+        "MY-RULE",
+    ]
+    (warning,) = loaded.warnings
+    assert warning.startswith("2 rule file(s) apply only to some paths")
+    assert str(rules / "go.md") in warning and str(rules / "cs.md") in warning
+
+
+def test_a_rules_folder_with_too_many_files_is_cut_with_a_warning(repo: Path) -> None:
+    from subagents.runtime.instructions import MAX_RULE_FILES
+
+    for index in range(MAX_RULE_FILES + 5):
+        write(repo / ".claude" / "rules" / f"r{index:04d}.md", f"rule {index}")
+
+    loaded = load_project_instructions(repo)
+
+    assert len(loaded.files) == MAX_RULE_FILES
+    assert any(f"more than {MAX_RULE_FILES} rule files" in w for w in loaded.warnings)
+
+
+async def test_builtin_explore_and_plan_skip_them_as_in_claude_code_general_purpose_does_not(
+    repo: Path,
+) -> None:
+    write(repo / "CLAUDE.md", "PROJECT-RULES")
+    children = {
+        name: ScriptedModel([f"{name} done"]) for name in ("explore", "plan", "general-purpose")
+    }
+    main = ScriptedModel([task("explore"), task("plan"), task("general-purpose"), "all done"])
+    runtime = Runtime(cwd=repo, model=main, agent_models=children)
+
+    await runtime.run("go")
+
+    assert "PROJECT-RULES" not in children["explore"].requests[0].system
+    assert "PROJECT-RULES" not in children["plan"].requests[0].system
+    assert "PROJECT-RULES" in children["general-purpose"].requests[0].system

@@ -593,10 +593,16 @@ class Inventory:
     def _record(
         self, config: Config, definition: AgentDefinition, overrides: list[AgentDefinition]
     ) -> AgentRecord:
-        choice = config.model_choice(definition.model)  # the one the run makes, too
-        effective = choice.model
-        if effective is None and choice.requested is not None:
-            effective = "inherit"
+        from subagents.models.endpoint import uses_endpoint
+
+        choice: ModelChoice | None = None
+        if uses_endpoint(definition):  # its own server: no alias, no fallback
+            effective: str | None = f"{definition.model} at {definition.endpoint}"
+        else:
+            choice = config.model_choice(definition.model)  # the one the run makes, too
+            effective = choice.model
+            if effective is None and choice.requested is not None:
+                effective = "inherit"
         return AgentRecord(
             definition=definition,
             effective_tools=self._effective_tools(definition),

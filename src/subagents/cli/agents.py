@@ -178,6 +178,8 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "skills": d.skills,
         "memory": d.memory,
         "memory_folder": _memory_folder(d, base),
+        "endpoint": d.endpoint,
+        "api_key_env": d.api_key_env,
         "extra": d.extra,
         "validation_errors": d.validation_errors,
         "warnings": d.warnings,
@@ -296,6 +298,7 @@ def show_agent(
     if as_json:
         data = _record_json(record, base)
         data["system_prompt"] = record.definition.system_prompt
+        data["project_instructions"] = _instruction_files(record.definition, base)
         _print_json(data)
         return
 
@@ -330,6 +333,8 @@ def show_agent(
         ("skills", ", ".join(d.skills)),
         ("memory", f"{d.memory}: {_memory_folder(d, base)}" if d.memory else None),
         *_isolation_effort_hooks_rows(d),
+        ("endpoint", _endpoint_summary(d)),
+        ("project instructions", _instructions_summary(d, base)),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
@@ -384,6 +389,31 @@ def _isolation_effort_hooks_rows(d: AgentDefinition) -> list[tuple[str, object]]
     if d.hooks:
         rows.append(("hooks", describe_agent_hooks(d.hooks)))
     return rows
+
+
+def _instruction_files(d: AgentDefinition, base: Path) -> list[dict[str, Any]]:
+    """The CLAUDE.md / AGENTS.md / rule files the agent is given in ``base``."""
+    from subagents.runtime.instructions import load_project_instructions
+
+    if d.omit_claude_md:
+        return []
+    loaded = load_project_instructions(base)
+    return [{"path": _display_path(f.path, base), "cut": f.cut} for f in loaded.files]
+
+
+def _instructions_summary(d: AgentDefinition, base: Path) -> str:
+    if d.omit_claude_md:
+        return "left out (omitClaudeMd)"
+    files = _instruction_files(d, base)
+    return ", ".join(f["path"] + (" (cut)" if f["cut"] else "") for f in files)
+
+
+def _endpoint_summary(d: AgentDefinition) -> str:
+    """Where the agent's own server is, and where its key comes from (never the key)."""
+    if d.endpoint is None:
+        return ""
+    key = f"key from ${d.api_key_env}" if d.api_key_env else "no key sent"
+    return f"{d.endpoint} ({key})"
 
 
 def _find_record(inventory: Inventory, name: str) -> AgentRecord:

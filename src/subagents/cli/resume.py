@@ -53,6 +53,13 @@ def resume_command(
     cwd: CwdOption = None,
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    agents_json: Annotated[
+        str | None,
+        typer.Option(
+            "--agents",
+            help="The session agents the run was started with (--agents JSON of 'run').",
+        ),
+    ] = None,
 ) -> None:
     """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
     Secrets are redacted from everything printed."""
@@ -61,9 +68,9 @@ def resume_command(
 
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
+    from subagents.inventory import explicit_agents_from_json
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
-    from subagents.secrets import known_credentials
     from subagents.store.sqlite import SQLiteStore
     from subagents.tracing.redact import Redactor
 
@@ -73,6 +80,7 @@ def resume_command(
     with user_errors(), _redacted_errors(lambda: redactor):
         decision = parse_decision(approve, reject, modify, set_values or [])
         _check_mode(permission_mode)
+        session_agents = explicit_agents_from_json(agents_json) if agents_json else []
         path = store_path(cwd, store)
         if not path.exists():  # opening it would create an empty store as a side effect
             raise StoreError(
@@ -97,8 +105,9 @@ def resume_command(
                 headless=headless,
                 events=events,
                 store=database,
+                agents=session_agents,
             )
-            redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+            redactor = Redactor(runtime.credentials())
             if not as_json:
                 printer = progress_printer(err, redactor)
                 events.subscribe(printer)

@@ -12,6 +12,8 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.definitions.model import AgentDefinition
+    from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
     from subagents.tracing.redact import Redactor
 
@@ -19,9 +21,23 @@ __all__ = ["run_command"]
 
 
 def run_command(
-    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    prompt: Annotated[
+        str | None,
+        typer.Argument(
+            help="What the agent should do (default: the initialPrompt of the --agent).",
+            show_default=False,
+        ),
+    ] = None,
     agent: Annotated[
         str | None, typer.Option("--agent", "-a", help="Run this agent instead of the main agent.")
+    ] = None,
+    agents_json: Annotated[
+        str | None,
+        typer.Option(
+            "--agents",
+            help="Extra agents for this run as JSON, as in Claude Code: "
+            '\'{"name": {"description": "...", "prompt": "..."}}\' (highest precedence).',
+        ),
     ] = None,
     model: Annotated[
         str | None,
@@ -86,6 +102,8 @@ def run_command(
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
+    Without PROMPT, the agent named by --agent starts from the initialPrompt of its file.
+
     The run is recorded as a task in the project's store (.subagents/state.db): a tool that
     needs approval in a run nobody watches pauses it, and `subagents resume TASK` continues it,
     after a decision or a crash. Secrets are redacted from everything printed.
@@ -97,7 +115,6 @@ def run_command(
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
-    from subagents.secrets import known_credentials
     from subagents.tools.permissions import PERMISSION_MODES
     from subagents.tracing.redact import Redactor
 
@@ -118,6 +135,7 @@ def run_command(
     printer: ProgressPrinter | None = None
     database = None
     try:
+        explicit = _session_agents(agents_json, err, redactor)
         if not no_store:
             database = _open_store(cwd)
         headless = "allow" if yes else "pause" if database is not None else "deny"
@@ -131,11 +149,13 @@ def run_command(
             store=database,
             allowed_tools=allowed_tools or (),
             disallowed_tools=disallowed_tools or (),
+            agents=explicit,
         )
         runtime.permission_rules()  # read now, to say what cannot be used before the run
         for warning in runtime.permission_warnings:
             err.print(f"[yellow]Warning:[/] {escape(warning)}")
-        redactor = Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+        redactor = Redactor(runtime.credentials())
+        prompt = _prompt_for(runtime, prompt, agent)
         if interactive:
             runtime.approver = _ask_person(err, redactor)
         if not (as_json or ui):
@@ -210,6 +230,54 @@ def run_command(
             err.print(f"[dim]task {result.task_id}[/]")
     if result.status not in ("completed", "awaiting_human"):
         raise typer.Exit(1)
+
+
+def _session_agents(
+    agents_json: str | None, err: Console, redactor: Redactor
+) -> list[AgentDefinition]:
+    """The agents given with --agents, their problems printed (redacted) as ``agents
+    validate`` does."""
+    if agents_json is None:
+        return []
+    from rich.markup import escape
+
+    from subagents.inventory import explicit_agents_from_json
+
+    definitions = explicit_agents_from_json(agents_json)
+    for definition in definitions:
+        name = escape(redactor.text(definition.name))
+        for reason in definition.validation_errors:
+            err.print(
+                f"[red]--agents: {name} is invalid:[/] {escape(redactor.text(reason))}",
+                highlight=False,
+            )
+        for reason in definition.warnings:
+            err.print(
+                f"[yellow]--agents: {name}:[/] {escape(redactor.text(reason))}", highlight=False
+            )
+    return definitions
+
+
+def _prompt_for(runtime: Runtime, prompt: str | None, agent: str | None) -> str:
+    """``prompt``, else the ``initialPrompt`` of ``agent``; a clear error without either."""
+    from subagents.errors import SubagentsError
+
+    if prompt is not None and prompt.strip():
+        return prompt
+    if agent is None:
+        raise SubagentsError(
+            "No prompt given.",
+            hint="pass one (subagents run 'fix the failing test'), or run an agent whose file "
+            "sets initialPrompt with --agent NAME",
+        )
+    definition = runtime.inventory.get(agent).definition
+    if definition.initial_prompt is None or not definition.initial_prompt.strip():
+        raise SubagentsError(
+            f"No prompt given, and agent {definition.name!r} has no initialPrompt.",
+            hint=f"pass a prompt (subagents run 'PROMPT' --agent {definition.name}), or set "
+            f"initialPrompt in {definition.location}",
+        )
+    return definition.initial_prompt
 
 
 def _open_store(cwd: Path | None) -> Any:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
 from subagents._preview import preview, shorten
+from subagents.definitions.framework import from_framework_shape
 from subagents.definitions.model import (
     EFFORT_LEVELS,
     AgentDefinition,
@@ -56,6 +58,14 @@ FIELD_SPELLINGS: dict[str, str] = {
     "initial_prompt": "initial_prompt",
     "omitClaudeMd": "omit_claude_md",
     "omit_claude_md": "omit_claude_md",
+    # the Python framework shape (see subagents.definitions.framework)
+    "max_iterations": "max_turns",
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "llm_config.model": "model",
+    "llm_config.temperature": "temperature",
+    "llm_config.endpoint": "endpoint",
+    "llm_config.api_key_env": "api_key_env",
 }
 # Where the system prompt lives when a dialect has no Markdown body.
 BODY_KEYS: dict[Dialect, tuple[str, ...]] = {
@@ -372,6 +382,35 @@ def _mcp_servers(r: _Reader, key: str, value: object) -> tuple[list[str], dict[s
     return list(dict.fromkeys(names)), configs
 
 
+def _endpoint(r: _Reader, key: str, value: object) -> str | None:
+    """The base URL of an OpenAI-compatible server; anything else is a warning."""
+    if value is None:
+        return None
+    if isinstance(value, str) and _URL.fullmatch(value.strip()):
+        return value.strip()
+    r.warnings.append(
+        f"{_shown(key)} value {_shown(value)} is not an http(s) URL such as "
+        "'http://localhost:11434/v1'; it is ignored"
+    )
+    return None
+
+
+def _env_name(r: _Reader, key: str, value: object) -> str | None:
+    """The name of an environment variable (never its value)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and _ENV_NAME.fullmatch(value.strip()):
+        return value.strip()
+    r.warnings.append(
+        f"{_shown(key)} must name an environment variable (e.g. 'MY_LLM_KEY'), not "
+        f"{_shown(value)}; it is ignored"
+    )
+    return None
+
+
+_URL = re.compile(r"https?://[^\s/?#@]+(/\S*)?", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
 _Converter = Callable[[_Reader, str, Any], Any]
 _CONVERTERS: dict[str, _Converter] = {
     "name": _name,
@@ -391,6 +430,8 @@ _CONVERTERS: dict[str, _Converter] = {
     "effort": _effort,
     "initial_prompt": _text,
     "omit_claude_md": _flag,
+    "endpoint": _endpoint,
+    "api_key_env": _env_name,
 }
 
 
@@ -416,6 +457,9 @@ def definition_from_mapping(
     r = _Reader()
     r.errors.extend(errors or ())
     r.warnings.extend(warnings or ())
+    if dialect == "json":
+        data, framework_warnings = from_framework_shape(data)
+        r.warnings.extend(framework_warnings)
     body_keys = BODY_KEYS.get(dialect, ())
     extra: dict[str, Any] = {}
     for raw_key, value in data.items():

@@ -52,6 +52,10 @@ class AgentDefinition(BaseModel):
     ``effort`` (reasoning effort), ``initial_prompt`` (the first prompt when the agent runs as
     the main agent without one) and ``omit_claude_md`` (leave out CLAUDE.md / AGENTS.md).
 
+    From the Python framework shape (``llm_config``, see :mod:`subagents.definitions.framework`):
+    ``endpoint``, the base URL of the OpenAI-compatible server ``model`` runs on, and
+    ``api_key_env``, the environment variable holding that server's key (never the key).
+
     ``parse_errors`` / ``parse_warnings`` hold what the reader found (bad YAML, a value of the
     wrong type); :func:`~subagents.definitions.validate_definition` starts from them each time it
     recomputes ``validation_errors`` / ``warnings``, so validating twice is harmless.
@@ -83,6 +87,8 @@ class AgentDefinition(BaseModel):
     effort: Effort | None = None
     initial_prompt: str | None = None
     omit_claude_md: bool = False
+    endpoint: str | None = None
+    api_key_env: str | None = None
     scope: Scope = "explicit"
     source_path: Path | None = None
     dialect: Dialect = "python"

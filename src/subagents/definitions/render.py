@@ -64,6 +64,10 @@ def _frontmatter(d: AgentDefinition) -> dict[str, Any]:
         fm["initialPrompt"] = d.initial_prompt
     if d.omit_claude_md:
         fm["omitClaudeMd"] = True
+    if d.endpoint is not None:
+        fm["endpoint"] = d.endpoint
+    if d.api_key_env is not None:
+        fm["api_key_env"] = d.api_key_env
     for key, value in d.extra.items():
         if key not in _RESERVED_KEYS:
             fm[key] = value

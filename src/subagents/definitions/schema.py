@@ -130,5 +130,16 @@ def frontmatter_json_schema() -> dict[str, Any]:
                 "type": "boolean",
                 "description": "Leave CLAUDE.md / AGENTS.md out of the agent's context.",
             },
+            "endpoint": {
+                "type": "string",
+                "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://",
+                "description": "Base URL of the OpenAI-compatible server the agent's model runs "
+                "on (llm_config.endpoint in agent JSON); model is then that server's model name.",
+            },
+            "api_key_env": {
+                "type": "string",
+                "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                "description": "Environment variable holding the endpoint's key (never the key).",
+            },
         },
     }

@@ -250,7 +250,10 @@ def _findings(
                     "it is left out"
                 )
     unavailable = _check_tools(d, usable_servers, known_tools, errors, warnings)
-    model_error, model_warning = check_model(d.model, known_aliases=known_model_aliases)
+    if d.endpoint is None:
+        model_error, model_warning = check_model(d.model, known_aliases=known_model_aliases)
+    else:  # the model is whatever name that server gives it
+        model_error, model_warning = None, _endpoint_warning(d)
     if model_error:
         errors.append(model_error)
     if model_warning:
@@ -270,6 +273,15 @@ def _findings(
         "warnings": warnings,
         "unavailable_tool_names": unavailable,
     }
+
+
+def _endpoint_warning(d: AgentDefinition) -> str | None:
+    if d.model is None or d.model == "inherit":
+        return (
+            f"endpoint {_shown(d.endpoint)} is ignored without a model: name the model that "
+            "server runs in 'llm_config.model' (or 'model')"
+        )
+    return None
 
 
 def validate_in_place(d: AgentDefinition) -> AgentDefinition:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
+from subagents.models.endpoint import uses_endpoint
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookPayload
 from subagents.runtime.memory import memory_grants, with_memory_tools
@@ -473,6 +474,11 @@ class Delegation:
     ) -> tuple[Model, str, ModelChoice | None]:
         """The child's model, its name, and the choice when it falls back to the parent's."""
         runtime = self.runtime
+        if not override and uses_endpoint(definition):
+            try:  # the agent names its own server (llm_config.endpoint)
+                return (*runtime.endpoint_model(definition), None)
+            except SubagentsError as error:
+                raise ToolError(f"cannot start '{definition.name}': {error}") from None
         choice = runtime.model_choice(definition, override)
         try:
             if choice is not None and choice.error is not None:

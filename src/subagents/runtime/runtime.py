@@ -166,6 +166,7 @@ class Runtime:
                 known_mcp_servers=self._known_mcp_servers(),
                 tool_names=[tool.name for tool in (*self._mcp_tools, *self._extra_tools)],
             )
+            self._hide_endpoint_keys()
         return self._inventory
 
     def tool_environment(self) -> dict[str, str]:
@@ -175,7 +176,24 @@ class Runtime:
             from subagents.secrets import tool_environment
 
             self._tool_env = tool_environment(self.config)
+            self._hide_endpoint_keys()
         return self._tool_env
+
+    def _endpoint_keys(self) -> dict[str, str]:
+        """The keys the agents' ``llm_config.api_key_env`` name, once the inventory is read
+        (until then no agent has been chosen, so no such key is in use)."""
+        from subagents.models.endpoint import endpoint_keys
+
+        if self._inventory is None:
+            return {}
+        return endpoint_keys(record.definition for record in self._inventory.records.values())
+
+    def _hide_endpoint_keys(self) -> None:
+        """Take those keys out of the tools' environment, as the providers' keys are."""
+        if self._tool_env is not None:
+            from subagents.models.endpoint import drop_keys
+
+            drop_keys(self._tool_env, self._endpoint_keys(), keep=self.config.tools.pass_env)
 
     def bash_sandbox(self) -> BashSandbox | None:
         """The sandbox Bash runs in when ``[sandbox] enabled`` is set (else ``None``); raises
@@ -310,6 +328,17 @@ class Runtime:
             return ModelChoice(choice.requested, choice.wanted, long_context=choice.long_context)
         return choice
 
+    def endpoint_model(self, definition: AgentDefinition) -> tuple[Model, str]:
+        """The model of an agent that names its own server (``llm_config.endpoint``)."""
+        from subagents.models.endpoint import build_endpoint_model, endpoint_model_key
+
+        key = endpoint_model_key(definition)
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = build_endpoint_model(definition)
+            self._built_models.append(key)
+        return model, model.name
+
     def model_for_agent(self, agent_name: str, inherited: Model) -> tuple[Model, str]:
         """``inherited`` unless a model is pinned for ``agent_name``."""
         model = self._agent_models.get(agent_name, inherited)
@@ -324,6 +353,8 @@ class Runtime:
         if definition is not None:
             if definition.name in self._agent_models:
                 return self._agent_models[definition.name]
+            if definition.endpoint is not None and definition.model not in (None, "inherit"):
+                return self.endpoint_model(definition)[0]
             declared = definition.model
             # a model no form explains is only a warning on the file: the default runs instead
             if declared and declared != "inherit" and is_known_model(declared, self.config.models):
@@ -682,11 +713,20 @@ class Runtime:
             return None
         return HumanQuestion.from_dict(checkpoint.question)
 
-    def _redactor(self) -> Any:
+    def credentials(self) -> list[str]:
+        """Every credential this runtime was given (see
+        :func:`subagents.secrets.known_credentials`), with the keys of the agents' own
+        endpoints (``llm_config.api_key_env``): what must never be stored or printed."""
         from subagents.secrets import known_credentials
+
+        self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
+        credentials = known_credentials(self.config, self.mcp_config())
+        return [*credentials, *self._endpoint_keys().values()]
+
+    def _redactor(self) -> Any:
         from subagents.tracing.redact import Redactor
 
-        return Redactor(known_credentials(self.config, self.mcp_config()))
+        return Redactor(self.credentials())
 
     def _new_recorder(
         self,
@@ -844,6 +884,11 @@ class Runtime:
             return parent.model
         if record.model in self._models:
             return self._models[record.model]
+        definition = self._definition_named(record.agent_name)
+        if definition is not None and definition.endpoint is not None:
+            model, name = self.endpoint_model(definition)
+            if name == record.model:
+                return model
         return self.model_for(record.model)[0]
 
     def resume_sync(
