@@ -19,7 +19,17 @@ __all__ = [
     "classify_tool_name",
 ]
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash")
+BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "LS",
+    "Bash",
+    "WebFetch",
+    "WebSearch",
+)
 READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
 TASK_OUTPUT_TOOL_NAME = "TaskOutput"
@@ -36,8 +46,6 @@ ASK_HUMAN_TOOL_NAME = "AskHuman"  # pauses a durable run for a person
 # valid: the name is reported in a warning and left out of the effective tool set.
 CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
     {
-        "WebFetch",
-        "WebSearch",
         "NotebookEdit",
         "NotebookRead",
         "TodoWrite",

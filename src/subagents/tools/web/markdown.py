@@ -1,0 +1,59 @@
+"""A fetched page as text for a model: HTML turned into Markdown by markdownify, other text
+as it came, decoded with the charset the server named (else UTF-8; bad bytes replaced)."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Any
+
+__all__ = ["HTML_TYPES", "decode_text", "html_to_markdown", "looks_binary"]
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+# Elements whose content is no reading matter: scripts, styles, forms' inner workings, media.
+_DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+_SNIFFED_BYTES = 8192
+
+
+def looks_binary(data: bytes) -> bool:
+    """Whether bytes of unknown type are not text (a NUL in the first 8 KiB, as git and
+    ripgrep decide)."""
+    return b"\0" in data[:_SNIFFED_BYTES]
+
+
+def decode_text(data: bytes, charset: str | None) -> str:
+    encoding = "utf-8"
+    if charset:
+        try:
+            encoding = codecs.lookup(charset).name
+        except LookupError:
+            encoding = "utf-8"
+    if data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    return data.decode(encoding, errors="replace")
+
+
+def html_to_markdown(html: str, base_url: str) -> str:
+    """Markdown of ``html``; relative links and images are made absolute against
+    ``base_url`` so that the model can fetch them."""
+    from urllib.parse import urljoin
+
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser")
+    for element in soup(_DROPPED):
+        element.decompose()
+    for attribute, tags in (("href", ("a", "link")), ("src", ("img",))):
+        for tag in soup.find_all(tags):
+            value = tag.get(attribute)
+            if isinstance(value, str) and value and not value.startswith(("#", "data:")):
+                try:
+                    tag[attribute] = urljoin(base_url, value)
+                except ValueError:
+                    continue
+    options: dict[str, Any] = {"heading_style": "ATX", "bullets": "-", "strip_document": "strip"}
+    markdown = MarkdownConverter(**options).convert_soup(soup)
+    return _BLANK_RUNS.sub("\n\n", markdown).strip()
