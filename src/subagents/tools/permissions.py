@@ -84,7 +84,9 @@ class PermissionPolicy:
     """Decides, per tool call, whether it may run.
 
     - ``bypassPermissions``: everything runs.
-    - ``plan``: read-only tools only; anything else is refused.
+    - ``plan``: read-only tools only; anything else is refused. A read-only tool that still
+      needs approval (WebFetch: it changes nothing here but sends requests out) asks, as in
+      ``default``.
     - ``acceptEdits``: Write and Edit run; other tools that need approval ask the approver.
     - ``default``: tools that need approval ask the approver.
 
@@ -137,7 +139,7 @@ class PermissionPolicy:
     def needs_check(self, tool: Tool) -> bool:
         """Whether :meth:`check` could answer anything but "approved" for ``tool``."""
         if self.mode == "plan":
-            return not tool.read_only
+            return not tool.read_only or tool.requires_approval
         if tool.writes_paths and self.protected is not None:
             return True
         if self.mode == "bypassPermissions":
@@ -148,7 +150,7 @@ class PermissionPolicy:
         """Approve, deny (with a reason the model can read) or ask the approver."""
         if not self.needs_check(tool):
             return _APPROVED
-        if self.mode == "plan":
+        if self.mode == "plan" and not tool.read_only:
             return ApprovalDecision(
                 approved=False,
                 reason=f"plan mode is read-only; {tool.name} can change files or run commands, "

@@ -57,7 +57,7 @@ class AddressPolicy:
         for address in checked:
             why = self.refusal(address)
             if why is not None:
-                shown = host if host == str(address) else f"{host} ({address})"
+                shown = host if _same_address(host, address) else f"{host} ({address})"
                 raise BlockedAddressError(
                     f"{shown} is {why}, and WebFetch only reaches public addresses. A person "
                     "can allow it in [web] allow_private_addresses of .subagents/config.toml."
@@ -69,7 +69,7 @@ class AddressPolicy:
         mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
         if self._allows(address) or (mapped is not None and self._allows(mapped)):
             return None
-        for candidate in _with_embedded(address):
+        for candidate in reversed(_with_embedded(address)):  # the IPv4 meaning first
             kind = _non_public_kind(candidate)
             if kind is not None:
                 return kind
@@ -80,6 +80,13 @@ class AddressPolicy:
             address.version == network.version and address in network
             for network in self.allowed_networks
         )
+
+
+def _same_address(host: str, address: IPAddress) -> bool:
+    try:
+        return ipaddress.ip_address(normalise_host(host)) == address
+    except ValueError:
+        return False
 
 
 def normalise_host(host: str) -> str:

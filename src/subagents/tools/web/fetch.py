@@ -87,7 +87,7 @@ def check_url(raw: str) -> httpx2.URL:
     except (httpx2.InvalidURL, ValueError, TypeError) as exc:
         raise FetchError(f"{text!r} is not a valid URL ({exc}).") from None
     if url.scheme not in ("http", "https"):
-        if not url.scheme or url.is_relative_url:
+        if "://" not in text:
             raise FetchError(
                 f"{text!r} is not an absolute URL; give it with its scheme, e.g. https://{text}."
             )
