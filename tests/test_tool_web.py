@@ -19,14 +19,17 @@ from hypothesis import strategies as st
 from fakes.http_server import FakeHTTPServer, PlannedReply
 from subagents.config import load_config
 from subagents.errors import ConfigError
-from subagents.messages import ToolCall
+from subagents.messages import ToolCall, ToolResultMessage
+from subagents.runtime.runtime import Runtime
 from subagents.secrets import known_credentials, tool_environment
+from subagents.testing import ScriptedModel, tool_call_response
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.builtin import builtin_tools
 from subagents.tools.builtin.webfetch import webfetch_tool
 from subagents.tools.builtin.websearch import websearch_tool
 from subagents.tools.execution import ToolOutcome, execute_tool_call
-from subagents.tools.web.addresses import AddressPolicy
+from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
+from subagents.tools.web.addresses import AddressPolicy, BlockedAddressError
 from subagents.tools.web.domains import DomainFilterError, normalise_domain
 from subagents.tools.web.fetch import FetchError, check_url
 from subagents.tools.web.settings import WebSettings
@@ -227,15 +230,21 @@ async def test_allowing_a_host_name_or_a_network_lets_it_through(tmp_path: Path)
     with FakeHTTPServer() as server:
         port = urlsplit(server.url).port
         server.plan(html("<p>by network</p>"))
+        server.plan(html("<p>by name</p>"))
         by_network = await fetch(
             WebSettings(allow_private_addresses=["127.0.0.0/8"]), tmp_path, server.url
         )
+        by_name = await fetch(
+            WebSettings(allow_private_addresses=["LocalHost"]),
+            tmp_path,
+            f"http://localhost:{port}/",
+        )
     assert by_network.status == "ok" and "by network" in by_network.message.content
+    assert by_name.status == "ok" and "by name" in by_name.message.content
     policy = AddressPolicy.from_entries(["intranet.example"])
     assert policy.check("intranet.example", [ipaddress.ip_address("10.0.0.7")])
-    with pytest.raises(Exception, match="private network address"):
+    with pytest.raises(BlockedAddressError, match="private network address"):
         policy.check("other.example", [ipaddress.ip_address("10.0.0.7")])
-    assert port
 
 
 @pytest.mark.parametrize(
@@ -265,7 +274,9 @@ def test_public_addresses_pass(address: str) -> None:
 
 def test_one_private_address_among_public_ones_refuses_the_host() -> None:
     addresses = [ipaddress.ip_address("93.184.215.14"), ipaddress.ip_address("127.0.0.1")]
-    with pytest.raises(Exception, match=r"rebind\.example \(127\.0\.0\.1\) is a loopback"):
+    with pytest.raises(
+        BlockedAddressError, match=r"rebind\.example \(127\.0\.0\.1\) is a loopback"
+    ):
         AddressPolicy().check("rebind.example", addresses)
 
 
@@ -636,3 +647,126 @@ def test_both_tools_are_built_in_with_the_configured_settings(tmp_path: Path) ->
     assert {"WebFetch", "WebSearch"} <= set(tools)
     assert tools["WebFetch"].read_only and tools["WebFetch"].requires_approval
     assert tools["WebSearch"].read_only and not tools["WebSearch"].requires_approval
+
+
+# -- permissions ------------------------------------------------------------------------------
+
+
+async def test_webfetch_asks_in_every_mode_but_bypass_and_websearch_never_asks(
+    tmp_path: Path,
+) -> None:
+    tools = {tool.name: tool for tool in builtin_tools(LOCAL)}
+    ctx = ToolContext(workspace=tmp_path)
+    fetch_call = ToolCall("c1", "WebFetch", {"url": "https://example.com/", "prompt": "x"})
+    search_call = ToolCall("c2", "WebSearch", {"query": "x y"})
+    asked: list[str] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.tool_name)
+        return ApprovalDecision(approved=True)
+
+    for mode in ("plan", "default", "acceptEdits"):
+        headless = PermissionPolicy(mode)  # type: ignore[arg-type]
+        refused = await headless.check(tools["WebFetch"], fetch_call, ctx)
+        assert not refused.approved and "needs approval" in (refused.reason or "")
+        assert (await headless.check(tools["WebSearch"], search_call, ctx)).approved
+        attended = PermissionPolicy(mode, approver=approver)  # type: ignore[arg-type]
+        assert (await attended.check(tools["WebFetch"], fetch_call, ctx)).approved
+    assert asked == ["WebFetch", "WebFetch", "WebFetch"]
+    bypass = PermissionPolicy("bypassPermissions")
+    assert (await bypass.check(tools["WebFetch"], fetch_call, ctx)).approved
+    plan = PermissionPolicy("plan")
+    write_call = ToolCall("c3", "Write", {"file_path": "a", "content": "b"})
+    assert not (await plan.check(tools["Write"], write_call, ctx)).approved  # still read-only
+
+
+# -- end to end -------------------------------------------------------------------------------
+
+RESEARCHER = """\
+---
+name: researcher
+description: Researches a question on the web and reports with sources.
+tools: Read, WebSearch, WebFetch
+---
+You research questions on the web.
+"""
+
+
+async def test_a_research_agent_searches_and_fetches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAVE_API_KEY", KEY)
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "researcher.md").write_text(RESEARCHER)
+    with FakeHTTPServer() as search, FakeHTTPServer() as site:
+        page_url = site.url + "/release-notes"
+        write_config(
+            tmp_path,
+            '[web]\nallow_private_addresses = ["127.0.0.1"]\nsearch_backend = "brave"\n'
+            f'search_url = "{search.url}/res/v1/web/search"\n',
+        )
+        search.plan(brave_answer(("Release notes", page_url, "What changed in 2.0")))
+        site.plan(html("<h2>2.0</h2><ul><li>Faster startup</li></ul>"))
+        child = ScriptedModel(
+            [
+                tool_call_response("WebSearch", {"query": "example 2.0 release notes"}),
+                tool_call_response("WebFetch", {"url": page_url, "prompt": "what changed?"}),
+                "2.0 brings a faster startup (source: " + page_url + ")",
+            ]
+        )
+        main = ScriptedModel(
+            [
+                tool_call_response(
+                    "Task",
+                    {
+                        "description": "research",
+                        "prompt": "What changed in 2.0?",
+                        "subagent_type": "researcher",
+                    },
+                ),
+                "done",
+            ]
+        )
+        asked: list[str] = []
+
+        async def approver(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(f"{request.agent_type}:{request.tool_name}")
+            return ApprovalDecision(approved=True)
+
+        runtime = Runtime(
+            cwd=tmp_path, model=main, agent_models={"researcher": child}, approver=approver
+        )
+        result = await runtime.run("Find out what changed in 2.0")
+    assert result.output == "done"
+    offered = sorted(spec.name for spec in child.requests[0].tools)
+    assert offered == ["Read", "WebFetch", "WebSearch"]
+    search_result, page_result = [
+        m for m in child.requests[-1].messages if isinstance(m, ToolResultMessage)
+    ]
+    assert (
+        not search_result.is_error and f"1. Release notes\n   {page_url}" in search_result.content
+    )
+    assert not page_result.is_error and "## 2.0" in page_result.content
+    assert "- Faster startup" in page_result.content
+    assert asked == ["researcher:WebFetch"]  # WebSearch does not ask; WebFetch does
+    (returned,) = [m for m in main.requests[-1].messages if isinstance(m, ToolResultMessage)]
+    assert returned.content.startswith("2.0 brings a faster startup")
+    assert search.requests[0].headers["x-subscription-token"] == KEY
+
+
+def test_agents_show_lists_the_web_tools_as_effective(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.agents import agents_app
+
+    (tmp_path / ".git").mkdir()
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "researcher.md").write_text(RESEARCHER)
+    shown = CliRunner().invoke(agents_app, ["show", "researcher", "--cwd", str(tmp_path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.output)
+    assert data["effective_tools"] == ["Read", "WebFetch", "WebSearch"]
+    assert data["unavailable_tools"] == []
+    assert not any("WebFetch" in w or "WebSearch" in w for w in data["warnings"])
