@@ -20,9 +20,12 @@ from fakes.http_server import FakeHTTPServer, PlannedReply
 from subagents.config import load_config
 from subagents.errors import ConfigError
 from subagents.messages import ToolCall, ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.secrets import known_credentials, tool_environment
-from subagents.testing import ScriptedModel, tool_call_response
+from subagents.store.sqlite import SQLiteStore, open_store
+from subagents.testing import FunctionModel, ScriptedModel, text_response, tool_call_response
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.builtin import builtin_tools
 from subagents.tools.builtin.webfetch import webfetch_tool
@@ -770,3 +773,32 @@ def test_agents_show_lists_the_web_tools_as_effective(tmp_path: Path) -> None:
     assert data["effective_tools"] == ["Read", "WebFetch", "WebSearch"]
     assert data["unavailable_tools"] == []
     assert not any("WebFetch" in w or "WebSearch" in w for w in data["warnings"])
+
+
+async def test_a_durable_run_pauses_before_webfetch_and_fetches_once_approved(
+    tmp_path: Path,
+) -> None:
+    with FakeHTTPServer() as site:
+        url = site.url + "/status"
+        write_config(tmp_path, '[web]\nallow_private_addresses = ["127.0.0.1"]\n')
+        site.plan(PlannedReply(raw_body=b"all systems go", content_type="text/plain"))
+
+        def turn(request: ModelRequest) -> ModelResponse:
+            results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+            if not results:
+                return tool_call_response("WebFetch", {"url": url, "prompt": "status?"})
+            return text_response("saw: " + results[-1].content)
+
+        def runtime(store: SQLiteStore) -> Runtime:
+            return Runtime(cwd=tmp_path, model=FunctionModel(turn), store=store, headless="pause")
+
+        store_path = tmp_path / "state.db"
+        with open_store(store_path) as store:
+            paused = await runtime(store).run("check the status page")
+        assert paused.status == "awaiting_human" and paused.question is not None
+        assert paused.question.tool_name == "WebFetch" and site.requests == []
+        with open_store(store_path) as store:
+            done = await runtime(store).resume(paused.task_id or "", HumanDecision("approve"))
+        assert done.status == "completed", done.error
+        assert "all systems go" in done.output
+        assert [r.path for r in site.requests] == ["/status"]
