@@ -1,11 +1,12 @@
 """One WebFetch download: the URL checked, redirects followed one checked hop at a time, the
 body streamed up to a byte cap, all within one deadline.
 
-Redirects are followed while they stay on the same site (the same host, give or take a leading
-``www.``), at most :data:`MAX_REDIRECTS` of them. A redirect to another site is not followed:
-the model is told where it points and fetches it with a call of its own, so that permission
-rules and approvals about domains (``WebFetch(domain:...)``) see every site that is read. A
-redirect to an address WebFetch may not reach is refused outright.
+Redirects are followed while they stay on the same host (any scheme or port), at most
+:data:`MAX_REDIRECTS` of them. A redirect to another host, ``www.`` variants included, is not
+followed: the model is told where it points and fetches it with a call of its own, so that
+permission rules and approvals about domains (``WebFetch(domain:...)``, which name exact hosts)
+see every host that is read. A redirect to an address WebFetch may not reach is refused
+outright.
 """
 
 from __future__ import annotations
@@ -105,14 +106,8 @@ def check_url(raw: str) -> httpx2.URL:
 
 
 def same_site(a: httpx2.URL, b: httpx2.URL) -> bool:
-    """Whether a redirect from ``a`` to ``b`` stays on one site (host equal, but for
-    ``www.``)."""
-
-    def bare(url: httpx2.URL) -> str:
-        host = normalise_host(url.host)
-        return host[4:] if host.startswith("www.") else host
-
-    return bare(a) == bare(b)
+    """Whether a redirect from ``a`` to ``b`` stays on one host."""
+    return normalise_host(a.host) == normalise_host(b.host)
 
 
 async def fetch_page(raw_url: str, settings: WebSettings) -> Page | OffsiteRedirect:
