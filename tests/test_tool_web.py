@@ -215,6 +215,10 @@ async def test_a_redirect_to_another_public_site_is_reported_not_followed(tmp_pa
         ("127.0.0.1", "127.0.0.1 is a loopback address"),
         ("localhost", "localhost (127.0.0.1) is a loopback address"),
         ("[::ffff:127.0.0.1]", "is a loopback address"),
+        ("2130706433", "2130706433 (127.0.0.1) is a loopback address"),
+        ("0x7f.1", "0x7f.1 (127.0.0.1) is a loopback address"),
+        ("0", "0 (0.0.0.0) is an unspecified address"),
+        ("[::]", ":: is an unspecified address"),
     ],
 )
 async def test_loopback_is_refused_by_default_and_nothing_is_sent(
@@ -833,3 +837,13 @@ def test_only_redirects_on_the_same_host_are_followed() -> None:
     assert same("https://Example.com/a", "http://example.com:8080/b")
     assert not same("https://example.com/", "https://www.example.com/")
     assert not same("https://docs.example.com/", "https://example.com/")
+
+
+async def test_a_page_nested_too_deeply_for_markdown_comes_back_as_text(tmp_path: Path) -> None:
+    with FakeHTTPServer() as server:
+        server.plan(html("<p>top</p>" + "<div>" * 3000 + "deep <b>inside</b>" + "</div>" * 3000))
+        outcome = await fetch(LOCAL, tmp_path, server.url + "/deep")
+    text = outcome.message.content
+    assert outcome.status == "ok"
+    assert "nests its HTML too deeply" in text
+    assert "top" in text and "deep" in text and "inside" in text

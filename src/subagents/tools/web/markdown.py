@@ -7,7 +7,7 @@ import codecs
 import re
 from typing import Any
 
-__all__ = ["HTML_TYPES", "decode_text", "html_to_markdown", "looks_binary"]
+__all__ = ["FLATTENED_NOTE", "HTML_TYPES", "decode_text", "html_to_markdown", "looks_binary"]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -15,6 +15,10 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SNIFFED_BYTES = 8192
+FLATTENED_NOTE = (
+    "[The page nests its HTML too deeply to convert to Markdown; its text follows without "
+    "formatting or links.]"
+)
 
 
 def looks_binary(data: bytes) -> bool:
@@ -37,7 +41,8 @@ def decode_text(data: bytes, charset: str | None) -> str:
 
 def html_to_markdown(html: str, base_url: str) -> str:
     """Markdown of ``html``; relative links and images are made absolute against
-    ``base_url`` so that the model can fetch them."""
+    ``base_url`` so that the model can fetch them. A page nested too deeply for the converter
+    (it recurses per element) comes back as plain text after :data:`FLATTENED_NOTE`."""
     from urllib.parse import urljoin
 
     from bs4 import BeautifulSoup
@@ -55,5 +60,9 @@ def html_to_markdown(html: str, base_url: str) -> str:
                 except ValueError:
                     continue
     options: dict[str, Any] = {"heading_style": "ATX", "bullets": "-", "strip_document": "strip"}
-    markdown = MarkdownConverter(**options).convert_soup(soup)
+    try:
+        markdown = MarkdownConverter(**options).convert_soup(soup)
+    except RecursionError:
+        text = "\n".join(line.strip() for line in soup.get_text("\n").splitlines())
+        return FLATTENED_NOTE + "\n\n" + _BLANK_RUNS.sub("\n\n", text).strip()
     return _BLANK_RUNS.sub("\n\n", markdown).strip()
