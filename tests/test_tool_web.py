@@ -35,6 +35,7 @@ from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, Permi
 from subagents.tools.web.addresses import AddressPolicy, BlockedAddressError
 from subagents.tools.web.domains import DomainFilterError, fetch_rule_matches, normalise_domain
 from subagents.tools.web.fetch import FetchError, check_url, same_site
+from subagents.tools.web.search import SearchError, parse_answer
 from subagents.tools.web.settings import WebSettings
 
 LOCAL = WebSettings(allow_private_addresses=["127.0.0.1"])
@@ -847,3 +848,50 @@ async def test_a_page_nested_too_deeply_for_markdown_comes_back_as_text(tmp_path
     assert outcome.status == "ok"
     assert "nests its HTML too deeply" in text
     assert "top" in text and "deep" in text and "inside" in text
+
+
+async def test_search_against_a_dead_server_is_a_tool_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAVE_API_KEY", KEY)
+    with FakeHTTPServer() as server:
+        settings = brave(server)
+    outcome = await call("WebSearch", settings, tmp_path, query="anything")
+    assert outcome.status == "error"
+    assert (
+        f"Could not reach Brave Search at {server.url}/res/v1/web/search" in outcome.message.content
+    )
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_RESULT = st.fixed_dictionaries(
+    {},
+    optional={
+        "title": _JSON | st.text(max_size=40),
+        "url": _JSON | st.sampled_from(["https://a.example/", "http://b.example/x", "ftp://c/"]),
+        "description": _JSON | st.text(max_size=40),
+        "content": _JSON | st.text(max_size=40),
+    },
+)
+
+
+@given(
+    st.sampled_from(["brave", "tavily", "searxng"]),
+    _JSON
+    | st.builds(lambda r: {"web": {"results": r}}, st.lists(_RESULT | _JSON, max_size=5))
+    | st.builds(lambda r: {"results": r}, st.lists(_RESULT | _JSON, max_size=5)),
+)
+def test_any_json_answer_parses_to_results_or_a_search_error(backend: str, answer: Any) -> None:
+    try:
+        results = parse_answer(backend, json.dumps(answer).encode(), "X")  # type: ignore[arg-type]
+    except SearchError as error:
+        assert "X" in str(error)
+        return
+    for result in results:
+        assert result.url.startswith(("http://", "https://")) and result.title

@@ -38,6 +38,7 @@ __all__ = [
     "SearchResult",
     "SearchResults",
     "not_configured_message",
+    "parse_answer",
     "run_search",
 ]
 
@@ -119,7 +120,7 @@ async def run_search(
         ) from None
     if response.status_code != 200:
         raise SearchError(_status_message(title, response.status_code, body, key, settings))
-    results = _parse(backend, body, title)
+    results = parse_answer(backend, body, title)
     return _filtered(results, allowed, blocked, settings.max_results)
 
 
@@ -210,7 +211,9 @@ def _status_message(title: str, status: int, body: bytes, key: str, settings: We
     return f"{title} answered HTTP {status}{detail}. Try again later, or do without searching."
 
 
-def _parse(backend: SearchBackendName, body: bytes, title: str) -> list[SearchResult]:
+def parse_answer(backend: SearchBackendName, body: bytes, title: str) -> list[SearchResult]:
+    """The results in an API's answer (any JSON: what is not a result is skipped); SearchError
+    naming ``title`` when the answer is not JSON or holds no list of results."""
     try:
         data = json.loads(body)
     except ValueError:
