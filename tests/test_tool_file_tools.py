@@ -30,9 +30,11 @@ def run(tmp_path: Path) -> Run:
 
 def test_builtin_tools_have_claude_code_names_and_flags() -> None:
     tools = {t.name: t for t in builtin_tools()}
-    assert list(tools) == ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash"]
-    assert {n for n, t in tools.items() if t.read_only} == {"Read", "Glob", "Grep", "LS"}
-    assert {n for n, t in tools.items() if t.requires_approval} == {"Write", "Edit", "Bash"}
+    assert list(tools)[:7] == ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash"]
+    assert {"WebFetch", "WebSearch"} <= set(tools)
+    assert {n for n, t in tools.items() if t.read_only} >= {"Read", "Glob", "Grep", "LS"}
+    assert {"Write", "Edit", "Bash"} <= {n for n, t in tools.items() if t.requires_approval}
+    assert not {"Write", "Edit", "Bash"} & {n for n, t in tools.items() if t.read_only}
     assert tools["Read"].parameters["required"] == ["file_path"]
     assert tools["Edit"].parameters["required"] == ["file_path", "old_string", "new_string"]
     assert set(tools["Grep"].parameters["properties"]) >= {"-i", "-n", "-A", "-B", "-C", "type"}
