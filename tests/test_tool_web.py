@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -895,3 +900,42 @@ def test_any_json_answer_parses_to_results_or_a_search_error(backend: str, answe
         return
     for result in results:
         assert result.url.startswith(("http://", "https://")) and result.title
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+    daemon_threads = True
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"hello over IPv6"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent."""
+
+
+@contextmanager
+def ipv6_server() -> Iterator[str]:
+    server = _IPv6Server(("::1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02})
+    thread.start()
+    try:
+        yield f"http://[::1]:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+async def test_ipv6_loopback_is_refused_unless_allowed(tmp_path: Path) -> None:
+    with ipv6_server() as url:
+        refused = await fetch(WebSettings(), tmp_path, url)
+        allowed = await fetch(WebSettings(allow_private_addresses=["::1/128"]), tmp_path, url)
+    assert refused.status == "error" and "::1 is a loopback address" in refused.message.content
+    assert allowed.status == "ok" and "hello over IPv6" in allowed.message.content
