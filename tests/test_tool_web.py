@@ -783,6 +783,32 @@ def test_agents_show_lists_the_web_tools_as_effective(tmp_path: Path) -> None:
     assert data["effective_tools"] == ["Read", "WebFetch", "WebSearch"]
     assert data["unavailable_tools"] == []
     assert not any("WebFetch" in w or "WebSearch" in w for w in data["warnings"])
+    assert data["notes"] == [
+        "WebSearch has no search backend here: its calls will fail until a person sets "
+        '[web] search_backend (e.g. "brave", with the key in BRAVE_API_KEY) in '
+        ".subagents/config.toml"
+    ]
+
+
+def test_agents_show_says_when_the_search_key_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from subagents.cli.agents import agents_app
+
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    write_config(tmp_path, '[web]\nsearch_backend = "brave"\n')
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "researcher.md").write_text(RESEARCHER)
+    arguments = ["show", "researcher", "--cwd", str(tmp_path)]
+    missing = CliRunner().invoke(agents_app, arguments)
+    assert missing.exit_code == 0, missing.output
+    assert "notes" in missing.output and "BRAVE_API_KEY is not set" in missing.output
+    monkeypatch.setenv("BRAVE_API_KEY", KEY)
+    ready = CliRunner().invoke(agents_app, [*arguments, "--json"])
+    assert json.loads(ready.output)["notes"] == []
 
 
 async def test_a_durable_run_pauses_before_webfetch_and_fetches_once_approved(
