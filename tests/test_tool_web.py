@@ -965,3 +965,12 @@ async def test_ipv6_loopback_is_refused_unless_allowed(tmp_path: Path) -> None:
         allowed = await fetch(WebSettings(allow_private_addresses=["::1/128"]), tmp_path, url)
     assert refused.status == "error" and "::1 is a loopback address" in refused.message.content
     assert allowed.status == "ok" and "hello over IPv6" in allowed.message.content
+
+
+async def test_a_searxng_without_its_json_format_says_how_to_turn_it_on(tmp_path: Path) -> None:
+    with FakeHTTPServer() as server:
+        server.plan(PlannedReply(status=403, raw_body=b"Forbidden", content_type="text/plain"))
+        settings = WebSettings(search_backend="searxng", search_url=server.url + "/search")
+        outcome = await call("WebSearch", settings, tmp_path, query="q2")
+    assert outcome.status == "error"
+    assert "add json to search.formats in the server's settings.yml" in outcome.message.content

@@ -199,6 +199,12 @@ def _status_message(title: str, status: int, body: bytes, key: str, settings: We
     if key:
         excerpt = excerpt.replace(key, "[redacted]")
     detail = f" ({excerpt})" if excerpt else ""
+    if status == 403 and settings.search_backend == "searxng" and not key:
+        return (
+            f"{title} refused the request with HTTP 403{detail}: its JSON format is probably "
+            "off. A person must add json to search.formats in the server's settings.yml; "
+            "until then, work without searching."
+        )
     if status in (401, 403):
         variable = settings.search_key_variable() or "the key variable"
         return (
