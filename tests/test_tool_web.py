@@ -974,3 +974,30 @@ async def test_a_searxng_without_its_json_format_says_how_to_turn_it_on(tmp_path
         outcome = await call("WebSearch", settings, tmp_path, query="q2")
     assert outcome.status == "error"
     assert "add json to search.formats in the server's settings.yml" in outcome.message.content
+
+
+async def test_compressed_pages_are_decoded_and_broken_compression_is_a_tool_error(
+    tmp_path: Path,
+) -> None:
+    import gzip
+
+    packed = gzip.compress(b"<p>squeezed " + b"z" * 5000 + b"</p>")
+    settings = WebSettings(allow_private_addresses=["127.0.0.1"], max_bytes=2048)
+    with FakeHTTPServer() as server:
+        server.plan(
+            PlannedReply(
+                raw_body=packed, content_type="text/html", headers={"Content-Encoding": "gzip"}
+            )
+        )
+        server.plan(
+            PlannedReply(
+                raw_body=b"not gzip at all",
+                content_type="text/html",
+                headers={"Content-Encoding": "gzip"},
+            )
+        )
+        good = await fetch(settings, tmp_path, server.url + "/packed")
+        broken = await fetch(settings, tmp_path, server.url + "/broken")
+    assert good.status == "ok" and "squeezed" in good.message.content
+    assert "only its first 2048 bytes were downloaded" in good.message.content  # cap after decoding
+    assert broken.status == "error" and "could not be decoded" in broken.message.content
