@@ -368,7 +368,17 @@ async def test_missing_arguments_are_tool_errors(tmp_path: Path) -> None:
     assert outcome.status == "error" and "prompt" in outcome.message.content
 
 
-@given(st.text(max_size=300))
+_URL_PIECE = st.text(alphabet=st.sampled_from(list("aZ09.-_:@[]%/?#~ \\\tü")), max_size=20)
+_URL_LIKE = st.builds(
+    "{}{}{}{}".format,
+    st.sampled_from(["http://", "https://", "ftp://", "HTTP://", "//", "", "http:", "file:///"]),
+    _URL_PIECE,
+    st.sampled_from(["", ":80", ":0", ":99999", ":x", "@evil"]),
+    _URL_PIECE,
+)
+
+
+@given(st.text(max_size=300) | _URL_LIKE)
 def test_check_url_accepts_only_http_urls_with_a_host(text: str) -> None:
     try:
         url = check_url(text)
