@@ -1011,3 +1011,39 @@ async def test_compressed_pages_are_decoded_and_broken_compression_is_a_tool_err
     assert good.status == "ok" and "squeezed" in good.message.content
     assert "only its first 2048 bytes were downloaded" in good.message.content  # cap after decoding
     assert broken.status == "error" and "could not be decoded" in broken.message.content
+
+
+def test_the_cli_runs_a_search_and_a_fetch_and_keeps_the_search_key_out_of_everything(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from test_cli_durable import Project, ScriptedServer
+
+    key = "brv-" + "9" * 12 + "secretkey"
+    with ScriptedServer() as model, FakeHTTPServer() as search, FakeHTTPServer() as site:
+        project = Project(tmp_path / "project", model, isolated_home)
+        config = project.root / ".subagents" / "config.toml"
+        config.write_text(
+            config.read_text()
+            + '\n[web]\nallow_private_addresses = ["127.0.0.1"]\nsearch_backend = "brave"\n'
+            f'search_url = "{search.url}/res/v1/web/search"\n'
+        )
+        page = site.url + "/notes"
+        # a search API that echoes the key back: it must still not be stored or printed
+        search.plan(brave_answer(("Notes", page, f"token {key} echoed")))
+        site.plan(html("<h1>Notes</h1><p>Version 3 is out.</p>"))
+        model.call("WebSearch", {"query": "version notes"}, call_id="call_search")
+        model.call("WebFetch", {"url": page, "prompt": "which version?"}, call_id="call_fetch")
+        model.say("Version 3 is out.")
+        done = project.run("Which version is out?", "--yes", env={"BRAVE_API_KEY": key})
+        bodies = model.bodies()
+    assert done.code == 0, done.err
+    assert "Version 3 is out." in done.out
+    searched, fetched = (
+        [m for m in body["messages"] if m["role"] == "tool"][-1]["content"] for body in bodies[1:]
+    )
+    assert "1. Notes" in searched and page in searched
+    assert "# Notes" in fetched and "Version 3 is out." in fetched
+    assert search.requests[0].headers["x-subscription-token"] == key
+    assert key not in done.out + done.err
+    store_bytes = b"".join(p.read_bytes() for p in project.store_file.parent.glob("state.db*"))
+    assert store_bytes and key.encode() not in store_bytes
