@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["DomainFilterError", "fetch_rule_matches", "host_of", "normalise_domain", "within"]
+__all__ = ["DomainFilterError", "host_of", "normalise_domain", "within"]
 
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,62})\.)*[a-z0-9_]([a-z0-9_-]{0,62})$")
 
@@ -45,24 +45,3 @@ def host_of(url: str) -> str | None:
 def within(host: str, domain: str) -> bool:
     """Whether ``host`` (from :func:`host_of`) is ``domain`` or one of its subdomains."""
     return host == domain or host.endswith("." + domain)
-
-
-def fetch_rule_matches(url: str, specifier: str) -> bool:
-    """Whether a WebFetch of ``url`` falls under the permission rule ``WebFetch(specifier)``
-    as Claude Code writes it: ``domain:HOST`` (that host exactly), ``domain:*.HOST`` (its
-    subdomains, not HOST itself) or ``domain:*`` (every host). Other specifiers match nothing.
-    """
-    if not specifier.startswith("domain:"):
-        return False
-    pattern = specifier[len("domain:") :].strip().lower().rstrip(".")
-    try:
-        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
-    except ValueError:
-        return False
-    if not host or not pattern:
-        return False
-    if pattern == "*":
-        return True
-    if pattern.startswith("*."):
-        return host.endswith(pattern[1:])
-    return host == pattern
