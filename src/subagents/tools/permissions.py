@@ -90,7 +90,8 @@ class PermissionPolicy:
     - ``acceptEdits``: Write and Edit run; other tools that need approval ask the approver.
     - ``default``: tools that need approval ask the approver.
 
-    Read-only tools never ask. With no approver (a headless run) ``headless`` decides.
+    Read-only tools never ask, unless they need approval all the same (WebFetch). With no
+    approver (a headless run) ``headless`` decides.
 
     Whatever the mode, a write to a protected path (see :mod:`subagents.tools.protected`) asks
     the approver with the reason, and is refused when there is none, ``headless="allow"`` or
