@@ -643,6 +643,7 @@ def test_the_web_table_is_read(tmp_path: Path) -> None:
         ('[web]\nsearch_backend = "searxng"\n', "needs search_url"),
         ('[web]\nsearch_api_key_env = "sk-abc def"\n', "name the variable that holds the key"),
         ("[web]\ntimeout = 0\n", "config.toml:2: key 'web.timeout'"),
+        ('[web]\nproxy = "socks://x"\n', "is not an http:// or https:// URL"),
     ],
 )
 def test_bad_web_settings_name_the_key(tmp_path: Path, text: str, said: str) -> None:
@@ -1027,3 +1028,37 @@ def test_the_cli_runs_a_search_and_a_fetch_and_keeps_the_search_key_out_of_every
     assert key not in done.out + done.err
     store_bytes = b"".join(p.read_bytes() for p in project.store_file.parent.glob("state.db*"))
     assert store_bytes and key.encode() not in store_bytes
+
+
+async def test_through_a_configured_proxy_hosts_are_still_checked_first(tmp_path: Path) -> None:
+    with FakeHTTPServer() as proxy:
+        settings = WebSettings(proxy=proxy.url)
+        proxy.plan(PlannedReply(raw_body=b"via the proxy", content_type="text/plain"))
+        public = await fetch(settings, tmp_path, "http://93.184.215.14/page")
+        private = await fetch(settings, tmp_path, "http://10.0.0.8/admin")
+        metadata = await fetch(settings, tmp_path, "http://169.254.169.254/latest/")
+        (request,) = proxy.requests  # only the public page went to the proxy
+    assert public.status == "ok" and "via the proxy" in public.message.content
+    assert request.path == "http://93.184.215.14/page"  # an absolute URL: a proxy request
+    assert (
+        private.status == "error"
+        and "10.0.0.8 is a private network address" in private.message.content
+    )
+    assert metadata.status == "error" and "link-local" in metadata.message.content
+
+
+async def test_search_goes_through_the_configured_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAVE_API_KEY", KEY)
+    with FakeHTTPServer() as proxy:
+        proxy.plan(brave_answer(("P", "https://p.example/", "")))
+        settings = WebSettings(
+            search_backend="brave",
+            search_url="http://search.invalid/res/v1/web/search",
+            proxy=proxy.url,
+        )
+        outcome = await call("WebSearch", settings, tmp_path, query="through proxy")
+    (request,) = proxy.requests
+    assert request.path.startswith("http://search.invalid/res/v1/web/search?q=through+proxy")
+    assert outcome.status == "ok" and "https://p.example/" in outcome.message.content

@@ -4,7 +4,10 @@ The check sits in the network backend, where host names become sockets: each new
 (the first request, each redirect hop, a reconnect) resolves the host, checks every address
 (:class:`~subagents.tools.web.addresses.AddressPolicy`) and connects to a checked address. TLS
 still verifies the certificate against the host name. Proxies from the environment are not
-used: a proxy would connect for us, past the check.
+used: a proxy would connect for us, past the check. With ``[web] proxy`` set, the client goes
+through that proxy and the caller checks each host before each request
+(:func:`check_host`); the proxy resolves the name again, which a person accepted by naming
+it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     import httpcore2
     import httpx2
 
-__all__ = ["guarded_client", "resolve_host"]
+__all__ = ["check_host", "guarded_client", "resolve_host"]
 
 USER_AGENT = "subagents-webfetch/1"
 
@@ -96,12 +99,31 @@ def _guarded_backend(policy: AddressPolicy) -> httpcore2.AsyncNetworkBackend:
     return GuardedBackend()
 
 
-def guarded_client(policy: AddressPolicy, timeout: float) -> httpx2.AsyncClient:
-    """An AsyncClient that reaches only what ``policy`` allows, follows no redirect by itself
-    (the caller checks each hop) and ignores proxy settings of the environment."""
+async def check_host(host: str, port: int, policy: AddressPolicy) -> None:
+    """Resolve ``host`` and check its addresses (BlockedAddressError); OSError when it does
+    not resolve."""
+    policy.check(host, await resolve_host(host, port))
+
+
+def guarded_client(
+    policy: AddressPolicy,
+    timeout: float,
+    proxy: str | None = None,
+) -> httpx2.AsyncClient:
+    """An AsyncClient that reaches only what ``policy`` allows (through ``proxy``: only when
+    the caller uses :func:`check_host` first), follows no redirect by itself (the caller checks
+    each hop) and ignores proxy settings of the environment."""
     import httpcore2
     import httpx2
 
+    if proxy is not None:
+        return httpx2.AsyncClient(
+            proxy=proxy,
+            timeout=httpx2.Timeout(timeout),
+            follow_redirects=False,
+            trust_env=False,
+            headers={"User-Agent": USER_AGENT, "Accept": _ACCEPT},
+        )
     transport = httpx2.AsyncHTTPTransport(trust_env=False)
     # httpx2 builds its connection pool without a way to pass a network backend: replace it
     # with one that has ours, keeping the transport's TLS context.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from subagents.tools.web.addresses import AddressPolicy, BlockedAddressError, normalise_host
-from subagents.tools.web.client import guarded_client, resolve_host
+from subagents.tools.web.client import check_host, guarded_client, resolve_host
 
 if TYPE_CHECKING:
     import httpx2
@@ -118,7 +118,7 @@ async def fetch_page(raw_url: str, settings: WebSettings) -> Page | OffsiteRedir
     policy = AddressPolicy.from_entries(settings.allow_private_addresses)
     try:
         async with asyncio.timeout(settings.timeout):
-            async with guarded_client(policy, settings.timeout) as client:
+            async with guarded_client(policy, settings.timeout, settings.proxy) as client:
                 return await _follow(client, url, policy, settings)
     except TimeoutError:
         raise FetchError(
@@ -139,6 +139,8 @@ async def _follow(
 ) -> Page | OffsiteRedirect:
     redirects: list[str] = []
     while True:
+        if settings.proxy is not None:
+            await _checked_before_the_proxy(url, policy)
         async with client.stream("GET", url) as response:
             location = response.headers.get("location")
             if response.status_code not in _REDIRECT_STATUSES or not location:
@@ -155,6 +157,14 @@ async def _follow(
                 "or fetch the last one directly."
             )
         url = target
+
+
+async def _checked_before_the_proxy(url: httpx2.URL, policy: AddressPolicy) -> None:
+    """Through a proxy nothing checks where it connects: check the host here first."""
+    try:
+        await check_host(url.host, url.port or (443 if url.scheme == "https" else 80), policy)
+    except OSError as exc:
+        raise FetchError(f"Could not fetch {url}: cannot resolve {url.host} ({exc}).") from None
 
 
 def _redirect_target(url: httpx2.URL, location: str) -> httpx2.URL:

@@ -12,6 +12,8 @@
 
 Whatever the API did with the filters, the results are filtered again here. The URL comes from
 config, so it is not subject to WebFetch's address policy (a SearXNG on localhost is fine).
+Requests go through ``[web] proxy`` when it is set, else through the environment's proxy
+settings, as any HTTP client's would.
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ async def run_search(
     request = _build_request(backend, endpoint, key, query, allowed, blocked, settings)
     title = BACKEND_TITLES[backend]
     try:
-        async with httpx2.AsyncClient(timeout=httpx2.Timeout(settings.timeout)) as client:
+        timeout = httpx2.Timeout(settings.timeout)
+        async with httpx2.AsyncClient(timeout=timeout, proxy=settings.proxy) as client:
             response = await client.send(request, stream=True)
             try:
                 body = await _read_capped(response)

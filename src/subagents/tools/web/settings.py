@@ -7,10 +7,15 @@
     timeout = 30            # seconds for one fetch or search, redirects included
     max_bytes = 5242880     # of a page's body; the rest is not downloaded
     max_chars = 40000       # of the text handed to the model
+    # proxy = "http://proxy.internal:3128"  # WebFetch and WebSearch through this HTTP proxy
 
     search_backend = "brave"              # or "tavily", "searxng"
     search_api_key_env = "BRAVE_API_KEY"  # the variable holding the key (the default shown)
     # search_url = "https://api.search.brave.com/res/v1/web/search"   # the default per backend
+
+Proxies from the environment (``HTTPS_PROXY``...) are not used: a proxy connects on our behalf,
+so WebFetch checks each host's addresses itself before asking the proxy, and only a proxy a
+person named in ``proxy`` is trusted with that.
 
 The key itself is never written in config.toml: it is read from the variable at each search,
 kept out of the environment of Bash and hooks, and redacted from traces and output (see
@@ -67,6 +72,7 @@ class WebSettings(BaseModel):
     search_url: str | None = None
     search_api_key_env: str | None = None
     max_results: int = Field(default=10, ge=1, le=20)
+    proxy: str | None = None
 
     @field_validator("allow_private_addresses")
     @classmethod
@@ -87,7 +93,7 @@ class WebSettings(BaseModel):
             cleaned.append(value)
         return cleaned
 
-    @field_validator("search_url")
+    @field_validator("search_url", "proxy")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is None:
