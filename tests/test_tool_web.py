@@ -1062,3 +1062,16 @@ async def test_search_goes_through_the_configured_proxy(
     (request,) = proxy.requests
     assert request.path.startswith("http://search.invalid/res/v1/web/search?q=through+proxy")
     assert outcome.status == "ok" and "https://p.example/" in outcome.message.content
+
+
+async def test_results_beyond_max_results_are_counted_not_silently_dropped(tmp_path: Path) -> None:
+    answer = {"results": [{"title": f"R{i}", "url": f"https://r{i}.example/"} for i in range(7)]}
+    with FakeHTTPServer() as server:
+        server.plan(PlannedReply(json_body=answer))
+        settings = WebSettings(
+            search_backend="searxng", search_url=server.url + "/search", max_results=3
+        )
+        outcome = await call("WebSearch", settings, tmp_path, query="many")
+    text = outcome.message.content
+    assert "3. R2" in text and "R3" not in text
+    assert "[4 more results not shown: at most 3 are listed ([web] max_results)." in text

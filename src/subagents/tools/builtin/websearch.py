@@ -109,6 +109,12 @@ def _report(query: str, found: SearchResults, web: WebSettings) -> str:
     if not found.results:
         lines.append("")
         lines.append("No results. Try other words, or fewer domain filters.")
+    if found.not_shown:
+        lines.append("")
+        lines.append(
+            f"[{plural(found.not_shown, 'more result')} not shown: at most {web.max_results} "
+            "are listed ([web] max_results). Refine the query to see others.]"
+        )
     if found.filtered_out:
         lines.append("")
         lines.append(

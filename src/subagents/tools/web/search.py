@@ -70,6 +70,8 @@ class SearchResults:
     results: list[SearchResult]
     filtered_out: int
     """Results the API returned from domains the filters exclude (left out here)."""
+    not_shown: int = 0
+    """Results beyond ``[web] max_results`` (the API returned more than asked for)."""
 
 
 def not_configured_message() -> str:
@@ -279,7 +281,7 @@ def _filtered(
             dropped += 1
             continue
         kept.append(result)
-    return SearchResults(kept[:limit], dropped)
+    return SearchResults(kept[:limit], dropped, max(0, len(kept) - limit))
 
 
 def _shown_endpoint(endpoint: str) -> str:
