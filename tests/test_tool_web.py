@@ -1075,3 +1075,16 @@ async def test_results_beyond_max_results_are_counted_not_silently_dropped(tmp_p
     text = outcome.message.content
     assert "3. R2" in text and "R3" not in text
     assert "[4 more results not shown: at most 3 are listed ([web] max_results)." in text
+
+
+async def test_a_key_echoed_across_the_excerpt_cut_is_not_half_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAVE_API_KEY", KEY)
+    with FakeHTTPServer() as server:
+        body = ("x" * 180 + KEY + "y" * 300).encode()  # the key straddles 200 characters
+        server.plan(PlannedReply(status=500, raw_body=body, content_type="text/plain"))
+        outcome = await call("WebSearch", brave(server), tmp_path, query="anything")
+    assert outcome.status == "error"
+    assert KEY[:8] not in outcome.message.content and "[redacted]" in outcome.message.content
+    assert "…" in outcome.message.content

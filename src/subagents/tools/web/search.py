@@ -200,9 +200,11 @@ async def _read_capped(response: httpx2.Response) -> bytes:
 
 
 def _status_message(title: str, status: int, body: bytes, key: str, settings: WebSettings) -> str:
-    excerpt = body.decode("utf-8", errors="replace").strip()[:_ERROR_EXCERPT_CHARS]
-    if key:
+    excerpt = body.decode("utf-8", errors="replace").strip()
+    if key:  # before cutting: a cut must not leave the start of the key behind
         excerpt = excerpt.replace(key, "[redacted]")
+    if len(excerpt) > _ERROR_EXCERPT_CHARS:
+        excerpt = excerpt[: _ERROR_EXCERPT_CHARS - 1] + "…"
     detail = f" ({excerpt})" if excerpt else ""
     if status == 403 and settings.search_backend == "searxng" and not key:
         return (
