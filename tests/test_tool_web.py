@@ -1088,3 +1088,13 @@ async def test_a_key_echoed_across_the_excerpt_cut_is_not_half_shown(
     assert outcome.status == "error"
     assert KEY[:8] not in outcome.message.content and "[redacted]" in outcome.message.content
     assert "…" in outcome.message.content
+
+
+async def test_an_html_page_without_a_header_charset_is_read_with_its_meta_charset(
+    tmp_path: Path,
+) -> None:
+    page = '<html><head><meta charset="iso-8859-1"></head><body><p>crème brûlée</p></body></html>'
+    with FakeHTTPServer() as server:
+        server.plan(PlannedReply(raw_body=page.encode("latin-1"), content_type="text/html"))
+        outcome = await fetch(LOCAL, tmp_path, server.url + "/menu")
+    assert outcome.status == "ok" and "crème brûlée" in outcome.message.content

@@ -118,7 +118,9 @@ async def _page_report(page: Page, prompt: str, web: WebSettings) -> str:
         not page.media_type and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
     )
     if converted:
-        text = await asyncio.to_thread(html_to_markdown, text, page.url)
+        # without a charset from the server, the page's <meta charset> decides
+        html: str | bytes = text if page.charset else page.body
+        text = await asyncio.to_thread(html_to_markdown, html, page.url)
     return _compose(page, prompt, text, converted, web)
 
 

@@ -39,8 +39,9 @@ def decode_text(data: bytes, charset: str | None) -> str:
     return data.decode(encoding, errors="replace")
 
 
-def html_to_markdown(html: str, base_url: str) -> str:
-    """Markdown of ``html``; relative links and images are made absolute against
+def html_to_markdown(html: str | bytes, base_url: str) -> str:
+    """Markdown of ``html`` (bytes when the server named no charset: the page's own
+    ``<meta charset>`` then decides); relative links and images are made absolute against
     ``base_url`` so that the model can fetch them. A page nested too deeply for the converter
     (it recurses per element) comes back as plain text after :data:`FLATTENED_NOTE`."""
     from urllib.parse import urljoin
