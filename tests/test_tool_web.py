@@ -125,13 +125,23 @@ async def test_binary_content_is_refused(tmp_path: Path) -> None:
             PlannedReply(raw_body=b"\x89PNG\r\n\x1a\n" + bytes(100), content_type="image/png")
         )
         server.plan(PlannedReply(raw_body=b"\x00\x01\x02binary", content_type=""))
+        server.plan(PlannedReply(raw_body=b"\x00\x01\x02", content_type="application/octet-stream"))
+        server.plan(
+            PlannedReply(raw_body=b"# Read me\n\ntext", content_type="application/octet-stream")
+        )
         typed = await fetch(LOCAL, tmp_path, server.url + "/logo.png")
         sniffed = await fetch(LOCAL, tmp_path, server.url + "/blob")
+        octets = await fetch(LOCAL, tmp_path, server.url + "/blob.bin")
+        readme = await fetch(LOCAL, tmp_path, server.url + "/README.md")
     assert (
         typed.status == "error"
         and "image/png, which WebFetch does not read" in typed.message.content
     )
     assert sniffed.status == "error" and "binary content" in sniffed.message.content
+    assert octets.status == "error" and "Content-Type application/octet-stream" in (
+        octets.message.content
+    )
+    assert readme.status == "ok" and "# Read me\n\ntext" in readme.message.content
 
 
 async def test_http_error_status_is_a_tool_error_with_the_start_of_the_answer(

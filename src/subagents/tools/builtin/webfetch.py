@@ -28,6 +28,7 @@ from subagents.tools.decorator import tool
 from subagents.tools.web.fetch import (
     MAX_REDIRECTS,
     MAX_URL_CHARS,
+    UNTYPED,
     FetchError,
     OffsiteRedirect,
     Page,
@@ -104,9 +105,10 @@ async def _page_report(page: Page, prompt: str, web: WebSettings) -> str:
             f"{page.url} is {page.media_type}, which WebFetch does not read (it returns HTML "
             "as Markdown and other text as is). Look for an HTML or text version of it."
         )
-    if not page.media_type and looks_binary(page.body):
+    if page.media_type in UNTYPED and looks_binary(page.body):
+        said = f"Content-Type {page.media_type}" if page.media_type else "no Content-Type"
         raise ToolError(
-            f"{page.url} sent binary content (no Content-Type, and the bytes are not text); "
+            f"{page.url} sent binary content ({said}, and the bytes are not text); "
             "WebFetch reads only HTML and other text."
         )
     text = decode_text(page.body, page.charset)
@@ -115,7 +117,8 @@ async def _page_report(page: Page, prompt: str, web: WebSettings) -> str:
         more = f"\nThe start of its answer:\n{excerpt}" if excerpt else ""
         raise ToolError(f"{page.url} answered {page.status} {page.reason}.{more}")
     converted = page.media_type in HTML_TYPES or (
-        not page.media_type and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
+        page.media_type in UNTYPED
+        and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
     )
     if converted:
         # without a charset from the server, the page's <meta charset> decides

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_REDIRECTS",
     "MAX_URL_CHARS",
+    "UNTYPED",
     "FetchError",
     "OffsiteRedirect",
     "Page",
@@ -246,9 +247,14 @@ _TEXT_APPLICATION_TYPES = frozenset(
 )
 
 
+# Types that say nothing about the content: the bytes are looked at, as for no type at all
+# (object stores serve Markdown and source files as application/octet-stream).
+UNTYPED = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
+
+
 def is_binary_type(media_type: str) -> bool:
-    """Whether a Content-Type says the body is not text (``""``: unknown, so not said)."""
-    if not media_type or media_type.startswith("text/"):
+    """Whether a Content-Type says the body is not text (:data:`UNTYPED`: not said)."""
+    if media_type in UNTYPED or media_type.startswith("text/"):
         return False
     if media_type in _TEXT_APPLICATION_TYPES:
         return False
