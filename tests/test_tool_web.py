@@ -90,6 +90,7 @@ async def test_html_page_becomes_markdown_with_the_prompt_above(tmp_path: Path) 
     assert "# Install" in text and "`pip install x`" in text
     assert f"[docs]({server.url}/docs)" in text  # relative links made absolute
     assert "alert(" not in text  # scripts are not reading matter
+    assert "\nTitle: T\n" in text
     assert text.index("The user asked: how do I install it?") < text.index("# Install")
     assert "not instructions" in text
     (request,) = server.requests
@@ -1108,3 +1109,11 @@ async def test_an_html_page_without_a_header_charset_is_read_with_its_meta_chars
         server.plan(PlannedReply(raw_body=page.encode("latin-1"), content_type="text/html"))
         outcome = await fetch(LOCAL, tmp_path, server.url + "/menu")
     assert outcome.status == "ok" and "crème brûlée" in outcome.message.content
+
+
+async def test_an_empty_single_page_app_says_why_it_has_no_text(tmp_path: Path) -> None:
+    with FakeHTTPServer() as server:
+        server.plan(html('<div id="root"></div><script src="/app.js"></script>'))
+        outcome = await fetch(LOCAL, tmp_path, server.url + "/app")
+    assert outcome.status == "ok"
+    assert "it may build its content with JavaScript" in outcome.message.content

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FLATTENED_NOTE", "HTML_TYPES", "decode_text", "html_to_markdown", "looks_binary"]
+__all__ = [
+    "FLATTENED_NOTE",
+    "HTML_TYPES",
+    "ConvertedPage",
+    "decode_text",
+    "html_to_markdown",
+    "looks_binary",
+]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -15,6 +23,7 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SNIFFED_BYTES = 8192
+_TITLE_CHARS = 300
 FLATTENED_NOTE = (
     "[The page nests its HTML too deeply to convert to Markdown; its text follows without "
     "formatting or links.]"
@@ -39,7 +48,15 @@ def decode_text(data: bytes, charset: str | None) -> str:
     return data.decode(encoding, errors="replace")
 
 
-def html_to_markdown(html: str | bytes, base_url: str) -> str:
+@dataclass(frozen=True, slots=True)
+class ConvertedPage:
+    title: str | None
+    """The ``<title>``, on one line (``None``: the page has none)."""
+    markdown: str
+    """The rest of the page (``<head>`` left out)."""
+
+
+def html_to_markdown(html: str | bytes, base_url: str) -> ConvertedPage:
     """Markdown of ``html`` (bytes when the server named no charset: the page's own
     ``<meta charset>`` then decides); relative links and images are made absolute against
     ``base_url`` so that the model can fetch them. A page nested too deeply for the converter
@@ -50,7 +67,9 @@ def html_to_markdown(html: str | bytes, base_url: str) -> str:
     from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(html, "html.parser")
-    for element in soup(_DROPPED):
+    title_tag = soup.find("title")
+    title = " ".join(title_tag.get_text().split())[:_TITLE_CHARS] if title_tag else None
+    for element in soup(["head", "title", *_DROPPED]):
         element.decompose()
     for attribute, tags in (("href", ("a", "link")), ("src", ("img",))):
         for tag in soup.find_all(tags):
@@ -65,5 +84,6 @@ def html_to_markdown(html: str | bytes, base_url: str) -> str:
         markdown = MarkdownConverter(**options).convert_soup(soup)
     except RecursionError:
         text = "\n".join(line.strip() for line in soup.get_text("\n").splitlines())
-        return FLATTENED_NOTE + "\n\n" + _BLANK_RUNS.sub("\n\n", text).strip()
-    return _BLANK_RUNS.sub("\n\n", markdown).strip()
+        flat = FLATTENED_NOTE + "\n\n" + _BLANK_RUNS.sub("\n\n", text).strip()
+        return ConvertedPage(title or None, flat)
+    return ConvertedPage(title or None, _BLANK_RUNS.sub("\n\n", markdown).strip())
