@@ -136,16 +136,16 @@ def test_show_prints_everything(repo: Path, home: Path) -> None:
     write(home / ".claude" / "agents" / "web.md", agent_md("web"))
     write(
         repo / ".claude" / "agents" / "web.md",
-        agent_md("Web", tools="Read, WebFetch", extra="maxTurns: 7\nfavourite: blue"),
+        agent_md("Web", tools="Read, NotebookEdit", extra="maxTurns: 7\nfavourite: blue"),
     )
     code, out, _ = invoke("show", "web", "--cwd", repo)
     assert code == 0
     assert "declared as 'Web'" in out
     assert re.search(r"effective tools\s+Read\s*$", out, re.M)
-    assert re.search(r"unavailable tools\s+WebFetch", out)
+    assert re.search(r"unavailable tools\s+NotebookEdit", out)
     assert re.search(r"max turns\s+7", out)
     assert re.search(r"extra keys\s+favourite", out)
-    assert "warnings" in out and "'WebFetch' is not available here" in out
+    assert "warnings" in out and "'NotebookEdit' is not available here" in out
     assert "overrides" in out and "user:" in out
     assert "You are Web." in out  # the prompt
 
@@ -153,7 +153,7 @@ def test_show_prints_everything(repo: Path, home: Path) -> None:
     data = json.loads(out)
     assert data["name"] == "web"
     assert data["system_prompt"] == "You are Web."
-    assert data["unavailable_tools"] == ["WebFetch"]
+    assert data["unavailable_tools"] == ["NotebookEdit"]
     assert data["max_turns"] == 7
     assert data["overrides"][0]["scope"] == "user"
 
@@ -179,11 +179,11 @@ def test_show_unknown_agent_suggests_closest(repo: Path, home: Path) -> None:
 def test_validate_whole_project(repo: Path, home: Path) -> None:
     folder = repo / ".claude" / "agents"
     write(folder / "good.md", agent_md("good"))
-    write(folder / "web.md", agent_md("web", tools="Read, WebSearch"))
+    write(folder / "web.md", agent_md("web", tools="Read, NotebookRead"))
     code, out, err = invoke("validate", "--cwd", repo)
     assert code == 0
     assert out.splitlines() == [
-        ".claude/agents/web.md: web: warning: tool 'WebSearch' is not available here; "
+        ".claude/agents/web.md: web: warning: tool 'NotebookRead' is not available here; "
         "it is left out"
     ]
     assert "2 agent file(s) checked: 0 invalid, 1 with warnings" in err
@@ -240,7 +240,7 @@ def test_validate_corpus_passes_but_strict_does_not(corpus_dir: Path, home: Path
     assert code == 0
     assert "158 agent file(s) checked: 0 invalid" in err
     code, _, _ = invoke("validate", "--strict", corpus_dir, "--cwd", corpus_dir)
-    assert code == 1  # the corpus names WebFetch/WebSearch, which are warnings
+    assert code == 1  # the corpus names tools we lack (computer-use, ...): warnings
 
 
 # -- schema and new ----------------------------------------------------------------------------

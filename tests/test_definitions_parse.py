@@ -88,7 +88,7 @@ def test_corpus_tools_we_lack_are_warnings_and_left_out(corpus_dir: Path) -> Non
     d = parse_agent_file(path)
     assert d.status == "active"
     assert "subagent-catalog:search" in d.unavailable_tools
-    assert "WebFetch" in d.unavailable_tools
+    assert "WebFetch" not in d.unavailable_tools  # a tool we have now
     assert "Read" not in d.unavailable_tools
     assert any("'subagent-catalog:search' is not a known tool" in w for w in d.warnings)
 

@@ -85,7 +85,7 @@ def test_names_still_invalid_after_normalising(raw: str) -> None:
 
 def test_validation_is_idempotent() -> None:
     d = parse_agent_text(
-        "---\nname: Code_Reviewer\ndescription: Does: x\ntools: Read, WebFetch\nfoo: 1\n"
+        "---\nname: Code_Reviewer\ndescription: Does: x\ntools: Read, NotebookEdit\nfoo: 1\n"
         "model: sonnet\n---\nbody\n",
         dialect="markdown",
     )
@@ -93,7 +93,7 @@ def test_validation_is_idempotent() -> None:
     assert again.warnings == d.warnings
     assert again.validation_errors == d.validation_errors
     assert (again.name, again.declared_name) == ("code-reviewer", "Code_Reviewer")
-    assert len(d.warnings) == 4  # lenient YAML, normalised name, WebFetch, unknown key
+    assert len(d.warnings) == 4  # lenient YAML, normalised name, NotebookEdit, unknown key
 
 
 @pytest.mark.parametrize(
@@ -171,15 +171,17 @@ def test_field_errors(fields: dict[str, object], fragment: str) -> None:
 
 
 def test_unknown_tools_are_warnings_and_left_out() -> None:
-    d = agent(tools=["Read", "WebFetch", "computer-use", "chrome-mcp", "subagent-catalog:search"])
+    d = agent(
+        tools=["Read", "NotebookEdit", "computer-use", "chrome-mcp", "subagent-catalog:search"]
+    )
     assert d.status == "active"
     assert d.unavailable_tools == [
-        "WebFetch",
+        "NotebookEdit",
         "computer-use",
         "chrome-mcp",
         "subagent-catalog:search",
     ]
-    assert "tool 'WebFetch' is not available here; it is left out" in d.warnings
+    assert "tool 'NotebookEdit' is not available here; it is left out" in d.warnings
     assert sum("is not a known tool" in w for w in d.warnings) == 3
 
 
@@ -189,7 +191,7 @@ def test_misspelt_tool_gets_a_suggestion() -> None:
 
 
 def test_nothing_usable_left_is_invalid() -> None:
-    d = agent(tools=["WebFetch", "WebSearch"])
+    d = agent(tools=["NotebookEdit", "NotebookRead"])
     assert d.status == "invalid"
     assert any("none of the tools" in e and "remove 'tools'" in e for e in d.validation_errors)
 

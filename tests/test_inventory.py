@@ -413,9 +413,9 @@ def test_effective_model_uses_config_aliases_and_default(
 
 def test_effective_tools_with_mcp_tools(repo: Path, home: Path) -> None:
     folder = repo / ".claude" / "agents"
-    write(folder / "web.md", agent_md("web", tools="Read, WebFetch, mcp__docs"))
+    write(folder / "web.md", agent_md("web", tools="Read, WebFetch, NotebookEdit, mcp__docs"))
     write(folder / "all.md", agent_md("all", extra="disallowedTools: Bash, Write"))
-    write(folder / "none.md", agent_md("none", tools="WebFetch, WebSearch"))
+    write(folder / "none.md", agent_md("none", tools="NotebookEdit, NotebookRead"))
     inventory = discover(
         repo,
         home,
@@ -424,9 +424,9 @@ def test_effective_tools_with_mcp_tools(repo: Path, home: Path) -> None:
         tool_names=["mcp__docs__search", "mcp__docs__fetch", "mcp__other__x"],
     )
     web = inventory.get("web")
-    assert web.effective_tools == ["Read", "mcp__docs__search", "mcp__docs__fetch"]
-    assert web.definition.unavailable_tools == ["WebFetch"]
-    assert any("WebFetch" in w for w in web.definition.warnings)
+    assert web.effective_tools == ["Read", "WebFetch", "mcp__docs__search", "mcp__docs__fetch"]
+    assert web.definition.unavailable_tools == ["NotebookEdit"]
+    assert any("NotebookEdit" in w for w in web.definition.warnings)
     everything = inventory.get("all")
     assert "Bash" not in everything.effective_tools and "Write" not in everything.effective_tools
     assert "mcp__other__x" in everything.effective_tools

@@ -33,12 +33,13 @@ def test_builtin_tools_have_claude_code_names_and_flags() -> None:
     tools = {t.name: t for t in builtin_tools()}
     assert list(tools) == list(BUILTIN_TOOL_NAMES)
     assert list(tools)[:7] == ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Bash"]
-    assert "MultiEdit" in tools
+    assert {"MultiEdit", "TodoWrite", "WebFetch", "WebSearch"} <= set(tools)
     read_only = {n for n, t in tools.items() if t.read_only}
     asking = {n for n, t in tools.items() if t.requires_approval}
     assert {"Read", "Glob", "Grep", "LS"} <= read_only
     assert {"Write", "Edit", "MultiEdit", "Bash"} <= asking
-    assert not read_only & asking
+    assert not {"Write", "Edit", "MultiEdit", "Bash"} & read_only
+    assert read_only & asking == {"WebFetch"}  # changes nothing here, but sends data out
     assert tools["Read"].parameters["required"] == ["file_path"]
     assert tools["Edit"].parameters["required"] == ["file_path", "old_string", "new_string"]
     assert set(tools["Grep"].parameters["properties"]) >= {"-i", "-n", "-A", "-B", "-C", "type"}

@@ -53,6 +53,10 @@ Format::
     [tools]
     pass_env = ["OPENAI_API_KEY"]    # provider keys the Bash tool and shell hooks may see
 
+    [web]                       # WebFetch and WebSearch (see subagents.tools.web.settings)
+    allow_private_addresses = ["127.0.0.1"]  # hosts / IPs / CIDRs WebFetch may reach
+    search_backend = "brave"    # or "tavily", "searxng"; the key is read from BRAVE_API_KEY
+
 The Bash tool, shell hooks and the other commands run for a model get this process's
 environment without the providers' API keys (``[providers.NAME] api_key_env``,
 ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and any variable holding one of those keys): a model
@@ -82,6 +86,7 @@ from subagents._preview import preview
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
+from subagents.tools.web.settings import WebSettings
 
 if TYPE_CHECKING:
     from subagents.models.choice import ModelChoice
@@ -99,6 +104,7 @@ __all__ = [
     "SandboxSettings",
     "SubagentsSettings",
     "ToolsSettings",
+    "WebSettings",
     "find_repository_root",
     "load_config",
     "project_config_path",
@@ -228,6 +234,7 @@ class ConfigFile(BaseModel):
     # Validated (with file and key in errors) by subagents.store.retention.load_retention_policy.
     retention: dict[str, Any] = Field(default_factory=dict)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +248,7 @@ class Config:
     permissions: PermissionsSettings = field(default_factory=PermissionsSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     tools: ToolsSettings = field(default_factory=ToolsSettings)
+    web: WebSettings = field(default_factory=WebSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -362,6 +370,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         permissions=effective.permissions,
         sandbox=effective.sandbox,
         tools=effective.tools,
+        web=effective.web,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -479,6 +488,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(SandboxSettings.model_fields)
     elif parents == ["tools"]:
         allowed = list(ToolsSettings.model_fields)
+    elif parents == ["web"]:
+        allowed = list(WebSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

@@ -3,7 +3,8 @@ model.
 
 Every credential we were given is a secret, whatever its variable is called:
 :func:`known_credentials` lists the provider keys (``[providers.NAME] api_key``, the variable
-named by ``api_key_env``, ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``), the MCP servers' ``env``
+named by ``api_key_env``, ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and the web search key of
+``[web]``), the MCP servers' ``env``
 values and ``headers`` that are credentials, and the environment variables named like secrets;
 :class:`~subagents.tracing.redact.Redactor` keeps them out of everything stored or printed.
 
@@ -59,10 +60,14 @@ def looks_like_token(value: str) -> bool:
 
 def provider_key_variables(config: Config | None) -> list[str]:
     """The variables the providers' keys come from: ``api_key_env`` of each
-    ``[providers.NAME]``, then :data:`PROVIDER_KEY_VARIABLES`."""
+    ``[providers.NAME]``, the web search backend's (``[web] search_api_key_env``), then
+    :data:`PROVIDER_KEY_VARIABLES`."""
     names: list[str] = []
     if config is not None:
         names += [s.api_key_env for s in config.providers.values() if s.api_key_env]
+        search_key = config.web.search_key_variable()  # WebSearch's key: a provider's too
+        if search_key is not None:
+            names.append(search_key)
     names += PROVIDER_KEY_VARIABLES
     return list(dict.fromkeys(names))
 

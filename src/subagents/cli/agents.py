@@ -295,8 +295,12 @@ def show_agent(
         inventory = _discover(cwd, agents)
         record = _find_record(inventory, name)
     base = _base(cwd)
+    from subagents.tools.web.notes import web_tool_notes
+
+    notes = web_tool_notes(record.effective_tools, inventory.config.web)
     if as_json:
         data = _record_json(record, base)
+        data["notes"] = notes
         data["system_prompt"] = record.definition.system_prompt
         data["project_instructions"] = _instruction_files(record.definition, base)
         _print_json(data)
@@ -347,6 +351,7 @@ def show_agent(
     for title, items, style in (
         ("errors", d.validation_errors, "red"),
         ("warnings", d.warnings, "yellow"),
+        ("notes", notes, "cyan"),
     ):
         if items:
             console.print(f"\n[bold {style}]{title}[/]")

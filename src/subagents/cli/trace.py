@@ -122,14 +122,14 @@ def _add_session(parent: Tree, session: SessionTrace) -> None:
     for event in session.events:
         if event.status == "warning":
             node.add(f"[yellow]{escape(event.name)}: {escape(_one_line(event.message, 200))}[/]")
-    if session.todos:
-        _add_todos(node, session)
         if event.name == "worktree_kept":
             where = event.data.get("worktree_path", "?")
             branch = event.data.get("worktree_branch", "?")
             node.add(
                 f"[yellow]worktree kept:[/] {escape(str(where))} (branch {escape(str(branch))})"
             )
+    if session.todos:
+        _add_todos(node, session)
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)

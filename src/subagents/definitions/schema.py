@@ -6,6 +6,7 @@ from typing import Any, get_args
 
 from subagents.definitions.model import EFFORT_LEVELS, Isolation, MemoryScope, PermissionMode
 from subagents.definitions.validate import NAME_PATTERN
+from subagents.tools.names import BUILTIN_TOOL_NAMES, TASK_TOOL_NAME
 
 __all__ = ["frontmatter_json_schema"]
 
@@ -53,8 +54,8 @@ def frontmatter_json_schema() -> dict[str, Any]:
                 **_TOOL_LIST,
                 "description": (
                     "Tools the agent may use; omit (or '*') to inherit every tool. Built-in: "
-                    "Read, Write, Edit, MultiEdit, Glob, Grep, LS, Bash, TodoWrite, Task; MCP: "
-                    "mcp__SERVER, mcp__SERVER__TOOL, mcp__SERVER__*."
+                    f"{', '.join((*BUILTIN_TOOL_NAMES, TASK_TOOL_NAME))}; MCP: mcp__SERVER, "
+                    "mcp__SERVER__TOOL, mcp__SERVER__*."
                 ),
             },
             "disallowedTools": {

@@ -263,7 +263,7 @@ class Runtime:
             if self._builtin_tools:
                 from subagents.tools.builtin import builtin_tools
 
-                tools.extend(builtin_tools())
+                tools.extend(builtin_tools(self.config.web))
                 tools.extend(self._skill_tools())
             by_name = {tool.name: tool for tool in [*tools, *self._mcp_tools, *self._extra_tools]}
             self._base_tools = tuple(by_name.values())

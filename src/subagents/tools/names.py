@@ -30,6 +30,8 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "Bash",
     "MultiEdit",
     "TodoWrite",
+    "WebFetch",
+    "WebSearch",
 )
 READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
@@ -48,8 +50,6 @@ SKILL_TOOL_NAME = "Skill"  # loads a skill; present when skills are found (subag
 # valid: the name is reported in a warning and left out of the effective tool set.
 CLAUDE_CODE_ONLY_TOOL_NAMES: frozenset[str] = frozenset(
     {
-        "WebFetch",
-        "WebSearch",
         "NotebookEdit",
         "NotebookRead",
         "TodoRead",

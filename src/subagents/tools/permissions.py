@@ -86,14 +86,17 @@ class PermissionPolicy:
     """Decides, per tool call, whether it may run.
 
     - ``bypassPermissions``: everything runs.
-    - ``plan``: read-only tools only; anything else is refused.
+    - ``plan``: read-only tools only; anything else is refused. A read-only tool that still
+      needs approval (WebFetch: it changes nothing here but sends requests out) asks, as in
+      ``default``.
     - ``acceptEdits``: Write, Edit and MultiEdit run; other tools that need approval ask the
       approver.
     - ``default``: tools that need approval ask the approver.
     - ``dontAsk``: never asks; what would ask is refused (read-only tools and calls an allow
       rule matches still run).
 
-    Read-only tools never ask. With no approver (a headless run) ``headless`` decides.
+    Read-only tools never ask, unless they need approval all the same (WebFetch). With no
+    approver (a headless run) ``headless`` decides.
 
     ``rules`` (see :mod:`subagents.tools.rules`) come first in every mode: a deny rule refuses
     (even under ``bypassPermissions``), an ask rule asks (``dontAsk``: refuses), an allow rule
@@ -161,7 +164,7 @@ class PermissionPolicy:
         if self.rules is not None and self.rules.covers(tool):
             return True
         if self.mode == "plan":
-            return not tool.read_only
+            return not tool.read_only or tool.requires_approval
         if tool.writes_paths and self.protected is not None:
             return True
         if self.mode == "bypassPermissions":

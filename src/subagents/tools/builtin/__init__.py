@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from subagents.tools.base import Tool
+
+if TYPE_CHECKING:
+    from subagents.tools.web.settings import WebSettings
 
 __all__ = ["builtin_tools"]
 
 
-def builtin_tools() -> list[Tool]:
-    """Read, Write, Edit, Glob, Grep, LS, Bash, MultiEdit and TodoWrite, in that order (a fresh
-    list each call)."""
+def builtin_tools(web: WebSettings | None = None) -> list[Tool]:
+    """Read, Write, Edit, Glob, Grep, LS, Bash, MultiEdit, TodoWrite, WebFetch and WebSearch,
+    in that order (a fresh list each call); ``web`` is ``[web]`` of config.toml (defaults when
+    ``None``)."""
     from subagents.tools.builtin.bash import bash_tool
     from subagents.tools.builtin.edit import edit_tool
     from subagents.tools.builtin.glob import glob_tool
@@ -18,6 +24,8 @@ def builtin_tools() -> list[Tool]:
     from subagents.tools.builtin.multiedit import multi_edit_tool
     from subagents.tools.builtin.read import read_tool
     from subagents.tools.builtin.todowrite import todo_write_tool
+    from subagents.tools.builtin.webfetch import webfetch_tool
+    from subagents.tools.builtin.websearch import websearch_tool
     from subagents.tools.builtin.write import write_tool
 
     return [
@@ -30,4 +38,6 @@ def builtin_tools() -> list[Tool]:
         bash_tool,
         multi_edit_tool,
         todo_write_tool,
+        webfetch_tool(web),
+        websearch_tool(web),
     ]
