@@ -813,3 +813,38 @@ async def test_a_project_in_a_subfolder_of_the_repository_works_there_in_the_wor
     where, files = listing.content.splitlines()[0], listing.content
     assert where.endswith("/app") and "/.git/subagents/worktrees/builder-" in where
     assert "main.py" in files
+
+
+async def test_project_rooted_rules_hold_inside_the_worktree(tmp_path: Path) -> None:
+    """``/path`` rules of .claude/settings.json are about the project's files: in a worktree
+    they are about its copy, so isolation neither escapes a deny nor loses an allow."""
+    repo = make_repo(tmp_path / "repo")
+    settings = {"permissions": {"deny": ["Edit(/locked/**)"], "allow": ["Edit(/open/**)"]}}
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(json.dumps(settings))
+    child = ScriptedModel(
+        [
+            tool_calls_response(
+                [
+                    ("Write", {"file_path": "locked/a.txt", "content": "no"}),
+                    ("Write", {"file_path": "open/b.txt", "content": "yes"}),
+                ]
+            ),
+            "done",
+        ]
+    )
+    main = ScriptedModel([tool_call_response("Task", task("builder")), "ok"])
+    rt = Runtime(
+        cwd=repo,
+        agents=[isolated(permission_mode="dontAsk")],
+        model=main,
+        agent_models={"builder": child},
+    )
+    await rt.run("go")
+    locked, opened = task_results(child)
+    assert locked.is_error and "Edit(/locked/**)" in locked.content
+    assert not opened.is_error, opened.content
+    (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
+    assert spawn.worktree_path is not None
+    assert read(Path(spawn.worktree_path, "open", "b.txt")) == "yes"
+    assert not exists(Path(spawn.worktree_path, "locked", "a.txt"))

@@ -178,6 +178,11 @@ def _record_json(record: AgentRecord, base: Path) -> dict[str, Any]:
         "skills": d.skills,
         "memory": d.memory,
         "memory_folder": _memory_folder(d, base),
+        "isolation": d.isolation,
+        "effort": d.effort,
+        "hooks": d.hooks,
+        "initial_prompt": d.initial_prompt,
+        "omit_claude_md": d.omit_claude_md,
         "endpoint": d.endpoint,
         "api_key_env": d.api_key_env,
         "extra": d.extra,
@@ -339,6 +344,7 @@ def show_agent(
         *_isolation_effort_hooks_rows(d),
         ("endpoint", _endpoint_summary(d)),
         ("project instructions", _instructions_summary(d, base)),
+        ("initial prompt", _initial_prompt_summary(d)),
         ("extra keys", ", ".join(sorted(d.extra))),
     ]
     rows.extend((label, str(value)) for label, value in optional if value not in (None, ""))
@@ -411,6 +417,13 @@ def _instructions_summary(d: AgentDefinition, base: Path) -> str:
         return "left out (omitClaudeMd)"
     files = _instruction_files(d, base)
     return ", ".join(f["path"] + (" (cut)" if f["cut"] else "") for f in files)
+
+
+def _initial_prompt_summary(d: AgentDefinition) -> str:
+    """The prompt ``run --agent NAME`` starts from when it is given none."""
+    if not d.initial_prompt:
+        return ""
+    return f"{shorten(d.initial_prompt, 120)!r} (for 'subagents run --agent {d.name}' alone)"
 
 
 def _endpoint_summary(d: AgentDefinition) -> str:

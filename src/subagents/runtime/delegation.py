@@ -390,7 +390,7 @@ class Delegation:
         """``session``, and the subagents it has already started that worked where it did
         (re-adopted after a restart), now work in ``root``."""
         session.workspace = root
-        session.permissions = rooted_permissions(session.permissions, root)
+        session.permissions = rooted_permissions(session.permissions, root, old)
         session.tool_sandbox = rooted_sandbox(session.tool_sandbox, root)
         for handle in list(self.handles.values()):
             child = handle.session

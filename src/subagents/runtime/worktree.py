@@ -292,12 +292,18 @@ def worktree_note(outcome: WorktreeOutcome) -> str:
 # -- the session's surroundings -------------------------------------------------------------
 
 
-def rooted_permissions(policy: PermissionPolicy | None, root: Path) -> PermissionPolicy | None:
-    """``policy`` with its protected paths (``.git``, ``.claude``, ...) taken from ``root``."""
-    if policy is None or policy.protected is None:
+def rooted_permissions(
+    policy: PermissionPolicy | None, root: Path, moved_from: Path | None = None
+) -> PermissionPolicy | None:
+    """``policy`` with its protected paths (``.git``, ``.claude``, ...) taken from ``root``, and
+    its ``/path`` permission rules holding in ``root`` as they did in ``moved_from``."""
+    if policy is None:
         return policy
     rooted = copy.copy(policy)  # keeps whatever else the policy holds
-    rooted.protected = dataclasses.replace(policy.protected, root=Path(os.path.realpath(root)))
+    if policy.protected is not None:
+        rooted.protected = dataclasses.replace(policy.protected, root=Path(os.path.realpath(root)))
+    if policy.rules and moved_from is not None:
+        rooted.rules = policy.rules.moved(moved_from, root)
     return rooted
 
 

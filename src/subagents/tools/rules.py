@@ -21,6 +21,7 @@ allow: the first match decides, whatever the order they were written in.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -193,6 +194,21 @@ class PermissionRules:
     ) -> PermissionRules:
         return PermissionRules([*self.rules, *rules], [*self.limits, *limits])
 
+    def moved(self, old: Path, new: Path) -> PermissionRules:
+        """The rules of a session that moved from workspace ``old`` to ``new`` (a git worktree
+        of the same project): each ``/path`` rule and limit also holds for the same path under
+        ``new``, so ``isolation: worktree`` neither escapes a deny rule nor loses an allow."""
+
+        def with_copies(rules: Iterable[PermissionRule]) -> list[PermissionRule]:
+            rules = list(rules)
+            return rules + [moved for rule in rules if (moved := _moved(rule, old, new))]
+
+        limits = [
+            dataclasses.replace(limit, rules=tuple(with_copies(limit.rules)))
+            for limit in self.limits
+        ]
+        return PermissionRules(with_copies(self.rules), limits)
+
     def covers(self, tool: Tool) -> bool:
         """Whether any rule or limit is about ``tool`` (cached per tool name and server)."""
         key = (tool.name, tool.mcp_server)
@@ -246,6 +262,16 @@ class PermissionRules:
 
     def _rules_of(self, behavior: RuleBehavior, tool: Tool) -> Iterable[PermissionRule]:
         return (r for r in self.rules if r.behavior == behavior and _tool_matches(r.tool, tool))
+
+
+def _moved(rule: PermissionRule, old: Path, new: Path) -> PermissionRule | None:
+    """``rule`` anchored in ``new`` where it was anchored in ``old``; ``None`` when it is not
+    anchored at the project root (``/path``)."""
+    specifier = rule.specifier or ""
+    if rule.project_root is None or not specifier.startswith("/") or specifier.startswith("//"):
+        return None
+    root = Path(os.path.normpath(new / os.path.relpath(rule.project_root, old)))
+    return dataclasses.replace(rule, project_root=root)
 
 
 # -- which tool ---------------------------------------------------------------------------
