@@ -351,7 +351,12 @@ class Delegation:
         return handle
 
     def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
-        return compose_system_prompt(definition, workspace=workspace, subagent=True)
+        return compose_system_prompt(
+            definition,
+            workspace=workspace,
+            subagent=True,
+            instructions=self.runtime.project_instructions(workspace),
+        )
 
     # -- isolation: worktree -----------------------------------------------------------------
 

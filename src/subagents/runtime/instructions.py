@@ -129,16 +129,19 @@ class ProjectInstructions:
 
 
 def instruction_candidates(
-    workspace: Path, *, home: Path | None = None
+    workspace: Path, *, home: Path | None = None, directories: list[Path] | None = None
 ) -> tuple[list[tuple[Path, InstructionScope]], list[str]]:
     """Every path that may hold instructions for ``workspace``, in prompt order (imports
-    aside), and the warnings about rule folders too full to read whole."""
+    aside), and the warnings about rule folders too full to read whole. ``directories``:
+    ``project_directories(workspace)`` when the caller has them already."""
     from subagents.config import project_directories, resolve_home
 
     home_dir = resolve_home(home)
+    if directories is None:
+        directories = project_directories(workspace, home=home_dir)
     candidates: list[tuple[Path, InstructionScope]] = []
     warnings: list[str] = []
-    for directory in project_directories(workspace, home=home_dir):
+    for directory in directories:
         candidates += [(directory / name, "project") for name in PROJECT_FILE_NAMES]
         candidates += [(rule, "project") for rule in _rule_files(directory, warnings)]
     candidates.append((home_dir / USER_FILE_NAME, "user"))
@@ -164,7 +167,7 @@ def load_project_instructions(
         "project": (directories[-1], home_dir / ".claude") if directories else (),
     }
     collector = _Collector(max_file_chars, max_total_chars, roots, home_dir)
-    candidates, warnings = instruction_candidates(workspace, home=home_dir)
+    candidates, warnings = instruction_candidates(workspace, home=home_dir, directories=directories)
     collector.warnings += warnings
     for path, scope in candidates:
         collector.add(path, scope)

@@ -19,6 +19,7 @@ from subagents.skills import skills_prompt
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
+    from subagents.runtime.instructions import ProjectInstructions
 
 __all__ = ["MAIN_AGENT_PROMPT", "compose_system_prompt", "environment_note"]
 
@@ -31,10 +32,16 @@ and completely."""
 
 
 def compose_system_prompt(
-    definition: AgentDefinition | None, *, workspace: Path, subagent: bool
+    definition: AgentDefinition | None,
+    *,
+    workspace: Path,
+    subagent: bool,
+    instructions: ProjectInstructions | None = None,
 ) -> str:
     """The system prompt of a session running ``definition`` (``None``: the default main
-    agent). A subagent is also told where it works, since it starts with no history."""
+    agent). A subagent is also told where it works, since it starts with no history.
+    ``instructions`` are the project's CLAUDE.md / AGENTS.md files when already read (a run
+    reads them once); else they are read here."""
     prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
     if definition is not None:  # the skills it preloads, and its memory
         prompt += skills_prompt(definition.skills, workspace) + memory_prompt(
@@ -43,7 +50,9 @@ def compose_system_prompt(
     if subagent:
         prompt += environment_note(workspace)
     if definition is None or not definition.omit_claude_md:
-        prompt += project_instructions(workspace).prompt_section()
+        if instructions is None:
+            instructions = project_instructions(workspace)
+        prompt += instructions.prompt_section()
     return prompt
 
 

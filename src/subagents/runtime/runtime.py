@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from subagents.inventory import Inventory
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
     from subagents.mcp.connection import MCPManager
+    from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.recorder import Recorder
     from subagents.skills import SkillCatalog
     from subagents.store.base import Store
@@ -103,6 +104,7 @@ class Runtime:
         self._main_model = model
         self._models: dict[str, Model] = dict(models or {})
         self._built_models: list[str] = []  # the ones we made, and so must close
+        self._instructions: dict[Path, ProjectInstructions] = {}  # read once per run
         self._agent_models: dict[str, Model] = dict(agent_models or {})
         self._extra_tools = tuple(tools)
         self._base_tools: tuple[Tool, ...] | None = None
@@ -472,7 +474,12 @@ class Runtime:
             tools.add(ask_human_tool(), replace=True)
         grants = memory_grants(definition, workspace=self.workspace)
         tools = with_memory_tools(definition, tools, available, grants)
-        prompt = compose_system_prompt(definition, workspace=self.workspace, subagent=False)
+        prompt = compose_system_prompt(
+            definition,
+            workspace=self.workspace,
+            subagent=False,
+            instructions=self.project_instructions(self.workspace),
+        )
         session = Session(
             model=self.main_model(definition),
             system_prompt=prompt,
@@ -539,13 +546,24 @@ class Runtime:
         )
 
     def _announce_instruction_problems(self) -> None:
-        """Say once per run which CLAUDE.md / AGENTS.md files were cut or skipped."""
+        """Read the CLAUDE.md / AGENTS.md files afresh for this run, and say which were cut
+        or skipped."""
+        self._instructions.clear()
         if self.events.active:
             from subagents.runtime.events import InstructionsNotice
+
+            for warning in self.project_instructions(self.workspace).warnings:
+                self.events.emit(InstructionsNotice(warning))
+
+    def project_instructions(self, workspace: Path) -> ProjectInstructions:
+        """The CLAUDE.md / AGENTS.md files for ``workspace``, read once per run: every
+        session of a run starts from the same instructions."""
+        found = self._instructions.get(workspace)
+        if found is None:
             from subagents.runtime.instructions import load_project_instructions
 
-            for warning in load_project_instructions(self.workspace).warnings:
-                self.events.emit(InstructionsNotice(warning))
+            found = self._instructions[workspace] = load_project_instructions(workspace)
+        return found
 
     async def resume(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
@@ -562,6 +580,7 @@ class Runtime:
 
         store = self._require_store()
         task = store.get_task(task_id)
+        self._instructions.clear()  # the files as they are now, for the subagents it starts
         self._restore_rule_arguments(task)
         if _not_adopted(task):
             # Someone else's question about someone else's call: not the person's to answer
