@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.config import resolve_home
-from subagents.definitions.validate import NAME_PATTERN
 from subagents.errors import ToolError
 from subagents.tools.workspace import workspace_of
 
@@ -102,6 +100,8 @@ def memory_folder(
     harness made inside the repository's ``.git`` (``isolation: worktree``): such a worktree
     is thrown away, its memory must not be.
     """
+    from subagents.config import resolve_home
+
     base = resolve_home(home) if scope == "user" else project_checkout(workspace)
     return base / _FOLDERS[scope] / agent
 
@@ -148,6 +148,9 @@ def open_memory(
     """
     if definition is None or definition.memory is None:
         return None
+    from subagents.config import resolve_home
+    from subagents.definitions.validate import NAME_PATTERN
+
     scope, agent = definition.memory, definition.name
     folder = memory_folder(agent, scope, workspace=workspace, home=home)
     if not NAME_PATTERN.match(agent):

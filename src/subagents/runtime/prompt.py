@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from subagents.runtime.instructions import load_project_instructions as project_instructions
 from subagents.runtime.memory import memory_prompt
-from subagents.skills import skills_prompt
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
@@ -44,6 +43,8 @@ def compose_system_prompt(
     reads them once); else they are read here."""
     prompt = definition.system_prompt.strip() if definition is not None else MAIN_AGENT_PROMPT
     if definition is not None:  # the skills it preloads, and its memory
+        from subagents.skills import skills_prompt  # reads SKILL.md files: YAML
+
         prompt += skills_prompt(definition.skills, workspace) + memory_prompt(
             definition, workspace=workspace
         )
