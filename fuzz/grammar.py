@@ -295,3 +295,41 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         else:
             out[where:where] = _text(rng, 30).encode("utf-8", "surrogatepass")
     return bytes(out)
+
+
+_RULES = [
+    "Bash", "Bash(git push *)", "Bash(npm run test:*)", "Bash(", "Bash()", "Read(./.env)",
+    "Edit(src/**)", "Edit(//etc/**)", "Edit(~/x)", "WebFetch(domain:example.com)",
+    "WebFetch(domain:)", "Agent(explore, plan)", "mcp__s__t", "mcp__", "Skill(x:*)", "(", ")",
+    "Bash(" + "(" * 200 + ")", "Read(" + "*" * 300 + ")", "Bash(" + "a && " * 200 + "b)",
+]  # fmt: skip
+
+
+def settings_json(rng: random.Random) -> str:
+    """A ``.claude/settings.json``: mostly Claude Code's shape, sometimes not."""
+    if rng.random() < 0.2:
+        return deep_json_text(rng) if rng.random() < 0.5 else _text(rng, 80)
+    rules = {
+        behavior: [rng.choice(_RULES) if rng.random() < 0.8 else json_value(rng, 2)
+                   for _ in range(rng.randint(0, 6))]
+        for behavior in rng.sample(["allow", "ask", "deny", "defaultMode", "x"], rng.randint(0, 4))
+    }  # fmt: skip
+    value: Any = {"permissions": rules} if rng.random() < 0.9 else json_value(rng)
+    return dumps(value)
+
+
+def skill_file(rng: random.Random, seeds: Sequence[bytes] = ()) -> bytes:
+    """A ``SKILL.md``: frontmatter with a skill's keys (or an agent's), then instructions."""
+    if seeds and rng.random() < 0.2:
+        return mutate(rng, rng.choice(seeds))
+    keys = ["name", "description", "allowed-tools", "disable-model-invocation", "model", "x"]
+    front = alias_bomb(rng) if rng.random() < 0.1 else yaml_document(rng, keys)
+    return f"---\n{front}\n---\n{_text(rng, 80)} $ARGUMENTS\n".encode("utf-8", "surrogatepass")
+
+
+def instructions_file(rng: random.Random) -> str:
+    """A ``CLAUDE.md`` with ``@imports`` (of itself, of parents, of absent or far files)."""
+    imports = ["@CLAUDE.md", "@./AGENTS.md", "@../x.md", "@~/.ssh/id_rsa", "@/etc/passwd",
+               "@" + "a/" * 300, "@", "`@CLAUDE.md`", "```\n@AGENTS.md\n```", "@@x"]  # fmt: skip
+    lines = [rng.choice(imports) if rng.random() < 0.4 else _text(rng, 60) for _ in range(20)]
+    return "\n".join(lines)

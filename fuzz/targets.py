@@ -82,6 +82,61 @@ def _check_agent(case: Case, workdir: Path) -> None:
     definition.model_dump_json()  # whatever was read can be reported
 
 
+# -- .claude/settings.json, SKILL.md, CLAUDE.md ------------------------------------------------
+
+
+def _make_settings(rng: random.Random, seeds: Sequence[bytes]) -> Case:
+    return Case(".json", grammar.settings_json(rng).encode("utf-8", "surrogatepass"))
+
+
+def _check_settings(case: Case, workdir: Path) -> None:
+    from subagents.tools.rule_sources import load_settings_rules
+
+    project = workdir / "project"
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    (project / ".claude").mkdir(exist_ok=True)
+    (project / ".claude" / "settings.json").write_bytes(case.data)
+    loaded = load_settings_rules(project, workdir / "home")
+    for warning in loaded.warnings:
+        _short(warning, MAX_CONFIG_MESSAGE_CHARS)
+
+
+def _make_skill(rng: random.Random, seeds: Sequence[bytes]) -> Case:
+    return Case(".md", grammar.skill_file(rng, seeds))
+
+
+def _check_skill(case: Case, workdir: Path) -> None:
+    from subagents.skills import discover_skills, skills_prompt
+
+    project = workdir / "project"
+    folder = project / ".claude" / "skills" / "fuzzed"
+    folder.mkdir(parents=True, exist_ok=True)
+    (project / ".git").mkdir(exist_ok=True)
+    (folder / "SKILL.md").write_bytes(case.data)
+    catalog = discover_skills(project, home=workdir / "home")
+    for skill in catalog.found:
+        for message in [*skill.errors, *skill.warnings]:
+            _short(message)
+    skills_prompt(["fuzzed"], project)
+
+
+def _make_instructions(rng: random.Random, seeds: Sequence[bytes]) -> Case:
+    return Case(".md", grammar.instructions_file(rng).encode("utf-8", "surrogatepass"))
+
+
+def _check_instructions(case: Case, workdir: Path) -> None:
+    from subagents.runtime.instructions import MAX_TOTAL_CHARS, load_project_instructions
+
+    project = workdir / "project"
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    (project / "CLAUDE.md").write_bytes(case.data)
+    (project / "AGENTS.md").write_bytes(case.data[::-1])
+    found = load_project_instructions(project, home=workdir / "home")
+    _require(sum(len(f.text) for f in found.files) <= MAX_TOTAL_CHARS, "over the total cap")
+    for warning in found.warnings:
+        _short(warning)
+
+
 # -- config.toml -------------------------------------------------------------------------------
 
 
@@ -356,6 +411,9 @@ TARGETS: dict[str, Target] = {
     target.name: target
     for target in (
         Target("agent-file", _make_agent, _check_agent),
+        Target("settings-json", _make_settings, _check_settings),
+        Target("skill-file", _make_skill, _check_skill),
+        Target("instructions", _make_instructions, _check_instructions),
         Target("config-toml", _make_config, _check_config),
         Target("mcp-file", _make_mcp, _check_mcp),
         Target("tool-arguments", _make_arguments, _check_arguments),

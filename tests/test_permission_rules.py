@@ -896,3 +896,20 @@ def test_flag_values_split_like_claude_codes() -> None:
         "Edit",
     ]
     assert split_rule_arguments(["Bash(git log *) Read"]) == ["Bash(git log *)", "Read"]
+
+
+def test_a_hostile_settings_file_is_a_short_warning_never_a_crash(tmp_path: Path) -> None:
+    """Found by fuzz/run.py: a deeply nested settings.json raised RecursionError, and a huge
+    defaultMode was quoted whole in the warning."""
+    from subagents.tools.rule_sources import load_settings_rules
+
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".git").mkdir()
+    settings = project / ".claude" / "settings.json"
+    settings.write_text("[" * 100_000 + "]" * 100_000)
+    (warning,) = load_settings_rules(project, tmp_path / "home").warnings
+    assert "nested too deeply" in warning
+    settings.write_text(json.dumps({"permissions": {"defaultMode": ["x" * 100_000]}}))
+    (warning,) = load_settings_rules(project, tmp_path / "home").warnings
+    assert "defaultMode" in warning and len(warning) < 400

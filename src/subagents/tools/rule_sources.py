@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from subagents._preview import preview
 from subagents.tools.rules import (
     RULE_BEHAVIORS,
     PermissionRule,
@@ -105,6 +106,9 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
             f"{path} is not valid JSON ({error}); its rules are not used - {fix}"
         )
         return loaded
+    except RecursionError:
+        loaded.warnings.append(f"{path} is nested too deeply to read; its rules are not used")
+        return loaded
     if not isinstance(data, dict):
         loaded.warnings.append(f"{path} is not a JSON object; its rules are not used - {fix}")
         return loaded
@@ -119,8 +123,10 @@ def _rules_of_file(path: Path, project_root: Path) -> LoadedRules:
     mode = permissions.get("defaultMode")
     if mode not in (None, "default"):
         loaded.warnings.append(
-            f"{path}: permissions.defaultMode {mode!r} is not applied here (the mode is "
-            f"chosen per run); pass --permission-mode {mode} to use it"
+            f"{path}: permissions.defaultMode {preview(mode, 60)} is not applied here (the "
+            "mode is chosen per run); pass "
+            + (f"--permission-mode {mode}" if isinstance(mode, str) and len(mode) < 40 else "it")
+            + " to use it"
         )
     for behavior in RULE_BEHAVIORS:
         texts = permissions.get(behavior)
