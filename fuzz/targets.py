@@ -228,11 +228,14 @@ _TOOL_KEYS = {
     "Read": ["file_path", "offset", "limit"],
     "Write": ["file_path", "content"],
     "Edit": ["file_path", "old_string", "new_string", "replace_all"],
-    "Glob": ["pattern", "path"],
+    "Glob": ["pattern", "path", "include_ignored"],
     "Grep": ["pattern", "path", "glob", "type", "output_mode", "-i", "-n", "-A", "-B", "-C",
-             "head_limit", "multiline"],
-    "LS": ["path", "ignore"],
+             "head_limit", "multiline", "include_ignored"],
+    "LS": ["path", "ignore", "include_ignored"],
     "Bash": ["command", "timeout", "description"],
+    "MultiEdit": ["file_path", "edits"],
+    "TodoWrite": ["todos"],
+    "WebSearch": ["query", "allowed_domains", "blocked_domains"],
 }  # fmt: skip
 _UNEXPECTED = re.compile(r"Tool \w+ failed: (?!OSError|FileNotFoundError|PermissionError)\w+: ")
 _FILE_NAMES = ["notes.txt", "sub/a.py", "../outside.txt", "/etc/passwd", "", ".", "sub", "x" * 300]
