@@ -1,0 +1,257 @@
+"""Schema-constrained turns (``[providers.NAME] tool_calls = "schema"``): a run against a local
+OpenAI-compatible server that has no tool calls but enforces ``response_format``, driven
+through the real openai SDK; and the reading of such answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from typer.testing import CliRunner
+
+from fakes.openai_server import FakeOpenAIServer
+from fakes.schema_server import SchemaEnforcingServer
+from subagents.cli.app import app
+from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from subagents.models.base import ModelRequest, ToolSpec
+from subagents.models.openai import OpenAIChatModel
+from subagents.models.schema_turns import history_messages, read_turn, turn_schema
+
+MODEL = "local:qwen2.5-1.5b-instruct"
+runner = CliRunner()
+
+NOTES_READER = """---
+name: notes-reader
+description: Reads notes files and reports what they say.
+tools: Read
+---
+You read notes files and report exactly what was asked.
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def config(base_url: str) -> str:
+    return f'[providers.local]\nbase_url = "{base_url}"\ntool_calls = "schema"\nmax_retries = 0\n'
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    write(root / ".claude" / "agents" / "notes-reader.md", NOTES_READER)
+    write(root / "notes.txt", "Shopping: milk.\nThe secret word is PAPAYA.\n")
+    return root
+
+
+@pytest.fixture
+def server() -> Iterator[SchemaEnforcingServer]:
+    with SchemaEnforcingServer() as fake:
+        yield fake
+
+
+def run(repo: Path, prompt: str) -> tuple[int, str, str]:
+    result = runner.invoke(
+        app, ["run", prompt, "--cwd", str(repo), "--model", MODEL, "--no-store", "--json"]
+    )
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, " ".join(result.stderr.split())
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    """The tool names a request's schema allows (the reply branch has no ``tool``)."""
+    branches = body["response_format"]["json_schema"]["schema"]["anyOf"]
+    return sorted(b["properties"]["tool"]["const"] for b in branches if "tool" in b["properties"])
+
+
+def test_a_delegation_completes_in_schema_mode(repo: Path, server: SchemaEnforcingServer) -> None:
+    write(repo / ".subagents" / "config.toml", config(server.base_url))
+    task = {
+        "description": "find the secret word",
+        "prompt": "Read notes.txt and tell me the secret word.",
+        "subagent_type": "notes-reader",
+    }
+    server.answer({"tool": "Task", "arguments": task})
+    server.answer({"tool": "Read", "arguments": {"file_path": str(repo / "notes.txt")}})
+    server.answer({"reply": "The secret word is PAPAYA."})
+    server.answer({"reply": "The word is PAPAYA."})
+
+    code, out, err = run(
+        repo, "Use the notes-reader subagent to find the secret word in notes.txt."
+    )
+
+    assert code == 0, err
+    assert json.loads(out)["output"] == "The word is PAPAYA."
+    assert server.refused == [] and server.unused_answers == 0
+    main, child, child_again, main_again = (request.json() for request in server.requests)
+    assert "Task" in offered(main)
+    assert offered(child) == ["Read"]
+    assert "# How to answer" in child["messages"][0]["content"]
+    # the child's Read really ran: its result came back as a user message, the call as JSON
+    assistant, result = child_again["messages"][-2:]
+    assert json.loads(assistant["content"])["tool"] == "Read"
+    assert result["role"] == "user" and "PAPAYA" in result["content"]
+    assert "The secret word is PAPAYA." in main_again["messages"][-1]["content"]
+
+
+@pytest.fixture
+def loose_server() -> Iterator[FakeOpenAIServer]:
+    """A server that takes ``response_format`` but does not enforce it."""
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def test_an_answer_that_is_not_json_is_a_tool_error_the_model_recovers_from(
+    repo: Path, loose_server: FakeOpenAIServer
+) -> None:
+    write(repo / ".subagents" / "config.toml", config(loose_server.base_url))
+    loose_server.reply_text("I should read the file first.")
+    loose_server.reply_text('```json\n{"reply": "done"}\n```')
+
+    code, out, err = run(repo, "do it")
+
+    assert code == 0, err
+    assert json.loads(out)["output"] == "done"
+    second = loose_server.requests[1].json()
+    assistant, error = second["messages"][-2:]
+    assert assistant == {"role": "assistant", "content": "I should read the file first."}
+    assert error["role"] == "user"
+    assert "your answer was not valid JSON" in error["content"]
+    assert '{"reply": "<text>"}' in error["content"]
+
+
+def test_a_tool_the_agent_does_not_have_is_refused_as_a_tool_error(
+    repo: Path, loose_server: FakeOpenAIServer
+) -> None:
+    write(repo / ".subagents" / "config.toml", config(loose_server.base_url))
+    agent = "---\nname: reader\ndescription: reads\ntools: Read\n---\nYou read.\n"
+    write(repo / ".claude" / "agents" / "reader.md", agent)
+    loose_server.reply_text(json.dumps({"tool": "Bash", "arguments": {"command": "rm -rf /"}}))
+    loose_server.reply_text(json.dumps({"reply": "sorry"}))
+
+    result = runner.invoke(
+        app,
+        ["run", "x", "--agent", "reader", "--cwd", str(repo), "--model", MODEL, "--no-store"],
+    )
+
+    assert result.exit_code == 0, result.stderr
+    error = loose_server.requests[1].json()["messages"][-1]
+    assert error["role"] == "user"
+    assert "[Bash failed]" in error["content"] and "not available to this agent" in error["content"]
+
+
+async def test_schema_mode_sends_no_tools_and_streams_the_reply_whole(
+    loose_server: FakeOpenAIServer,
+) -> None:
+    loose_server.reply_text('{"reply": "hello there"}')
+    model = OpenAIChatModel("m", base_url=loose_server.base_url, tool_calls="schema")
+    read = ToolSpec("Read", "Read a file.", {"type": "object", "properties": {}})
+
+    events = [event async for event in model.stream(ModelRequest("sys", [], tools=[read]))]
+
+    await model.aclose()
+    (body,) = (request.json() for request in loose_server.requests)
+    assert "tools" not in body and "stream" not in body
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert body["messages"][0]["content"].startswith("sys\n\n# How to answer")
+    assert "## Read\nRead a file." in body["messages"][0]["content"]
+    assert [type(event).__name__ for event in events] == ["TextDelta", "ResponseCompleted"]
+    assert events[-1].response.text == "hello there"  # type: ignore[union-attr]
+
+
+# -- reading answers -----------------------------------------------------------------------------
+
+
+def test_read_turn_forms() -> None:
+    assert read_turn('{"reply": "hi"}') == ("hi", ())
+    text, (call,) = read_turn('{"tool": "Read", "arguments": {"file_path": "a"}}')
+    assert text == "" and call.name == "Read" and call.arguments == {"file_path": "a"}
+    _, calls = read_turn('{"calls": [{"tool": "A", "arguments": {}}, {"tool": "B"}]}')
+    assert [c.name for c in calls] == ["A", "B"]
+    _, (bad,) = read_turn('{"tool": "Read", "arguments": [1]}')
+    assert bad.name == "Read" and bad.arguments_error is not None
+    _, (cut,) = read_turn('{"tool": "Read", "argu', truncated=True)
+    assert cut.name == "" and "cut off at the token limit" in (cut.arguments_error or "")
+    _, (other,) = read_turn('{"answer": 42}')
+    assert "not one of the accepted forms" in (other.arguments_error or "")
+
+
+@given(st.text(max_size=300))
+def test_read_turn_never_raises_and_keeps_what_it_refused(text: str) -> None:
+    reply, calls = read_turn(text)
+    for call in calls:
+        if call.arguments_error is not None and not call.name:
+            assert call.raw_arguments is not None
+            assert call.raw_arguments.startswith(text[:1000])
+    assert reply or calls or text.strip()
+
+
+def test_read_turn_survives_deep_nesting() -> None:
+    _, (call,) = read_turn("[" * 100_000 + "]" * 100_000)
+    assert call.arguments_error is not None
+
+
+def test_history_has_no_tool_messages_and_alternates() -> None:
+    call = ToolCall("c1", "Read", {"file_path": "a"})
+    refused = read_turn("nonsense")[1][0]
+    messages = [
+        UserMessage("go"),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage("c1", "Read", "contents"),
+        AssistantMessage(tool_calls=(refused,)),
+        ToolResultMessage("", "", "tool call without a name", is_error=True),
+        UserMessage("a note"),
+        AssistantMessage("the end"),
+    ]
+
+    converted = history_messages("sys", messages)
+
+    assert [m["role"] for m in converted] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert json.loads(converted[2]["content"]) == {"tool": "Read", "arguments": {"file_path": "a"}}
+    assert converted[3]["content"] == "[Read result]\ncontents"
+    assert converted[4]["content"] == "nonsense"
+    assert converted[5]["content"].endswith("\n\na note")
+    assert json.loads(converted[6]["content"]) == {"reply": "the end"}
+
+
+def test_tools_with_the_same_definition_names_keep_them_apart() -> None:
+    def tool(name: str, kind: str) -> ToolSpec:
+        return ToolSpec(
+            name,
+            "",
+            {
+                "type": "object",
+                "properties": {"item": {"$ref": "#/$defs/Item"}},
+                "required": ["item"],
+                "$defs": {"Item": {"type": kind}},
+            },
+        )
+
+    schema = turn_schema([tool("A", "string"), tool("B", "integer")])
+    validator = Draft202012Validator(schema)
+
+    assert validator.is_valid({"tool": "A", "arguments": {"item": "x"}})
+    assert validator.is_valid({"tool": "B", "arguments": {"item": 3}})
+    assert not validator.is_valid({"tool": "A", "arguments": {"item": 3}})
+    assert not validator.is_valid({"tool": "C", "arguments": {"item": 3}})
+    assert validator.is_valid({"reply": "ok"})
+    assert not validator.is_valid({"reply": "ok", "tool": "A"})
