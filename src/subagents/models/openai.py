@@ -411,6 +411,24 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
         )
 
+    async def request_json(
+        self, request: ModelRequest, schema: dict[str, Any], *, name: str = "answer"
+    ) -> ModelResponse:
+        """One answer the server is asked to constrain to ``schema`` (``response_format`` of
+        type ``json_schema``), returned as the server wrote it (``models check`` uses it)."""
+        params = self._params(request)
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+
+        async def attempt() -> ModelResponse:
+            return _response_from_completion(await self._create(params), self.name)
+
+        return await call_with_retries(
+            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
+        )
+
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if self.tool_calls == "schema":
             return _whole(self.request(request))
