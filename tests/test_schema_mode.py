@@ -4,6 +4,7 @@ through the real openai SDK; and the reading of such answers."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +256,58 @@ def test_tools_with_the_same_definition_names_keep_them_apart() -> None:
     assert not validator.is_valid({"tool": "C", "arguments": {"item": 3}})
     assert validator.is_valid({"reply": "ok"})
     assert not validator.is_valid({"reply": "ok", "tool": "A"})
+
+
+_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True)
+_tool_messages = st.lists(
+    st.one_of(
+        st.builds(UserMessage, st.text(max_size=20)),
+        st.builds(AssistantMessage, st.text(max_size=20)),
+        st.builds(
+            lambda name, args: AssistantMessage(tool_calls=(ToolCall("", name, args),)),
+            _names,
+            st.dictionaries(_names, st.integers(), max_size=3),
+        ),
+        st.builds(ToolResultMessage, st.text(max_size=5), _names, st.text(max_size=20)),
+    ),
+    max_size=12,
+)
+
+
+@given(_tool_messages)
+def test_history_never_has_tool_messages_nor_two_user_messages_in_a_row(
+    messages: list[Any],
+) -> None:
+    converted = history_messages("sys", messages)
+
+    roles = [m["role"] for m in converted]
+    assert "tool" not in roles and all("tool_calls" not in m for m in converted)
+    assert all(not (a == b == "user") for a, b in itertools.pairwise(roles))
+    for message in converted:
+        if message["role"] == "assistant":  # every turn reads back as what it was
+            _, calls = read_turn(message["content"].splitlines()[0])
+            assert all(call.name and call.arguments_error is None for call in calls)
+
+
+@given(st.lists(_names, min_size=1, max_size=5, unique=True), _names)
+def test_the_schema_allows_exactly_the_offered_tools(names: list[str], other: str) -> None:
+    tools = [ToolSpec(name, "", {"type": "object", "properties": {}}) for name in names]
+    validator = Draft202012Validator(turn_schema(tools))
+
+    for name in names:
+        assert validator.is_valid({"tool": name, "arguments": {}})
+    assert validator.is_valid({"tool": other, "arguments": {}}) == (other in names)
+
+
+def test_an_unknown_tool_calls_mode_is_a_config_error(tmp_path: Path) -> None:
+    from subagents.config import load_config
+    from subagents.errors import ConfigError
+
+    root = tmp_path / "repo"
+    write(root / ".subagents" / "config.toml", '[providers.local]\ntool_calls = "grammar"\n')
+    (root / ".git").mkdir()
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(root)
+
+    assert "tool_calls" in str(caught.value)
