@@ -184,6 +184,12 @@ def test_read_turn_forms() -> None:
     assert bad.name == "Read" and bad.arguments_error is not None
     _, (cut,) = read_turn('{"tool": "Read", "argu', truncated=True)
     assert cut.name == "" and "cut off at the token limit" in (cut.arguments_error or "")
+    _, (text_arguments,) = read_turn('{"tool": "Read", "arguments": "{\\"file_path\\": \\"a\\"}"}')
+    assert text_arguments.arguments == {"file_path": "a"}
+    _, (function_form,) = read_turn('{"name": "Read", "parameters": {"file_path": "b"}}')
+    assert function_form.name == "Read" and function_form.arguments == {"file_path": "b"}
+    _, (nameless,) = read_turn('{"tool": null, "arguments": {}}')
+    assert nameless.name == "" and '"tool" must be the name' in (nameless.arguments_error or "")
     _, (other,) = read_turn('{"answer": 42}')
     assert "not one of the accepted forms" in (other.arguments_error or "")
 

@@ -42,6 +42,7 @@ from subagents.messages import (
 from subagents.models.tool_arguments import (
     arguments_text,
     bound_tool_call,
+    parse_tool_arguments,
     tool_call_from_object,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
 
 SCHEMA_NAME = "agent_turn"
 _REF_PREFIX = "#/$defs/"
+_ARGUMENT_KEYS = ("arguments", "parameters", "input")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _FORMS = (
     'answer with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call '
@@ -164,7 +166,7 @@ def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCal
     if isinstance(decoded, dict):
         if isinstance(decoded.get("reply"), str) and "tool" not in decoded:
             return decoded["reply"], ()
-        if "tool" in decoded:
+        if "tool" in decoded or isinstance(decoded.get("name"), str):
             return "", (_call(decoded, text),)
         calls = decoded.get("calls")
         if isinstance(calls, list) and calls and all(isinstance(c, dict) for c in calls):
@@ -173,11 +175,15 @@ def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCal
 
 
 def _call(decoded: dict[str, Any], text: str) -> ToolCall:
-    name = decoded.get("tool")
+    """One call; without a schema enforcing the form, small models also write the function
+    format's ``name`` / ``parameters`` and arguments as JSON text: those are read too."""
+    name = decoded.get("tool", decoded.get("name"))
     if not isinstance(name, str) or not name.strip():
         return _refused(text, '"tool" must be the name of a tool')
-    arguments = decoded.get("arguments")
-    return tool_call_from_object("", name, {} if arguments is None else arguments)
+    arguments = next((decoded[key] for key in _ARGUMENT_KEYS if key in decoded), None)
+    if arguments is None or isinstance(arguments, str):
+        return parse_tool_arguments("", name, arguments)
+    return tool_call_from_object("", name, arguments)
 
 
 def _refused(text: str, problem: str) -> ToolCall:
