@@ -190,6 +190,7 @@ def test_read_turn_forms() -> None:
     assert function_form.name == "Read" and function_form.arguments == {"file_path": "b"}
     _, (nameless,) = read_turn('{"tool": null, "arguments": {}}')
     assert nameless.name == "" and '"tool" must be the name' in (nameless.arguments_error or "")
+    assert read_turn('<think>\nthe user wants {x}\n</think>\n{"reply": "x"}') == ("x", ())
     _, (other,) = read_turn('{"answer": 42}')
     assert "not one of the accepted forms" in (other.arguments_error or "")
 
@@ -291,7 +292,7 @@ def test_history_never_has_tool_messages_nor_two_user_messages_in_a_row(
     assert all(not (a == b == "user") for a, b in itertools.pairwise(roles))
     for message in converted:
         if message["role"] == "assistant":  # every turn reads back as what it was
-            _, calls = read_turn(message["content"].splitlines()[0])
+            _, calls = read_turn(message["content"].split("\n")[0])
             assert all(call.name and call.arguments_error is None for call in calls)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -431,7 +431,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if self.tool_calls == "schema":
-            return _whole(self.request(request))
+            return _whole(lambda: self.request(request))
         params = self._params(request)
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
@@ -482,6 +482,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
 def _read_schema_turn(response: ModelResponse) -> ModelResponse:
     """A schema-constrained answer read as the reply or tool call(s) it stands for."""
+    if response.tool_calls:  # a server that called tools natively after all
+        return response
     text, calls = schema_turns.read_turn(
         response.text, truncated=response.stop_reason == "max_tokens"
     )
@@ -491,9 +493,11 @@ def _read_schema_turn(response: ModelResponse) -> ModelResponse:
     return response
 
 
-async def _whole(response: Awaitable[ModelResponse]) -> AsyncGenerator[StreamEvent, None]:
-    """A stream of one answer received whole."""
-    complete = await response
+async def _whole(
+    request: Callable[[], Awaitable[ModelResponse]],
+) -> AsyncGenerator[StreamEvent, None]:
+    """A stream of one answer received whole (requested when the stream is first read)."""
+    complete = await request()
     if complete.text:
         yield TextDelta(complete.text)
     yield ResponseCompleted(complete)

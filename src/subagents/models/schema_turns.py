@@ -58,6 +58,7 @@ __all__ = [
 SCHEMA_NAME = "agent_turn"
 _REF_PREFIX = "#/$defs/"
 _ARGUMENT_KEYS = ("arguments", "parameters", "input")
+_THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)  # reasoning models' preamble
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _FORMS = (
     'answer with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call '
@@ -152,7 +153,7 @@ def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCal
     An answer that is not one of the forms gives one nameless call whose ``arguments_error``
     says what was wrong, keeping the answer as ``raw_arguments`` for the history.
     """
-    body = text.strip()
+    body = _THINKING.sub("", text, count=1).strip()
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
