@@ -318,3 +318,23 @@ def test_an_unknown_tool_calls_mode_is_a_config_error(tmp_path: Path) -> None:
         load_config(root)
 
     assert "tool_calls" in str(caught.value)
+
+
+async def test_a_server_that_refuses_response_format_points_at_models_check(
+    loose_server: FakeOpenAIServer,
+) -> None:
+    from subagents.errors import ModelError
+
+    loose_server.reply_error(400, "Unrecognized request argument supplied: response_format")
+    model = OpenAIChatModel(
+        "m", base_url=loose_server.base_url, provider="local", tool_calls="schema", max_retries=0
+    )
+
+    with pytest.raises(ModelError) as caught:
+        await model.request(ModelRequest("sys", [UserMessage("hi")]))
+
+    await model.aclose()
+    assert "response_format" in caught.value.message
+    assert caught.value.hint is not None
+    assert "subagents models check local:m" in caught.value.hint
+    assert '[providers.local] tool_calls = "schema"' in caught.value.hint

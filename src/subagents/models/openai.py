@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError, ModelError
@@ -448,6 +448,13 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
         )
 
+    def _schema_hint(self) -> str:
+        return (
+            f'[providers.{self.provider}] tool_calls = "schema" needs a server that takes '
+            "response_format with a JSON schema; run: subagents models check "
+            f"{self.name}, and set tool_calls to what it recommends"
+        )
+
     def _redact(self, text: str) -> str:
         if self._api_key == _NO_KEY_NEEDED:
             return text
@@ -458,7 +465,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
         if isinstance(exc, openai.APIStatusError):
             message = error_message_from_body(exc.body, exc.message)
-            return status_failure(
+            failure = status_failure(
                 exc.status_code,
                 self._redact(message),
                 exc.response.headers,
@@ -466,6 +473,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 model_hint=f"check the model name {self.model_name!r} and the server at "
                 f"{self.endpoint}",
             )
+            if self.tool_calls == "schema" and exc.status_code in (400, 422):
+                failure = replace(failure, hint=self._schema_hint())
+            return failure
         transport = self._transport_failure(
             exc, timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError
         )
