@@ -338,3 +338,22 @@ async def test_a_server_that_refuses_response_format_points_at_models_check(
     assert caught.value.hint is not None
     assert "subagents models check local:m" in caught.value.hint
     assert '[providers.local] tool_calls = "schema"' in caught.value.hint
+
+
+def test_every_builtin_tool_round_trips_through_the_turn_schema() -> None:
+    from fakes.schema_server import minimal_instance
+    from subagents.tools.builtin import builtin_tools
+
+    tools = [ToolSpec(t.name, t.description, t.parameters) for t in builtin_tools()]
+    schema = turn_schema(tools)
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema)
+
+    for index, tool in enumerate(tools):
+        # the branch of this tool, as a constrained model would fill it
+        branch = {**schema, "anyOf": [schema["anyOf"][index]]}
+        answer = minimal_instance(branch)
+        assert validator.is_valid(answer), tool.name
+        _, (call,) = read_turn(json.dumps(answer))
+        assert call.name == tool.name and call.arguments_error is None
+        assert call.arguments == answer["arguments"]

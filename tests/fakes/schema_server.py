@@ -128,4 +128,9 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None)
         return {
             name: minimal_instance(properties[name], root) for name in schema.get("required", [])
         }
-    return {"string": "Paris", "integer": 1, "number": 1, "boolean": True, "array": []}.get(kind)
+    if kind == "array":
+        item = schema.get("items", {})
+        return [minimal_instance(item, root) for _ in range(schema.get("minItems", 0))]
+    if kind in ("integer", "number"):
+        return max(1, schema.get("minimum", 1))
+    return {"string": "Paris", "boolean": True}.get(kind)
