@@ -166,7 +166,7 @@ async def test_schema_mode_sends_no_tools_and_streams_the_reply_whole(
     assert "tools" not in body and "stream" not in body
     assert body["response_format"]["json_schema"]["strict"] is True
     assert body["messages"][0]["content"].startswith("sys\n\n# How to answer")
-    assert "## Read\nRead a file." in body["messages"][0]["content"]
+    assert "## Read\nRead a file.\nArguments: none, send {}." in body["messages"][0]["content"]
     assert [type(event).__name__ for event in events] == ["TextDelta", "ResponseCompleted"]
     assert events[-1].response.text == "hello there"  # type: ignore[union-attr]
 
@@ -357,3 +357,30 @@ def test_every_builtin_tool_round_trips_through_the_turn_schema() -> None:
         _, (call,) = read_turn(json.dumps(answer))
         assert call.name == tool.name and call.arguments_error is None
         assert call.arguments == answer["arguments"]
+
+
+def test_the_instructions_list_each_argument_in_one_line() -> None:
+    from subagents.models.schema_turns import turn_instructions
+
+    grep = ToolSpec(
+        "Grep",
+        "Search files.",
+        {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "A regular expression."},
+                "output_mode": {"enum": ["content", "files_with_matches"]},
+                "paths": {"type": "array", "items": {"type": "string"}},
+                "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            },
+            "required": ["pattern"],
+        },
+    )
+
+    text = turn_instructions([grep])
+
+    assert text.startswith("# How to answer\nAnswer with exactly one JSON object: ")
+    assert "- pattern (string, required): A regular expression." in text
+    assert '- output_mode (one of "content", "files_with_matches", optional)' in text
+    assert "- paths (array of string, optional)" in text
+    assert "- limit (integer or null, optional)" in text

@@ -113,18 +113,53 @@ def turn_instructions(tools: Sequence[Any]) -> str:
     """What the system prompt adds: how to answer, and each tool with its arguments."""
     lines = [
         "# How to answer",
-        f"Every answer must be exactly one JSON object: {_FORMS}.",
+        f"{_FORMS[:1].upper()}{_FORMS[1:]}.",
         "Call one tool per answer; its result comes back in the next message. When the task "
         'is done, give the final answer as {"reply": "..."}.',
     ]
     if tools:
         lines += ["", "# Tools"]
         for tool in tools:
-            schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
-            lines.append(f"## {tool.name}\n{tool.description.strip()}\nArguments schema: {schema}")
+            lines += [f"## {tool.name}", tool.description.strip(), *_argument_lines(tool)]
     else:
         lines.append("No tools are available now: answer with a reply.")
     return "\n".join(lines)
+
+
+def _argument_lines(tool: Any) -> list[str]:
+    """The tool's arguments, one line each (the schema itself, in ``response_format``, holds
+    the model to them; listing them short leaves small context windows room for the task)."""
+    parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
+    properties = parameters.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return ["Arguments: none, send {}."]
+    required = parameters.get("required") or []
+    lines = ["Arguments:"]
+    for name, spec in properties.items():
+        spec = spec if isinstance(spec, dict) else {}
+        need = "required" if name in required else "optional"
+        description = spec.get("description")
+        about = f": {description}" if isinstance(description, str) and description else ""
+        lines.append(f"- {name} ({_kind(spec)}, {need}){about}")
+    return lines
+
+
+def _kind(spec: Any, depth: int = 0) -> str:
+    """A property's type in a few words."""
+    if not isinstance(spec, dict) or depth > 2:
+        return "any"
+    if "enum" in spec and isinstance(spec["enum"], list):
+        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in spec["enum"])
+    for choice in ("anyOf", "oneOf"):
+        if isinstance(spec.get(choice), list):
+            return " or ".join(_kind(branch, depth + 1) for branch in spec[choice])
+    kind = spec.get("type")
+    if kind == "array":
+        return f"array of {_kind(spec.get('items'), depth + 1)}"
+    properties = spec.get("properties")
+    if kind == "object" and isinstance(properties, dict) and properties:
+        return f"object with {', '.join(properties)}"
+    return kind if isinstance(kind, str) else "object" if "$ref" in spec else "any"
 
 
 def history_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
