@@ -58,7 +58,7 @@ def test_a_server_with_native_tool_calls_gets_native(
     code, out = check(project(tmp_path, native.base_url))
 
     assert code == 0
-    assert 'tool_calls = "native"' in out and "[providers.local]" in out
+    assert 'tool_calls = "native", in force now, is the one to use' in out
     assert "called get_weather" in out and "2 calls in one answer" in out
 
 
@@ -140,3 +140,15 @@ def test_an_unknown_provider_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Unknown provider 'nowhere'" in result.stderr
     assert "[providers.nowhere]" in result.stderr
+
+
+def test_a_setting_that_is_already_right_is_said_to_be(tmp_path: Path) -> None:
+    with CapabilityServer(native_tools=False, json_schema=True) as server:
+        root = project(tmp_path, server.base_url, 'tool_calls = "schema"\n')
+        code, out = check(root)
+        data = check_json(root)
+
+    assert code == 0
+    assert 'tool_calls = "schema", in force now, is the one to use' in out
+    assert "Recommended" not in out
+    assert data["configured"] == "schema" and data["recommendation"] == "schema"

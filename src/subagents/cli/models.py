@@ -56,12 +56,15 @@ def check_command(
         build("native")  # a missing key or an unknown provider is reported before any probe
         check = asyncio.run(check_model(build, timeout_seconds=timeout))
     redactor = Redactor(known_credentials(config))
+    settings = config.providers.get(provider)
+    configured = settings.tool_calls if settings is not None else "native"
     if as_json:
         data = redactor.value({**check.to_dict(), "provider": provider})
+        data["configured"] = configured
         data["config"] = _snippet(provider, check.recommendation)
         typer.echo(json.dumps(data, indent=2))
     else:
-        _print(check, provider, redactor)
+        _print(check, provider, redactor, configured)
     if check.recommendation is None:
         raise typer.Exit(1)
 
@@ -103,7 +106,7 @@ _ADVICE = {
 }
 
 
-def _print(check: ModelCheck, provider: str, redactor: Redactor) -> None:
+def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -123,6 +126,9 @@ def _print(check: ModelCheck, provider: str, redactor: Redactor) -> None:
             f"that its server is running, and {escape(f'[providers.{provider}]')} base_url and "
             "API key in config.toml."
         )
+        return
+    if mode == configured:
+        console.print(f'\ntool_calls = "{mode}", in force now, is the one to use: {_ADVICE[mode]}')
         return
     console.print(f"\nRecommended ({_ADVICE[mode]}) Add to .subagents/config.toml:\n")
     console.print(escape(_snippet(provider, mode) or ""), highlight=False)
