@@ -384,3 +384,28 @@ def test_the_instructions_list_each_argument_in_one_line() -> None:
     assert '- output_mode (one of "content", "files_with_matches", optional)' in text
     assert "- paths (array of string, optional)" in text
     assert "- limit (integer or null, optional)" in text
+
+
+def test_hoisted_definition_names_suit_grammar_converters() -> None:
+    # llama.cpp's converter keeps rule names to letters, digits and "-"; a recursive
+    # reference whose name holds anything else points at a rule that does not exist
+    node = {
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+    }
+    tree = ToolSpec(
+        "mcp__x__tree",
+        "",
+        {
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": node},
+        },
+    )
+
+    schema = turn_schema([tree, tree])
+
+    assert sorted(schema["$defs"]) == ["t0-Node", "t1-Node"]
+    text = json.dumps(schema)
+    assert '"#/$defs/t0-Node"' in text and '"#/$defs/t1-Node"' in text
+    assert '"#/$defs/Node"' not in text

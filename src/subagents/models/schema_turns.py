@@ -70,12 +70,14 @@ def turn_schema(tools: Sequence[Any]) -> dict[str, Any]:
     """The JSON schema of one answer: a call of one of ``tools`` (``ToolSpec``\\ s) or a reply.
 
     Each tool's ``$defs`` move to the root under a prefixed name (references inside an
-    ``anyOf`` branch resolve against the root), so two tools' definitions never clash.
+    ``anyOf`` branch resolve against the root), so two tools' definitions never clash. The
+    prefix uses only letters, digits and ``-``: llama.cpp's schema-to-grammar converter loses
+    a recursive reference whose name holds other characters.
     """
     definitions: dict[str, Any] = {}
     branches: list[dict[str, Any]] = []
     for index, tool in enumerate(tools):
-        arguments = _hoist_definitions(tool.parameters, f"t{index}_", definitions)
+        arguments = _hoist_definitions(tool.parameters, f"t{index}-", definitions)
         branches.append(
             {
                 "type": "object",
