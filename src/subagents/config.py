@@ -38,6 +38,8 @@ Format::
 
     [providers.openai]
     base_url = "http://localhost:8000/v1"
+    tool_calls = "native"       # "schema" for a server without tool calls that enforces
+                                # JSON schemas (see `subagents models check`)
 
     [[hooks.PreToolUse]]        # shell commands; the payload arrives as JSON on stdin
     matcher = "Bash"            # a tool name, "Edit|Write", a regular expression, or "*"

@@ -10,6 +10,7 @@ import typer
 
 from subagents.cli.agents import agents_app
 from subagents.cli.mcp import mcp_app
+from subagents.cli.models import models_app
 from subagents.cli.permissions import permissions_app
 from subagents.cli.resume import resume_command
 from subagents.cli.run import run_command
@@ -39,6 +40,7 @@ app.command("cleanup")(cleanup_command)
 app.command("export")(export_command)
 app.command("import")(import_command)
 app.add_typer(permissions_app, name="permissions")
+app.add_typer(models_app, name="models")
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError, ModelError
@@ -22,7 +22,7 @@ from subagents.messages import (
     ToolResultMessage,
     Usage,
 )
-from subagents.models import wire
+from subagents.models import schema_turns, wire
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
@@ -46,6 +46,7 @@ from subagents.models.settings import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
+    ToolCallMode,
 )
 from subagents.models.tool_arguments import arguments_text
 
@@ -293,6 +294,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too). A model or server
     that refuses the parameter (HTTP 400/422 naming ``reasoning_effort``) gets the request
     again at once without it, and this model object stops sending it.
+
+    ``tool_calls="schema"`` (``[providers.NAME] tool_calls``) sends no ``tools``: every answer
+    is constrained by ``response_format`` to a call of one offered tool or a reply, as
+    :mod:`subagents.models.schema_turns` describes. Such a turn is never streamed (its text is
+    JSON until read): :meth:`stream` yields the whole reply at once.
     """
 
     _sdk_module = "openai"
@@ -309,6 +315,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         max_retries: int = DEFAULT_MAX_RETRIES,
         api_key_source: str | None = None,
         sleep: Sleep | None = None,
+        tool_calls: ToolCallMode = "native",
     ) -> None:
         if importlib.util.find_spec("openai") is None:
             raise ModelConfigurationError(
@@ -329,6 +336,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         self._api_key = api_key or self._default_key()
         self._policy = self._retry_policy(max_retries, sleep)
         self._effort_refused = False
+        self.tool_calls = tool_calls
 
     def _default_key(self) -> str:
         if self.provider == "openai" and self.base_url is None:
@@ -355,7 +363,15 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             "model": self.model_name,
             "messages": to_openai_messages(request.system, request.messages),
         }
-        if request.tools:
+        if self.tool_calls == "schema":
+            system = "\n\n".join(
+                part
+                for part in (request.system, schema_turns.turn_instructions(request.tools))
+                if part
+            )
+            params["messages"] = schema_turns.history_messages(system, request.messages)
+            params["response_format"] = schema_turns.response_format(request.tools)
+        elif request.tools:
             params["tools"] = to_openai_tools(request.tools)
         settings = request.settings
         if settings.temperature is not None:
@@ -388,13 +404,34 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
         async def attempt() -> ModelResponse:
             completion = await self._create(params)
-            return _response_from_completion(completion, self.name)
+            response = _response_from_completion(completion, self.name)
+            return _read_schema_turn(response) if self.tool_calls == "schema" else response
+
+        return await call_with_retries(
+            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
+        )
+
+    async def request_json(
+        self, request: ModelRequest, schema: dict[str, Any], *, name: str = "answer"
+    ) -> ModelResponse:
+        """One answer the server is asked to constrain to ``schema`` (``response_format`` of
+        type ``json_schema``), returned as the server wrote it (``models check`` uses it)."""
+        params = self._params(request)
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+
+        async def attempt() -> ModelResponse:
+            return _response_from_completion(await self._create(params), self.name)
 
         return await call_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
         )
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if self.tool_calls == "schema":
+            return _whole(lambda: self.request(request))
         params = self._params(request)
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
@@ -411,6 +448,13 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
         )
 
+    def _schema_hint(self) -> str:
+        return (
+            f'[providers.{self.provider}] tool_calls = "schema" needs a server that takes '
+            "response_format with a JSON schema; run: subagents models check "
+            f"{self.name}, and set tool_calls to what it recommends"
+        )
+
     def _redact(self, text: str) -> str:
         if self._api_key == _NO_KEY_NEEDED:
             return text
@@ -421,7 +465,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
         if isinstance(exc, openai.APIStatusError):
             message = error_message_from_body(exc.body, exc.message)
-            return status_failure(
+            failure = status_failure(
                 exc.status_code,
                 self._redact(message),
                 exc.response.headers,
@@ -429,6 +473,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 model_hint=f"check the model name {self.model_name!r} and the server at "
                 f"{self.endpoint}",
             )
+            if self.tool_calls == "schema" and exc.status_code in (400, 422):
+                failure = replace(failure, hint=self._schema_hint())
+            return failure
         transport = self._transport_failure(
             exc, timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError
         )
@@ -441,6 +488,29 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 hint="the provider reported an error; check its status and the request",
             )
         return None
+
+
+def _read_schema_turn(response: ModelResponse) -> ModelResponse:
+    """A schema-constrained answer read as the reply or tool call(s) it stands for."""
+    if response.tool_calls:  # a server that called tools natively after all
+        return response
+    text, calls = schema_turns.read_turn(
+        response.text, truncated=response.stop_reason == "max_tokens"
+    )
+    response.text, response.tool_calls = text, calls
+    if calls:
+        response.stop_reason = "tool_use"
+    return response
+
+
+async def _whole(
+    request: Callable[[], Awaitable[ModelResponse]],
+) -> AsyncGenerator[StreamEvent, None]:
+    """A stream of one answer received whole (requested when the stream is first read)."""
+    complete = await request()
+    if complete.text:
+        yield TextDelta(complete.text)
+    yield ResponseCompleted(complete)
 
 
 def _refuses_effort(exc: BaseException) -> bool:

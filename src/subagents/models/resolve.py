@@ -194,6 +194,7 @@ def build_model(
             api_key=key,
             provider=provider,
             api_key_source=source,
+            tool_calls=settings.tool_calls if settings is not None else "native",
             **options,
         )
     raise ModelConfigurationError(

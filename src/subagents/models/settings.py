@@ -21,6 +21,8 @@ seconds, not minutes.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "ProviderSettings",
+    "ToolCallMode",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -38,6 +41,12 @@ DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
 DEFAULT_MAX_RETRIES = 4
 """Retries after the first attempt, for rate limits, server errors, dropped connections and
 malformed answers."""
+
+ToolCallMode = Literal["native", "text", "schema", "auto"]
+"""How a provider's model calls tools: ``native`` (the API's ``tools``), ``text`` (calls
+written in the answer's text), ``schema`` (every answer is JSON constrained by
+``response_format``, see :mod:`subagents.models.schema_turns`), ``auto`` (native, falling back
+to what the server does). ``subagents models check PROVIDER:MODEL`` says which one to use."""
 
 
 class ProviderSettings(BaseModel):
@@ -57,3 +66,4 @@ class ProviderSettings(BaseModel):
     timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)
+    tool_calls: ToolCallMode = "native"

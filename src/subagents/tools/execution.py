@@ -67,7 +67,8 @@ async def execute_tool_call(
     started = perf_counter()
     tool = registry.get(call.name)
     if tool is None:
-        return _finish(call, call.name, started, _unknown_tool(call.name, registry))
+        unknown = _unknown_tool(call.name, registry, call.arguments_error)
+        return _finish(call, call.name, started, unknown)
     if call.arguments_error is not None:
         return _finish(call, tool.name, started, _bad_json(tool, call.arguments_error))
     attempt = await _attempt(tool, call, call.arguments, ctx, permissions)
@@ -223,10 +224,11 @@ async def _fallback(
     return tool.name, _Attempt(failed.status, "\n".join(notes))
 
 
-def _unknown_tool(name: str, registry: ToolRegistry) -> _Attempt:
+def _unknown_tool(name: str, registry: ToolRegistry, problem: str | None = None) -> _Attempt:
     available = ", ".join(registry.names()) or "(none)"
     if not name.strip():  # servers send null or "" names; the model can still fix its call
-        return _Attempt("error", f"tool call without a name: call one of {available} by name.")
+        why = f" ({problem})" if problem else ""  # e.g. a schema-mode answer of no known form
+        return _Attempt("error", f"tool call without a name{why}: call one of {available} by name.")
     return _Attempt(
         "error",
         f"tool {preview(name, 100)} is not available to this agent; available: {available}. "

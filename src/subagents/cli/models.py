@@ -1,0 +1,134 @@
+"""`subagents models check PROVIDER:MODEL`: what an endpoint can do, and the settings to use."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
+
+if TYPE_CHECKING:
+    from subagents.config import Config
+    from subagents.models.base import Model
+    from subagents.models.probe import ModelCheck
+    from subagents.models.settings import ToolCallMode
+    from subagents.tracing.redact import Redactor
+
+__all__ = ["models_app"]
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+
+models_app = typer.Typer(
+    help="Models and their endpoints: what they can do, and how to configure them.",
+    no_args_is_help=True,
+)
+
+
+@models_app.command("check")
+def check_command(
+    model: Annotated[
+        str, typer.Argument(help="PROVIDER:MODEL (or an alias), e.g. local:qwen2.5-1.5b.")
+    ],
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0.1, help="Seconds each probe may take (default 60)."),
+    ] = DEFAULT_TIMEOUT_SECONDS,
+    cwd: CwdOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Probe a model's endpoint (reachable, native tool calls, parallel calls, JSON schema)
+    and print the [providers.NAME] tool_calls setting to use. Exits 1 when unreachable."""
+    from subagents.config import load_config
+    from subagents.models.probe import check_model
+    from subagents.models.resolve import resolve_model_string
+    from subagents.secrets import known_credentials
+    from subagents.tracing.redact import Redactor
+
+    with user_errors():
+        config = load_config(cwd)
+        resolved = resolve_model_string(model, config.models)
+        provider = resolved.partition(":")[0]
+        build = _builder(config, resolved, timeout)
+        build("native")  # a missing key or an unknown provider is reported before any probe
+        check = asyncio.run(check_model(build, timeout_seconds=timeout))
+    redactor = Redactor(known_credentials(config))
+    settings = config.providers.get(provider)
+    configured = settings.tool_calls if settings is not None else "native"
+    if as_json:
+        data = redactor.value({**check.to_dict(), "provider": provider})
+        data["configured"] = configured
+        data["config"] = _snippet(provider, check.recommendation)
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        _print(check, provider, redactor, configured)
+    if check.recommendation is None:
+        raise typer.Exit(1)
+
+
+def _builder(config: Config, resolved: str, timeout: float) -> Callable[[ToolCallMode], Model]:
+    """Models of ``resolved`` configured as usual, but with ``mode`` and no retries: a probe
+    reports a failure, it does not wait through backoffs."""
+    from subagents.models.resolve import build_model
+    from subagents.models.settings import ProviderSettings
+
+    provider = resolved.partition(":")[0]
+    settings = config.providers.get(provider) or ProviderSettings()
+
+    def build(mode: ToolCallMode) -> Model:
+        probing = settings.model_copy(
+            update={
+                "tool_calls": mode,
+                "max_retries": 0,
+                "timeout_seconds": timeout,
+                "connect_timeout_seconds": min(settings.connect_timeout_seconds, timeout),
+            }
+        )
+        providers = {**config.providers, provider: probing}
+        return build_model(resolved, aliases=config.models, providers=providers)
+
+    return build
+
+
+def _snippet(provider: str, mode: ToolCallMode | None) -> str | None:
+    return None if mode is None else f'[providers.{provider}]\ntool_calls = "{mode}"'
+
+
+_ADVICE = {
+    "native": "the model calls tools natively.",
+    "schema": "no native tool calls, but the server enforces JSON schemas: each turn is "
+    "constrained to one tool call or a reply.",
+    "text": "neither native tool calls nor enforced JSON schemas: the model must write its "
+    "tool calls in its answers.",
+}
+
+
+def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = make_console()
+    table = Table(show_edge=False, pad_edge=False, title=escape(redactor.text(check.model)))
+    for column in ("Check", "Result", "Detail"):
+        table.add_column(column)
+    styles = {"yes": "green", "no": "red", "skipped": "dim"}
+    for result in check.results:
+        status = f"[{styles[result.status]}]{result.status}[/]"
+        table.add_row(escape(result.check), status, escape(redactor.text(result.detail)))
+    console.print(table)
+    mode = check.recommendation
+    if mode is None:
+        console.print(
+            f"[red]{escape(check.model)} did not answer the first probe[/] (see above): check "
+            f"that its server is running, and {escape(f'[providers.{provider}]')} base_url and "
+            "API key in config.toml."
+        )
+        return
+    if mode == configured:
+        console.print(f'\ntool_calls = "{mode}", in force now, is the one to use: {_ADVICE[mode]}')
+        return
+    console.print(f"\nRecommended ({_ADVICE[mode]}) Add to .subagents/config.toml:\n")
+    console.print(escape(_snippet(provider, mode) or ""), highlight=False)
