@@ -21,6 +21,8 @@ seconds, not minutes.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = [
@@ -57,3 +59,6 @@ class ProviderSettings(BaseModel):
     timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)
+    # "compact": short tool descriptions and only required parameters, for small models
+    # (see subagents.runtime.tool_menu)
+    tool_descriptions: Literal["full", "compact"] = "full"
