@@ -539,3 +539,28 @@ def test_first_sentence_is_bounded_single_line_and_taken_from_the_text(
     assert "\n" not in short
     words = short.removesuffix("...").split()
     assert " ".join(words) in " ".join(text.split())
+
+
+def test_compact_schemas_keep_every_required_parameter_at_every_level(tmp_path: Path) -> None:
+    from subagents.runtime.tool_menu import compact_spec
+    from subagents.tools.builtin import builtin_tools
+
+    def walk(full: dict[str, Any], compact: dict[str, Any]) -> None:
+        assert "title" not in compact
+        properties = full.get("properties", {})
+        required = [name for name in full.get("required", []) if name in properties]
+        if "properties" in full:
+            assert list(compact["properties"]) == required
+            assert compact["required"] == required
+        for name in required:
+            kept, original = compact["properties"][name], properties[name]
+            assert kept.get("type") == original.get("type")
+            assert kept.get("enum") == original.get("enum")
+            if isinstance(original.get("items"), dict):
+                walk(original["items"], kept["items"])
+
+    for tool in builtin_tools(load_config(tmp_path).web):
+        walk(tool.parameters, compact_spec(tool).parameters)
+    todo = next(t for t in builtin_tools(load_config(tmp_path).web) if t.name == "TodoWrite")
+    item = compact_spec(todo).parameters["properties"]["todos"]["items"]
+    assert set(item["properties"]) == {"content", "status"}  # activeForm, id, priority hidden

@@ -128,19 +128,33 @@ def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_LIMIT) -> str:
 
 
 def _required_only(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with its optional properties and its titles left out."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return schema
-    required = [name for name in schema.get("required", ()) if name in properties]
-    kept = {name: _untitled(properties[name]) for name in required}
-    compact = {key: value for key, value in schema.items() if key != "title"}
-    compact["properties"] = kept
-    compact["required"] = required
+    """``schema`` with only required properties (at every level), no titles, and each
+    description cut to its first sentence."""
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key == "description" and isinstance(value, str):
+            compact[key] = first_sentence(value)
+        elif key == "properties" and isinstance(value, dict):
+            required = schema.get("required", ())
+            compact[key] = {
+                name: _compact_node(prop) for name, prop in value.items() if name in required
+            }
+        elif key in ("items", "additionalProperties", "not"):
+            compact[key] = _compact_node(value)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+            compact[key] = [_compact_node(item) for item in value]
+        elif key == "$defs" and isinstance(value, dict):
+            compact[key] = {name: _compact_node(item) for name, item in value.items()}
+        else:
+            compact[key] = value
+    if isinstance(compact.get("properties"), dict) and "required" in compact:
+        compact["required"] = [
+            name for name in compact["required"] if name in compact["properties"]
+        ]
     return compact
 
 
-def _untitled(prop: Any) -> Any:
-    if isinstance(prop, dict) and "title" in prop:
-        return {key: value for key, value in prop.items() if key != "title"}
-    return prop
+def _compact_node(node: Any) -> Any:
+    return _required_only(node) if isinstance(node, dict) else node
