@@ -38,6 +38,8 @@ Format::
 
     [providers.openai]
     base_url = "http://localhost:8000/v1"
+    tool_descriptions = "full"  # or "compact": short tool descriptions, required parameters
+                                # only, for small models (see subagents.runtime.tool_menu)
 
     [[hooks.PreToolUse]]        # shell commands; the payload arrives as JSON on stdin
     matcher = "Bash"            # a tool name, "Edit|Write", a regular expression, or "*"
