@@ -261,9 +261,11 @@ async def test_the_menu_offers_task_output_and_cancel_only_while_a_background_ag
         return text_response("background report")
 
     menus: list[set[str]] = []
+    names: list[list[str]] = []
 
     def main_turn(request: ModelRequest) -> ModelResponse:
         menus.append(offered(request))
+        names.append([spec.name for spec in request.tools])
         done = results(request)
         if not done:
             return tool_call_response(
@@ -293,6 +295,10 @@ async def test_the_menu_offers_task_output_and_cancel_only_while_a_background_ag
     assert {"Task", "TaskOutput", "TaskCancel"} <= running
     assert not after & {"TaskOutput", "TaskCancel"}  # the result was read: gone again
     assert after == before
+    # the quiet menu is a prefix of the full one (a provider's prompt cache survives)
+    quiet_names, full_names = names[0], names[1]
+    assert full_names[: len(quiet_names)] == quiet_names
+    assert full_names[len(quiet_names) :] == ["TaskOutput", "TaskCancel"]
 
 
 async def test_a_background_result_that_arrives_unread_keeps_the_tools_until_it_is_seen(

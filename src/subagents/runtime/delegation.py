@@ -871,7 +871,7 @@ def task_tool_description(active: list[AgentDefinition], *, compact: bool = Fals
     if compact:
         lines = [_TASK_USE_COMPACT, "", _AGENTS_HEADING]
         for definition in active:
-            summary = first_sentence(definition.description, _COMPACT_AGENT_LIMIT)
+            summary = first_sentence(definition.description)
             lines.append(f"- {definition.name}: {summary}")
         return "\n".join(lines)
     lines = [_TASK_USE, "", _AGENTS_HEADING]
@@ -893,7 +893,6 @@ _TASK_USE_COMPACT = (
     "the complete prompt; it returns its answer."
 )
 _AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
-_COMPACT_AGENT_LIMIT = 160
 _NONE_AVAILABLE = "\n- (none of the agents this agent may start is available here)"
 
 

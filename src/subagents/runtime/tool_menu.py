@@ -67,7 +67,12 @@ class ToolMenu:
         else:
             specs = tuple(tool.spec for tool in tools)
         quiet = tuple(spec for spec in specs if spec.name not in BACKGROUND_TOOL_NAMES)
-        return cls(specs, specs if len(quiet) == len(specs) else quiet)
+        if len(quiet) == len(specs):
+            return cls(specs, specs)
+        # the background tools go last, so that the quiet menu is a prefix of the full one
+        # and a provider's prompt cache survives them coming and going
+        background = tuple(spec for spec in specs if spec.name in BACKGROUND_TOOL_NAMES)
+        return cls(quiet + background, quiet)
 
     @property
     def varies(self) -> bool:
