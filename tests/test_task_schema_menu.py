@@ -30,6 +30,7 @@ from subagents.testing import (
     ScriptedModel,
     text_response,
     tool_call_response,
+    tool_calls_response,
 )
 
 STARTED_ID = re.compile(r"agent_id ([0-9a-f-]{36})")
@@ -570,3 +571,27 @@ def test_compact_schemas_keep_every_required_parameter_at_every_level(tmp_path: 
     todo = next(t for t in builtin_tools(load_config(tmp_path).web) if t.name == "TodoWrite")
     item = compact_spec(todo).parameters["properties"]["todos"]["items"]
     assert set(item["properties"]) == {"content", "status"}  # activeForm, id, priority hidden
+
+
+async def test_a_stored_task_with_an_old_form_task_call_still_resumes(tmp_path: Path) -> None:
+    """A task stored before subagent_type was required, paused with a Task call (resume, no
+    subagent_type) still open: it resumes, and that call gets an error the model can fix."""
+    old_form = {"description": "again", "prompt": "And now?", "resume": "some-agent-id"}
+    first = ScriptedModel(
+        [
+            tool_calls_response(
+                [("AskHuman", {"question": "Go on?"}), ("Task", old_form)], text="asking"
+            )
+        ]
+    )
+    with open_store(tmp_path / "state.db") as store:
+        paused = await runtime(tmp_path, first, store=store, headless="pause").run("go")
+        assert paused.status == "awaiting_human"
+        again = ScriptedModel(["finished without it"])
+        done = await runtime(tmp_path, again, store=store, headless="pause").resume(
+            paused.task_id or "", HumanDecision("approve", values={"answer": "yes"})
+        )
+    assert done.status == "completed" and done.output == "finished without it"
+    answer, task_error = results(again.requests[0])
+    assert answer.content == "The person answered: yes"
+    assert task_error.is_error and "`subagent_type` is missing" in task_error.content
