@@ -595,3 +595,50 @@ async def test_a_stored_task_with_an_old_form_task_call_still_resumes(tmp_path: 
     answer, task_error = results(again.requests[0])
     assert answer.content == "The person answered: yes"
     assert task_error.is_error and "`subagent_type` is missing" in task_error.content
+
+
+_names = st.sampled_from(["a", "b", "title", "description", "required", "properties", "x-y"])
+_leaf = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "boolean"])},
+    optional={"title": st.text(max_size=5), "description": st.text(max_size=300)},
+)
+_schemas = st.recursive(
+    _leaf,
+    lambda inner: (
+        st.builds(
+            lambda props, required, title: {
+                "type": "object",
+                "title": title,
+                "properties": props,
+                "required": [name for name in required if name in props],
+            },
+            st.dictionaries(_names, inner, max_size=4),
+            st.lists(_names, max_size=4),
+            st.text(max_size=5),
+        )
+        | st.builds(lambda item: {"type": "array", "items": item}, inner)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_schemas)
+def test_compacting_any_schema_keeps_its_required_shape(schema: dict[str, Any]) -> None:
+    from subagents.runtime.tool_menu import _required_only
+
+    def check(full: dict[str, Any], compact: dict[str, Any]) -> None:
+        assert "title" not in compact and compact.get("type") == full.get("type")
+        if "description" in full:
+            assert len(compact["description"]) <= COMPACT_DESCRIPTION_LIMIT
+        if "properties" in full:
+            assert list(compact["properties"]) == [
+                name for name in full["properties"] if name in full["required"]
+            ]
+            for name, prop in compact["properties"].items():
+                check(full["properties"][name], prop)
+        if "items" in full:
+            check(full["items"], compact["items"])
+
+    before = json.dumps(schema, sort_keys=True)
+    check(schema, _required_only(schema))
+    assert json.dumps(schema, sort_keys=True) == before  # the tool's own schema is untouched
