@@ -642,3 +642,21 @@ def test_compacting_any_schema_keeps_its_required_shape(schema: dict[str, Any]) 
     before = json.dumps(schema, sort_keys=True)
     check(schema, _required_only(schema))
     assert json.dumps(schema, sort_keys=True) == before  # the tool's own schema is untouched
+
+
+@pytest.mark.parametrize(
+    ("model_name", "config_text", "compact"),
+    [
+        ("llamacpp:/models/small.gguf", "", True),  # in-process small model: compact
+        ("llamacpp:/m/small.gguf", '[providers.llamacpp]\ntool_descriptions = "full"\n', False),
+        ("ollama:qwen2.5:1.5b", "", False),  # unset elsewhere: full
+        ("ollama:qwen2.5:1.5b", "[providers.ollama]\ntimeout_seconds = 600\n", False),
+    ],
+)
+async def test_the_default_profile_is_compact_only_for_in_process_models(
+    tmp_path: Path, model_name: str, config_text: str, compact: bool
+) -> None:
+    main = ScriptedModel(["hi"], name=model_name)
+    await runtime(tmp_path, main, config=config(tmp_path, config_text)).run("go")
+    read = spec_named(main.requests[0], "Read")
+    assert ("offset" not in read.parameters["properties"]) is compact

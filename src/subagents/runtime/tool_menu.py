@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKGROUND_TOOL_NAMES",
+    "COMPACT_BY_DEFAULT",
     "COMPACT_DESCRIPTION_LIMIT",
     "DescriptionProfile",
     "ToolMenu",
@@ -45,6 +46,9 @@ DescriptionProfile = Literal["full", "compact"]
 
 # Offered only while the session has a background subagent running or unread.
 BACKGROUND_TOOL_NAMES = frozenset({TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME})
+
+COMPACT_BY_DEFAULT = frozenset({"llamacpp"})
+"""Providers whose models are compact unless ``tool_descriptions`` says otherwise."""
 
 COMPACT_DESCRIPTION_LIMIT = 240
 """The longest short description the compact profile shows (longer ones end with "...")."""
@@ -88,16 +92,15 @@ def description_profile(session: Session) -> DescriptionProfile:
 
     The provider is the part of the model's name before ``:`` (``ollama:qwen2.5`` ->
     ``[providers.ollama]``); to use the compact profile for some models of a server only,
-    give that server a second provider name with the same ``base_url``.
+    give that server a second provider name with the same ``base_url``. Without the setting,
+    the providers of :data:`COMPACT_BY_DEFAULT` (small models run in-process) are compact.
     """
-    delegation = session.delegation
-    if delegation is None:
-        return "full"
     provider = session.model.name.partition(":")[0].strip().lower()
-    settings = delegation.runtime.config.providers.get(provider)
-    if settings is None:
-        return "full"
-    return settings.tool_descriptions
+    delegation = session.delegation
+    settings = delegation.runtime.config.providers.get(provider) if delegation else None
+    if settings is not None and settings.tool_descriptions is not None:
+        return settings.tool_descriptions
+    return "compact" if provider in COMPACT_BY_DEFAULT else "full"
 
 
 def someone_can_answer(runtime: Runtime) -> bool:
