@@ -91,6 +91,35 @@ async def test_the_task_schema_requires_subagent_type_and_non_empty_text(tmp_pat
         assert schema["properties"][name]["minLength"] == 1
     assert "default" not in schema["properties"]["subagent_type"]
     assert "resume" not in schema["required"]
+    assert sorted(schema["properties"]["subagent_type"]["enum"]) == [
+        "explore",
+        "general-purpose",
+        "notes-reader",
+        "plan",
+    ]
+
+
+async def test_a_limited_subagent_s_task_schema_names_only_the_types_it_may_start(
+    tmp_path: Path,
+) -> None:
+    lead = AgentDefinition(
+        name="lead",
+        description="Leads.",
+        system_prompt="You lead.",
+        tools=["Read", "Task(notes-reader)"],
+    )
+    child = ScriptedModel(["nothing to do"])
+    main = ScriptedModel(
+        [
+            tool_call_response(
+                "Task", {"description": "lead it", "prompt": "Lead.", "subagent_type": "lead"}
+            ),
+            "ok",
+        ]
+    )
+    await runtime(tmp_path, main, lead, NOTES_READER, agent_models={"lead": child}).run("go")
+    schema = spec_named(child.requests[0], "Task").parameters
+    assert schema["properties"]["subagent_type"]["enum"] == ["notes-reader"]
 
 
 async def test_task_without_subagent_type_is_a_tool_error_naming_the_types(tmp_path: Path) -> None:

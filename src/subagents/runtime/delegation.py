@@ -158,7 +158,7 @@ class Delegation:
                 Tool(
                     name=TASK_TOOL_NAME,
                     description=self._task_description(),
-                    parameters=_task_schema(),
+                    parameters=_task_schema(self._active_types()),
                     function=self._task_tool,
                     input_model=TaskInput,
                     takes_context=True,
@@ -195,6 +195,9 @@ class Delegation:
 
     def _task_description(self) -> str:
         return self.runtime.task_tool_description()
+
+    def _active_types(self) -> tuple[str, ...]:
+        return tuple(record.definition.name for record in self.runtime.inventory.active())
 
     # -- which agents a session may start (Agent(type, ...) in its tools) ---------------------
 
@@ -235,7 +238,7 @@ class Delegation:
             name=base.name,
             description=description,
             compact_description=compact,
-            parameters=base.parameters,
+            parameters=_task_schema(tuple(definition.name for definition in active)),
             function=base.function,
             input_model=base.input_model,
             takes_context=True,
@@ -1015,10 +1018,11 @@ def _drop_notification(handle: SubagentHandle) -> None:
     inbox[:] = [item for item in inbox if marker not in item]
 
 
-@functools.cache
-def _task_schema() -> dict[str, Any]:
-    """The Task tool's schema: ``subagent_type`` required (resuming names the agent's type too),
-    and ``description`` and ``prompt`` not empty."""
+@functools.lru_cache(maxsize=32)
+def _task_schema(types: tuple[str, ...]) -> dict[str, Any]:
+    """The Task tool's schema: ``subagent_type`` required (resuming names the agent's type too)
+    and one of ``types`` (a model that decodes under the schema can only name a real agent;
+    others are told the choices by the tool), ``description`` and ``prompt`` not empty."""
     schema = copy.deepcopy(_schema(TaskInput))
     required: list[str] = schema["required"]
     if "subagent_type" not in required:
@@ -1026,6 +1030,8 @@ def _task_schema() -> dict[str, Any]:
     for name in ("description", "prompt", "subagent_type"):
         schema["properties"][name]["minLength"] = 1
     schema["properties"]["subagent_type"].pop("default", None)
+    if types:
+        schema["properties"]["subagent_type"]["enum"] = list(types)
     return schema
 
 
