@@ -260,13 +260,15 @@ class Delegation:
         resume: str | None = None,
     ) -> str:
         parent = _session_of(ctx)
-        self._check_task_call(parent, description, prompt, subagent_type, resume)
-        rebound: SubagentHandle | None = None
+        # a call that started its subagent before the process stopped continues it, as it was
+        # accepted then; any other call is checked first
+        rebound = None if resume else self._rebind(parent, ctx.tool_call_id, description)
+        if rebound is None:
+            self._check_task_call(parent, description, prompt, subagent_type, resume)
         if resume:
             handle = self._handle_for_resume(resume, parent, subagent_type)
             handle.description = description
         else:
-            rebound = self._rebind(parent, ctx.tool_call_id, description)
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id
             )
