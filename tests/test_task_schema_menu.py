@@ -689,3 +689,45 @@ async def test_the_default_profile_is_compact_only_for_in_process_models(
     await runtime(tmp_path, main, config=config(tmp_path, config_text)).run("go")
     read = spec_named(main.requests[0], "Read")
     assert ("offset" not in read.parameters["properties"]) is compact
+
+
+async def test_the_issue_transcript_reaches_the_subagent_by_following_the_errors(
+    tmp_path: Path,
+) -> None:
+    """Issue 10's 1.5B model: Task without subagent_type, then TaskCancel with the agent's type
+    as its id. Each error says what to do; a model that follows it reaches the subagent."""
+    (tmp_path / "notes.txt").write_text("The secret word is heliotrope.\n")
+    reader = ScriptedModel(
+        [tool_call_response("Read", {"file_path": "notes.txt"}), "The secret word is heliotrope."]
+    )
+
+    def small_model(request: ModelRequest) -> ModelResponse:
+        done = results(request)
+        if not done:
+            return tool_call_response(
+                "Task", {"description": "find the secret word", "prompt": "Find the secret word."}
+            )
+        last = done[-1].content
+        if "`subagent_type` is missing" in last:
+            return tool_call_response("TaskCancel", {"agent_id": "notes-reader"})
+        hint = re.search(r'call Task with subagent_type="([^"]+)"', last)
+        if hint is not None:
+            return tool_call_response(
+                "Task",
+                {
+                    "description": "find the secret word",
+                    "prompt": "Read notes.txt and tell me the secret word.",
+                    "subagent_type": hint.group(1),
+                },
+            )
+        return text_response(last.split("\n", 1)[0])
+
+    main = FunctionModel(small_model)
+    rt = runtime(tmp_path, main, agent_models={"notes-reader": reader})
+    result = await rt.run(
+        "Use the notes-reader subagent to find the secret word in notes.txt, then tell me the word."
+    )
+    assert result.status == "completed" and result.output == "The secret word is heliotrope."
+    assert result.turns == 4
+    for request in main.requests:  # never offered: no background agent was ever started
+        assert not offered(request) & {"TaskOutput", "TaskCancel"}
