@@ -40,6 +40,8 @@ Format::
     base_url = "http://localhost:8000/v1"
     tool_calls = "native"       # "schema" for a server without tool calls that enforces
                                 # JSON schemas (see `subagents models check`)
+    tool_descriptions = "full"  # or "compact": short tool descriptions, required parameters
+                                # only, for small models (see subagents.runtime.tool_menu)
 
     [[hooks.PreToolUse]]        # shell commands; the payload arrives as JSON on stdin
     matcher = "Bash"            # a tool name, "Edit|Write", a regular expression, or "*"

@@ -67,3 +67,6 @@ class ProviderSettings(BaseModel):
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)
     tool_calls: ToolCallMode = "native"
+    # "compact": short tool descriptions and only required parameters, for small models;
+    # unset: "full", except for in-process local models (see subagents.runtime.tool_menu)
+    tool_descriptions: Literal["full", "compact"] | None = None

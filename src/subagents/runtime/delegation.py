@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import time
 from dataclasses import dataclass, field
@@ -77,8 +78,12 @@ class TaskInput(BaseModel):
 
     description: str = Field(description="A short (3-5 word) description of the task")
     prompt: str = Field(description="The complete task for the agent, with all context it needs")
+    # Required, as the schema shown to models says (see _task_schema); the default only lets
+    # the tool itself answer a call without it, with the agent types to choose from.
     subagent_type: str = Field(
-        default="", description="The agent to use (required unless resuming)"
+        default="",
+        description="The type of agent to use, from the list in this tool's description "
+        "(with resume: the type of the agent being resumed)",
     )
     model: str | None = Field(
         default=None, description="Optional model for this run: an alias or provider:model"
@@ -87,7 +92,9 @@ class TaskInput(BaseModel):
         default=False, description="Return at once; you are notified when the agent finishes"
     )
     resume: str | None = Field(
-        default=None, description="agent_id of an earlier subagent to continue, with its history"
+        default=None,
+        description="Only to continue an earlier subagent with its history: its agent_id "
+        "(give its subagent_type too); leave out to start a new one",
     )
 
 
@@ -151,7 +158,7 @@ class Delegation:
                 Tool(
                     name=TASK_TOOL_NAME,
                     description=self._task_description(),
-                    parameters=_schema(TaskInput),
+                    parameters=_task_schema(self._active_types()),
                     function=self._task_tool,
                     input_model=TaskInput,
                     takes_context=True,
@@ -159,6 +166,7 @@ class Delegation:
                     # Delegating changes nothing by itself, and a subagent runs under the
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,
+                    compact_description=self.runtime.task_tool_description(compact=True),
                 ),
                 Tool(
                     name=TASK_OUTPUT_TOOL_NAME,
@@ -187,6 +195,9 @@ class Delegation:
 
     def _task_description(self) -> str:
         return self.runtime.task_tool_description()
+
+    def _active_types(self) -> tuple[str, ...]:
+        return tuple(record.definition.name for record in self.runtime.inventory.active())
 
     # -- which agents a session may start (Agent(type, ...) in its tools) ---------------------
 
@@ -219,12 +230,15 @@ class Delegation:
             if record.definition.name in types
         ]
         description = task_tool_description(active)
+        compact = task_tool_description(active, compact=True)
         if not active:
-            description += "\n- (none of the agents this agent may start is available here)"
+            description += _NONE_AVAILABLE
+            compact += _NONE_AVAILABLE
         return Tool(
             name=base.name,
             description=description,
-            parameters=base.parameters,
+            compact_description=compact,
+            parameters=_task_schema(tuple(definition.name for definition in active)),
             function=base.function,
             input_model=base.input_model,
             takes_context=True,
@@ -246,12 +260,15 @@ class Delegation:
         resume: str | None = None,
     ) -> str:
         parent = _session_of(ctx)
-        rebound: SubagentHandle | None = None
+        # a call that started its subagent before the process stopped continues it, as it was
+        # accepted then; any other call is checked first
+        rebound = None if resume else self._rebind(parent, ctx.tool_call_id, description)
+        if rebound is None:
+            self._check_task_call(parent, description, prompt, subagent_type, resume)
         if resume:
-            handle = self._handle_for_resume(resume, parent)
+            handle = self._handle_for_resume(resume, parent, subagent_type)
             handle.description = description
         else:
-            rebound = self._rebind(parent, ctx.tool_call_id, description)
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id
             )
@@ -288,15 +305,6 @@ class Delegation:
     ) -> SubagentHandle:
         runtime = self.runtime
         allowed = self.allowed_subagent_types(parent)
-        if not subagent_type.strip():
-            raise ToolError(
-                "subagent_type is required when not resuming; choose one of: "
-                + ", ".join(
-                    r.definition.name
-                    for r in runtime.inventory.active()
-                    if allowed is None or r.definition.name in allowed
-                )
-            )
         try:
             record = runtime.inventory.get(subagent_type)
         except SubagentsError as error:
@@ -349,6 +357,50 @@ class Delegation:
                 session.add_trace(session.recorder.model_fallback_trace(session, fallback))
         self.handles[session.agent_id] = handle
         return handle
+
+    def _check_task_call(
+        self, parent: Session, description: str, prompt: str, subagent_type: str, resume: str | None
+    ) -> None:
+        """Refuse a Task call a model can fix (empty or missing arguments), saying how."""
+        problems: list[str] = []
+        if not subagent_type.strip():
+            resumed = self.handles.get(resume.strip()) if resume else None
+            if resumed is not None and resumed.parent is parent:
+                problems.append(
+                    f"`subagent_type` is missing: agent {resumed.session.agent_id} is a "
+                    f"'{resumed.definition.name}' agent, so pass "
+                    f'subagent_type="{resumed.definition.name}" with resume'
+                )
+            else:
+                types = ", ".join(self._types_for(parent)) or "(none available)"
+                problems.append(f"`subagent_type` is missing: set it to one of: {types}")
+        if not description.strip():
+            problems.append(
+                "`description` is empty: give a short (3-5 word) summary of the task, "
+                'e.g. "find the secret word"'
+            )
+        if not prompt.strip():
+            problems.append(
+                "`prompt` is empty: write the complete task for the subagent, with everything "
+                "it needs to know (it sees nothing of this conversation)"
+            )
+        if problems:
+            raise ToolError(
+                "Task was not run:\n- "
+                + "\n- ".join(problems)
+                + "\nCall Task again with "
+                + ("this" if len(problems) == 1 else "these")
+                + " fixed."
+            )
+
+    def _types_for(self, parent: Session) -> list[str]:
+        """The agent types ``parent`` may start, as it can name them in ``subagent_type``."""
+        allowed = self.allowed_subagent_types(parent)
+        return [
+            record.definition.name
+            for record in self.runtime.inventory.active()
+            if allowed is None or record.definition.name in allowed
+        ]
 
     def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
         return compose_system_prompt(
@@ -495,13 +547,30 @@ class Delegation:
         except SubagentsError as error:
             raise ToolError(f"cannot start '{definition.name}': {error}") from None
 
-    def _handle_for_resume(self, agent_id: str, parent: Session) -> SubagentHandle:
+    def _handle_for_resume(
+        self, agent_id: str, parent: Session, subagent_type: str
+    ) -> SubagentHandle:
+        from subagents.definitions.validate import normalise_name
+
         handle = self.handles.get(agent_id.strip())
         if handle is None:
+            if normalise_name(agent_id) in {normalise_name(t) for t in self._types_for(parent)}:
+                raise ToolError(
+                    f"{agent_id!r} is an agent type, not an agent_id: to start a new "
+                    f'{agent_id} agent, call Task with subagent_type="{agent_id}" and leave '
+                    "out `resume`"
+                )
             known = ", ".join(self.handles) or "none yet"
             raise ToolError(
                 f"no subagent with agent_id {agent_id!r} in this run (known: {known}); "
                 "start a new one by omitting `resume`"
+            )
+        kind = handle.definition.name
+        if handle.parent is parent and normalise_name(subagent_type) != normalise_name(kind):
+            raise ToolError(
+                f"subagent {handle.session.agent_id} is a '{kind}' agent, not "
+                f"'{subagent_type.strip()}': to continue it, pass subagent_type=\"{kind}\" with "
+                f"resume; to start a new '{subagent_type.strip()}' agent, leave out `resume`"
             )
         if handle.running:
             raise ToolError(
@@ -679,6 +748,22 @@ class Delegation:
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         return True
 
+    def has_background(self, parent: Session) -> bool:
+        """Whether ``parent`` has a background subagent that is running or whose result it
+        has not seen: only then are TaskOutput and TaskCancel offered to it."""
+        return any(
+            handle.parent is parent
+            and handle.background
+            and (not handle.delivered or handle.running)
+            for handle in self.handles.values()
+        )
+
+    def _background_handle(self, tool: str, agent_id: str, parent: Session) -> SubagentHandle:
+        """The background subagent ``agent_id`` of ``parent``, for TaskOutput / TaskCancel."""
+        if not self.has_background(parent):
+            raise ToolError(_no_background(tool, agent_id, self._types_for(parent)))
+        return self._own_handle(agent_id, parent)
+
     async def _task_output_tool(
         self,
         *,
@@ -687,7 +772,7 @@ class Delegation:
         block: bool = True,
         timeout: float = 300.0,  # noqa: ASYNC109 - the model-facing argument's name
     ) -> str:
-        handle = self._own_handle(agent_id, _session_of(ctx))
+        handle = self._background_handle(TASK_OUTPUT_TOOL_NAME, agent_id, _session_of(ctx))
         if handle.running and block:
             assert handle.task is not None
             done, _ = await asyncio.wait([handle.task], timeout=timeout)
@@ -701,7 +786,7 @@ class Delegation:
         return _render_for_parent(handle, handle.result)
 
     async def _task_cancel_tool(self, *, ctx: ToolContext, agent_id: str) -> str:
-        handle = self._own_handle(agent_id, _session_of(ctx))
+        handle = self._background_handle(TASK_CANCEL_TOOL_NAME, agent_id, _session_of(ctx))
         if not handle.running:
             return f"Subagent {agent_id} is not running (status: {_status_of(handle)})."
         assert handle.task is not None
@@ -780,19 +865,59 @@ class Delegation:
             await asyncio.gather(*running, return_exceptions=True)
 
 
-def task_tool_description(active: list[AgentDefinition]) -> str:
-    """What the model is told about the Task tool: how to use it and the agents on offer."""
-    lines = [
-        "Launch a subagent to handle a task on its own. The subagent starts with a fresh "
-        "context: put everything it needs in `prompt`. It returns its final answer, "
-        "followed by its agent_id; pass that id as `resume` to continue it later. Launch "
-        "several at once by making several Task calls in one turn.",
-        "",
-        "Available agents (subagent_type: what it is for):",
-    ]
+def task_tool_description(active: list[AgentDefinition], *, compact: bool = False) -> str:
+    """What the model is told about the Task tool: how to use it and the agents on offer.
+
+    ``compact`` (the compact description profile, see :mod:`subagents.runtime.tool_menu`):
+    one sentence on use, and each agent's first sentence.
+    """
+    from subagents.runtime.tool_menu import first_sentence
+
+    if compact:
+        lines = [_TASK_USE_COMPACT, "", _AGENTS_HEADING]
+        for definition in active:
+            summary = first_sentence(definition.description)
+            lines.append(f"- {definition.name}: {summary}")
+        return "\n".join(lines)
+    lines = [_TASK_USE, "", _AGENTS_HEADING]
     for definition in active:
         lines.append(f"- {definition.name}: {definition.description.strip()}")
     return "\n".join(lines)
+
+
+_TASK_USE = (
+    "Launch a subagent to handle a task on its own: give `subagent_type` (one of the agents "
+    "below), a short `description` and the complete `prompt`. The subagent starts with a fresh "
+    "context: put everything it needs in `prompt`. It returns its final answer, followed by its "
+    "agent_id. To continue that same subagent later, with its history, call Task with `resume` "
+    "set to its agent_id and `subagent_type` set to its type; without `resume` a new subagent "
+    "starts. Launch several at once by making several Task calls in one turn."
+)
+_TASK_USE_COMPACT = (
+    "Start a subagent: give subagent_type (one of the agents below), a short description and "
+    "the complete prompt; it returns its answer."
+)
+_AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
+_NONE_AVAILABLE = "\n- (none of the agents this agent may start is available here)"
+
+
+def _no_background(tool: str, agent_id: str, types: list[str]) -> str:
+    """The answer to TaskOutput / TaskCancel when there is no background subagent."""
+    from subagents.definitions.validate import normalise_name
+
+    text = (
+        f"{tool} cannot be used now: you have no background subagent (one started with "
+        "Task and run_in_background=true that is still running or whose result you have not "
+        "seen)."
+    )
+    named = normalise_name(agent_id)
+    kind = next((t for t in types if normalise_name(t) == named), None)
+    if kind is not None:
+        return (
+            f"{text} {agent_id!r} is an agent type: to run that agent, call Task with "
+            f'subagent_type="{kind}", a short description and the complete prompt.'
+        )
+    return f"{text} To get work done by a subagent, call Task; otherwise answer yourself."
 
 
 def _fallback_event(session: Session, choice: ModelChoice) -> ev.ModelFallback:
@@ -821,7 +946,10 @@ def _status_of(handle: SubagentHandle) -> str:
 
 def _trailer(handle: SubagentHandle) -> str:
     agent_id = handle.session.agent_id
-    return f'agent_id: {agent_id} (pass resume="{agent_id}" to the Task tool to continue it)'
+    return (
+        f'agent_id: {agent_id} (pass resume="{agent_id}" and '
+        f'subagent_type="{handle.definition.name}" to the Task tool to continue it)'
+    )
 
 
 def _render_for_parent(handle: SubagentHandle, spawn: SpawnResult) -> str:
@@ -890,6 +1018,23 @@ def _drop_notification(handle: SubagentHandle) -> None:
     marker = f"agent_id: {handle.session.agent_id} "
     inbox = handle.parent._inbox
     inbox[:] = [item for item in inbox if marker not in item]
+
+
+@functools.lru_cache(maxsize=32)
+def _task_schema(types: tuple[str, ...]) -> dict[str, Any]:
+    """The Task tool's schema: ``subagent_type`` required (resuming names the agent's type too)
+    and one of ``types`` (a model that decodes under the schema can only name a real agent;
+    others are told the choices by the tool), ``description`` and ``prompt`` not empty."""
+    schema = copy.deepcopy(_schema(TaskInput))
+    required: list[str] = schema["required"]
+    if "subagent_type" not in required:
+        required.insert(required.index("prompt") + 1, "subagent_type")
+    for name in ("description", "prompt", "subagent_type"):
+        schema["properties"][name]["minLength"] = 1
+    schema["properties"]["subagent_type"].pop("default", None)
+    if types:
+        schema["properties"]["subagent_type"]["enum"] = list(types)
+    return schema
 
 
 @functools.cache

@@ -27,6 +27,7 @@ from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
+from subagents.runtime.tool_menu import someone_can_answer
 from subagents.store.base import TaskOwner
 from subagents.todos import todos_from_state
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
@@ -109,7 +110,7 @@ class Runtime:
         self._extra_tools = tuple(tools)
         self._base_tools: tuple[Tool, ...] | None = None
         self._skills: SkillCatalog | None = None
-        self._task_description: tuple[int, str] | None = None
+        self._task_description: tuple[int, str, str] | None = None
         self._builtin_tools = builtin_tools
         self.permission_mode: PermissionMode = permission_mode
         self.approver = approver
@@ -288,16 +289,21 @@ class Runtime:
 
         return [skill_tool(self.skills)]
 
-    def task_tool_description(self) -> str:
-        """The Task tool's description for the current inventory (rebuilt after a reload)."""
+    def task_tool_description(self, *, compact: bool = False) -> str:
+        """The Task tool's description for the current inventory (rebuilt after a reload);
+        ``compact``: its form in the compact description profile."""
         from subagents.runtime.delegation import task_tool_description
 
         inventory = self.inventory
         cached = self._task_description
         if cached is None or cached[0] != inventory.generation:
             active = [record.definition for record in inventory.active()]
-            cached = self._task_description = (inventory.generation, task_tool_description(active))
-        return cached[1]
+            cached = self._task_description = (
+                inventory.generation,
+                task_tool_description(active),
+                task_tool_description(active, compact=True),
+            )
+        return cached[2] if compact else cached[1]
 
     # -- models ------------------------------------------------------------------------------
 
@@ -470,7 +476,7 @@ class Runtime:
             types = delegation.allowed_subagent_types_of(definition)
             if types is not None:
                 tools.add(delegation.task_tool_for(types), replace=True)
-        if self.store is not None:
+        if someone_can_answer(self):
             tools.add(ask_human_tool(), replace=True)
         grants = memory_grants(definition, workspace=self.workspace)
         tools = with_memory_tools(definition, tools, available, grants)
@@ -862,7 +868,8 @@ class Runtime:
         tools = self.base_tools()
         for tool in delegation.tools():
             tools.add(tool, replace=True)
-        tools.add(ask_human_tool(), replace=True)
+        if someone_can_answer(self):
+            tools.add(ask_human_tool(), replace=True)
         names = [name for name in record.tool_names if name in tools]
         if parent is not None:
             names = [name for name in names if name in parent.tools]
@@ -985,7 +992,8 @@ async def _ask_human(*, ctx: ToolContext, question: str) -> str:
 
 @functools.cache
 def ask_human_tool() -> Tool:
-    """AskHuman: pause the run until a person answers (durable runs only)."""
+    """AskHuman: pause the run until a person answers (offered when someone can answer:
+    see :func:`~subagents.runtime.tool_menu.someone_can_answer`)."""
     return Tool(
         name=ASK_HUMAN_TOOL_NAME,
         description="Ask the person running this task a question and wait for the answer. "

@@ -37,6 +37,7 @@ from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
+from subagents.runtime.tool_menu import ToolMenu, description_profile
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
@@ -102,7 +103,7 @@ class Session:
     todos: tuple[TodoItem, ...] = ()  # set by TodoWrite, kept in every checkpoint
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _inbox: list[str] = field(default_factory=list)
-    _tool_specs: Sequence[ToolSpec] | None = None
+    _menu: ToolMenu | None = None  # the tool specs offered, built at the first request
     _traces: list[TraceRecord] = field(default_factory=list)  # committed with the next step
     _call_ids: set[str] | None = None  # every tool call id of this session so far
     # (tool name, stored form of its arguments) a person approved, whose arguments lost a
@@ -303,9 +304,7 @@ class Session:
             self.messages.append(UserMessage("\n\n".join(pending)))
 
     async def _request_model(self) -> ModelResponse:
-        if self._tool_specs is None:
-            self._tool_specs = [tool.spec for tool in self.tools]
-        request = ModelRequest(self.system_prompt, self.messages, self._tool_specs, self.settings)
+        request = ModelRequest(self.system_prompt, self.messages, self._offered(), self.settings)
         events = self.events
         recorder = self.recorder
         if not events.active and recorder is None:
@@ -321,6 +320,16 @@ class Session:
         if recorder is not None:
             self._traces.append(recorder.model_trace(self, response, duration_ms))
         return response
+
+    def _offered(self) -> Sequence[ToolSpec]:
+        """The tool specs this turn offers the model (see :mod:`subagents.runtime.tool_menu`)."""
+        menu = self._menu
+        if menu is None:
+            menu = self._menu = ToolMenu.of(self.tools, description_profile(self))
+        if not menu.varies:
+            return menu.everything
+        delegation = self.delegation
+        return menu.for_turn(background=delegation is not None and delegation.has_background(self))
 
     async def _stream_model(self, request: ModelRequest) -> ModelResponse:
         final: ModelResponse | None = None

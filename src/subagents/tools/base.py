@@ -73,6 +73,9 @@ class Tool:
     writes_paths: tuple[str, ...] = ()
     mcp_server: str | None = None
     """The MCP server the tool comes from (``None`` for every other tool)."""
+    compact_description: str | None = None
+    """What the compact description profile shows (default: the description's first sentence;
+    see :mod:`subagents.runtime.tool_menu`)."""
     _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -1,0 +1,168 @@
+"""The tool menu: which tools a session's model is offered on each turn, and how they read.
+
+A session may call every tool in its registry (that is its allowed set); the menu is the part
+of it the model is *shown*, because small models choose worse from long menus:
+
+- ``TaskOutput`` and ``TaskCancel`` are offered only while the session has a background
+  subagent that is running or whose result it has not seen; a call to them at any other time
+  is answered with a tool error saying so (see :mod:`subagents.runtime.delegation`).
+- ``AskHuman`` is offered only when someone can answer (:func:`someone_can_answer`).
+- The description profile (``[providers.NAME] tool_descriptions``) is ``"full"`` (the default)
+  or ``"compact"``: each tool's short description (its own ``compact_description``, else the
+  first sentence of its description) and only its required parameters. Optional parameters are
+  left out of the schema the model sees, not out of validation: a model that passes one anyway
+  is served as before.
+
+Both lists of specs are built once per session; a turn only picks one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from subagents.tools.names import TASK_CANCEL_TOOL_NAME, TASK_OUTPUT_TOOL_NAME
+
+if TYPE_CHECKING:
+    from subagents.models.base import ToolSpec
+    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.session import Session
+    from subagents.tools.base import Tool, ToolRegistry
+
+__all__ = [
+    "BACKGROUND_TOOL_NAMES",
+    "COMPACT_BY_DEFAULT",
+    "COMPACT_DESCRIPTION_LIMIT",
+    "DescriptionProfile",
+    "ToolMenu",
+    "compact_spec",
+    "description_profile",
+    "first_sentence",
+    "someone_can_answer",
+]
+
+DescriptionProfile = Literal["full", "compact"]
+
+# Offered only while the session has a background subagent running or unread.
+BACKGROUND_TOOL_NAMES = frozenset({TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME})
+
+COMPACT_BY_DEFAULT = frozenset({"llamacpp"})
+"""Providers whose models are compact unless ``tool_descriptions`` says otherwise."""
+
+COMPACT_DESCRIPTION_LIMIT = 240
+"""The longest short description the compact profile shows (longer ones end with "...")."""
+
+# A sentence ends at . ! or ? followed by whitespace or the end, but not after "e.g" / "i.e".
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s|$)")
+
+
+@dataclass(slots=True, frozen=True)
+class ToolMenu:
+    """A session's tool specs: ``everything``, and ``quiet`` (without the background tools)."""
+
+    everything: tuple[ToolSpec, ...]
+    quiet: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, tools: ToolRegistry, profile: DescriptionProfile = "full") -> ToolMenu:
+        if profile == "compact":
+            specs = tuple(compact_spec(tool) for tool in tools)
+        else:
+            specs = tuple(tool.spec for tool in tools)
+        quiet = tuple(spec for spec in specs if spec.name not in BACKGROUND_TOOL_NAMES)
+        if len(quiet) == len(specs):
+            return cls(specs, specs)
+        # the background tools go last, so that the quiet menu is a prefix of the full one
+        # and a provider's prompt cache survives them coming and going
+        background = tuple(spec for spec in specs if spec.name in BACKGROUND_TOOL_NAMES)
+        return cls(quiet + background, quiet)
+
+    @property
+    def varies(self) -> bool:
+        """Whether the background tools are in it, so that the turn decides."""
+        return self.quiet is not self.everything
+
+    def for_turn(self, *, background: bool) -> tuple[ToolSpec, ...]:
+        return self.everything if background else self.quiet
+
+
+def description_profile(session: Session) -> DescriptionProfile:
+    """The profile configured for the provider of ``session``'s model (``"full"`` without one).
+
+    The provider is the part of the model's name before ``:`` (``ollama:qwen2.5`` ->
+    ``[providers.ollama]``); to use the compact profile for some models of a server only,
+    give that server a second provider name with the same ``base_url``. Without the setting,
+    the providers of :data:`COMPACT_BY_DEFAULT` (small models run in-process) are compact.
+    """
+    provider = session.model.name.partition(":")[0].strip().lower()
+    delegation = session.delegation
+    settings = delegation.runtime.config.providers.get(provider) if delegation else None
+    if settings is not None and settings.tool_descriptions is not None:
+        return settings.tool_descriptions
+    return "compact" if provider in COMPACT_BY_DEFAULT else "full"
+
+
+def someone_can_answer(runtime: Runtime) -> bool:
+    """Whether AskHuman is offered: someone can answer a question of this run.
+
+    AskHuman pauses the run until a person answers (``subagents resume TASK --set answer=...``
+    or the UI), so the run must be durable (a store); and it must not be a run that said nobody
+    will be asked: ``headless="allow"`` (``subagents run --yes``) approves everything unattended.
+    A run without a store cannot pause, so nobody could ever answer there.
+    """
+    return runtime.store is not None and runtime.headless != "allow"
+
+
+def compact_spec(tool: Tool) -> ToolSpec:
+    """``tool``'s spec in the compact profile: short description, required parameters only."""
+    from subagents.models.base import ToolSpec
+
+    description = tool.compact_description or first_sentence(tool.description)
+    return ToolSpec(tool.name, description, _required_only(tool.parameters))
+
+
+def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_LIMIT) -> str:
+    """The first sentence of ``text``'s first paragraph, at most ``limit`` characters (a longer
+    one is cut at a word and ends with "...", so the cut shows)."""
+    paragraph = text.strip().split("\n\n", 1)[0].strip()
+    end = _SENTENCE_END.search(paragraph)
+    sentence = paragraph[: end.end()] if end is not None else paragraph
+    sentence = " ".join(sentence.split())
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: limit - 3].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return f"{cut}..."
+
+
+def _required_only(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with only required properties (at every level), no titles, and each
+    description cut to its first sentence."""
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key == "description" and isinstance(value, str):
+            compact[key] = first_sentence(value)
+        elif key == "properties" and isinstance(value, dict):
+            required = schema.get("required", ())
+            compact[key] = {
+                name: _compact_node(prop) for name, prop in value.items() if name in required
+            }
+        elif key in ("items", "additionalProperties", "not"):
+            compact[key] = _compact_node(value)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+            compact[key] = [_compact_node(item) for item in value]
+        elif key == "$defs" and isinstance(value, dict):
+            compact[key] = {name: _compact_node(item) for name, item in value.items()}
+        else:
+            compact[key] = value
+    if isinstance(compact.get("properties"), dict) and "required" in compact:
+        compact["required"] = [
+            name for name in compact["required"] if name in compact["properties"]
+        ]
+    return compact
+
+
+def _compact_node(node: Any) -> Any:
+    return _required_only(node) if isinstance(node, dict) else node
