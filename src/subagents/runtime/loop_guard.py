@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from subagents._preview import preview
+from subagents._preview import preview, shorten
 from subagents.errors import LoopDetectedError
 
 if TYPE_CHECKING:
@@ -232,12 +232,10 @@ def _canonical_arguments(call: ToolCall) -> str:
 
 def _arguments_preview(call: ToolCall) -> str:
     if call.arguments_error is not None:
-        return preview(call.raw_arguments or "", _PREVIEW_CHARS, style="json")
+        return shorten(call.raw_arguments or "", _PREVIEW_CHARS)
     return preview(call.arguments, _PREVIEW_CHARS, style="json")
 
 
 def _first_line(text: str) -> str:
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if len(line) > _ERROR_CHARS:
-        return line[: _ERROR_CHARS - 3] + "..."
-    return line
+    return shorten(line, _ERROR_CHARS)
