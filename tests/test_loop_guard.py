@@ -460,7 +460,7 @@ def test_the_window_is_bounded_and_forgets_old_calls() -> None:
     for index in range(WINDOW):
         other = ToolCall(f"o{index}", "Read", {"file_path": f"other-{index}.txt"})
         guard.observe(other, failure(other))
-    assert len(guard._window) == WINDOW
+    assert len(guard._keys) == WINDOW
     assert guard.observe(repeated, failure(repeated)) is None  # the first one was forgotten
     finding = guard.observe(repeated, failure(repeated))
     assert finding is not None and finding.kind == "repeated_failure" and finding.count == 2
@@ -514,4 +514,4 @@ def test_it_stops_exactly_when_a_failure_repeats_limit_times_within_the_window(
         else:
             expected = "repeated_result" if count >= 3 else None
         assert (finding.kind if finding else None) == expected
-        assert len(guard._window) <= WINDOW
+        assert len(guard._keys) <= WINDOW

@@ -3,9 +3,9 @@ failing loop before it spends the whole turn budget.
 
 Small models get stuck. A 1.5B model called ``TaskCancel {"agent_id": "notes-reader"}`` 48
 times in a row, got the same error each time, and stopped only at ``max_turns``. The guard
-keeps a small window of a session's latest tool calls, each reduced to a fingerprint of the
-tool's name, its arguments as canonical JSON, and the error text (or, for a success, the
-result), and answers:
+keeps a small window of a session's latest tool calls, compared by the tool's name, its
+arguments (whatever their key order) and the error text (or, for a success, the result), and
+answers:
 
 - the same call failing the same way a second time: a corrective note appended to the result;
 - the ``[subagents] max_repeated_failures``-th time (default 3): the session stops with a
@@ -16,17 +16,18 @@ result), and answers:
 A successful call of a side-effecting tool forgets the failures seen so far: the world may
 have changed, so running a failing test again after an edit is work, not a loop.
 
-The window holds fingerprints (hashes), never arguments or results, so a session's guard costs
-a few hundred bytes whatever its calls carry.
+The window holds hashes and references to the calls (which the session's history keeps anyway),
+never copies of arguments or results.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from subagents._preview import preview, shorten
 from subagents.errors import LoopDetectedError
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.session import Session
     from subagents.store.records import TraceRecord
+    from subagents.tools.base import ToolRegistry
     from subagents.tools.execution import ToolOutcome
 
 __all__ = [
@@ -102,41 +104,82 @@ class LoopFinding:
 
 
 class LoopGuard:
-    """One session's memory of its latest tool calls."""
+    """One session's memory of its latest tool calls.
 
-    __slots__ = ("_window", "limit")
+    The common case must cost next to nothing: each call is first reduced to a hash of its
+    tool's name and its result (or error) text, with the lowest bit set for a failure, and
+    only when that hash is already in the window are the arguments compared. The window
+    keeps those ints and references to the calls, which the session's history holds anyway.
+    """
+
+    __slots__ = ("_calls", "_keys", "limit")
 
     def __init__(self, limit: int = DEFAULT_MAX_REPEATED_FAILURES, window: int = WINDOW) -> None:
         self.limit = limit
-        self._window: deque[tuple[int, bool]] = deque(maxlen=window)
+        self._keys: deque[int] = deque(maxlen=window)
+        self._calls: deque[ToolCall] = deque(maxlen=window)
 
     def observe(
-        self, call: ToolCall, outcome: ToolOutcome, *, side_effecting: bool = False
+        self, call: ToolCall, outcome: ToolOutcome, tools: ToolRegistry | None = None
     ) -> LoopFinding | None:
-        """Remember ``call`` and what came of it; a finding when it repeats an earlier one."""
-        message = outcome.message
-        failed = message.is_error
-        window = self._window
-        if not failed and side_effecting and window:
-            kept = [entry for entry in window if not entry[1]]
-            if len(kept) != len(window):
-                window.clear()
-                window.extend(kept)
-        key = _fingerprint(call, failed, message.content)
-        count = 1
-        for entry in window:
-            if entry[0] == key:
-                count += 1
-        window.append((key, failed))
+        """Remember ``call`` and what came of it; a finding when it repeats an earlier one.
+
+        ``tools`` tells which tools have side effects (without it, none has).
+        """
+        found = self.watch((call,), (outcome,), tools)
+        return found[0][1] if found else None
+
+    def watch(
+        self,
+        calls: Sequence[ToolCall],
+        outcomes: Sequence[ToolOutcome],
+        tools: ToolRegistry | None = None,
+    ) -> list[tuple[int, LoopFinding]]:
+        """:meth:`observe` each call of a turn in order; the findings, by the call's index."""
+        found: list[tuple[int, LoopFinding]] = []
+        keys, calls_seen = self._keys, self._calls
+        for index, call in enumerate(calls):
+            message = outcomes[index].message
+            failed = message.is_error
+            if not failed and tools is not None:
+                tool = tools.get(call.name)
+                if tool is not None and not tool.read_only:
+                    self._forget_failures()
+            key = hash((call.name, message.content)) << 1 | failed
+            count = 1
+            if key in keys:  # this tool gave this very result before: same arguments too?
+                arguments = _arguments_key(call)
+                for earlier_key, earlier in zip(keys, calls_seen, strict=True):
+                    if earlier_key == key and _arguments_key(earlier) == arguments:
+                        count += 1
+            keys.append(key)
+            calls_seen.append(call)
+            if count > 1:
+                finding = self._judge(call, failed, count, message.content)
+                if finding is not None:
+                    found.append((index, finding))
+        return found
+
+    def _judge(self, call: ToolCall, failed: bool, count: int, content: str) -> LoopFinding | None:
         if failed:
             if self.limit and count >= self.limit:
-                return self._finding("loop_stopped", call, count, message.content)
-            if count >= 2:
-                return self._finding("repeated_failure", call, count, message.content)
-            return None
+                return self._finding("loop_stopped", call, count, content)
+            return self._finding("repeated_failure", call, count, content)
         if count >= REPEATED_RESULT_NOTE_AT:
             return self._finding("repeated_result", call, count, None)
         return None
+
+    def _forget_failures(self) -> None:
+        """A side effect happened: earlier failures may not repeat, so they do not count."""
+        keys, calls = self._keys, self._calls
+        if not any(key & 1 for key in keys):
+            return
+        kept = [(key, call) for key, call in zip(keys, calls, strict=True) if not key & 1]
+        keys.clear()
+        calls.clear()
+        for key, call in kept:
+            keys.append(key)
+            calls.append(call)
 
     def _finding(
         self, kind: FindingKind, call: ToolCall, count: int, error_text: str | None
@@ -213,21 +256,23 @@ def loop_trace(recorder: Recorder, session: Session, finding: LoopFinding) -> Tr
     )
 
 
-def _fingerprint(call: ToolCall, failed: bool, content: str) -> int:
-    # A 64-bit hash is plenty to tell apart the 20 calls of one window, and is kept instead of
-    # the arguments and the result themselves.
-    return hash((call.name, _canonical_arguments(call), failed, content))
-
-
-def _canonical_arguments(call: ToolCall) -> str:
+def _arguments_key(call: ToolCall) -> object:
+    """The arguments in a form where equal means the same call (key order does not count)."""
     if call.arguments_error is not None:  # the same malformed text, sent again
-        return "raw:" + (call.raw_arguments or "")
+        return call.raw_arguments
+    try:
+        return tuple(sorted(call.arguments.items()))  # flat arguments, the usual case
+    except TypeError:  # keys of mixed types
+        return _canonical_json(call.arguments)
+
+
+def _canonical_json(arguments: dict[str, Any]) -> str:
     try:
         return json.dumps(
-            call.arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+            arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
         )
     except (TypeError, ValueError):  # keys of mixed types (a library caller's call)
-        return repr(sorted(call.arguments.items(), key=lambda item: str(item[0])))
+        return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
 
 
 def _arguments_preview(call: ToolCall) -> str:

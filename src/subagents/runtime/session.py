@@ -384,24 +384,19 @@ class Session:
         guard = self._loop_guard
         if guard is None:
             guard = self._loop_guard = LoopGuard(self._max_repeated_failures())
-        findings: list[LoopFinding] = []
-        for index, call in enumerate(calls):
-            outcome = outcomes[index]
-            tool = self.tools.get(call.name)
-            finding = guard.observe(
-                call, outcome, side_effecting=tool is not None and not tool.read_only
-            )
-            if finding is None:
-                continue
-            message = outcome.message
-            noted = replace(message, content=f"{message.content}\n\n{finding.note}")
-            outcomes[index] = replace(outcome, message=noted)
-            findings.append(finding)
-            if finding.stops and self._loop_stop is None:
-                self._loop_stop = finding
-            if self.events.active:
-                self.events.emit(ev.LoopNoticed(self.agent_id, finding.summary, finding.stops))
-        return findings
+        found = guard.watch(calls, outcomes, self.tools)
+        for index, finding in found:
+            outcomes[index] = self._note_loop(outcomes[index], finding)
+        return [finding for _, finding in found]
+
+    def _note_loop(self, outcome: ToolOutcome, finding: LoopFinding) -> ToolOutcome:
+        message = outcome.message
+        noted = replace(message, content=f"{message.content}\n\n{finding.note}")
+        if finding.stops and self._loop_stop is None:
+            self._loop_stop = finding
+        if self.events.active:
+            self.events.emit(ev.LoopNoticed(self.agent_id, finding.summary, finding.stops))
+        return replace(outcome, message=noted)
 
     def _max_repeated_failures(self) -> int:
         delegation = self.delegation
