@@ -515,3 +515,25 @@ def test_it_stops_exactly_when_a_failure_repeats_limit_times_within_the_window(
             expected = "repeated_result" if count >= 3 else None
         assert (finding.kind if finding else None) == expected
         assert len(guard._keys) <= WINDOW
+
+
+async def test_a_secret_in_a_looping_call_never_reaches_the_store_or_the_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "hunter2-very-secret-value"
+    monkeypatch.setenv("DEPLOY_API_KEY", secret)
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    bus = ev.EventBus([progress_printer(console)])
+    missing = [("Read", {"file_path": f"{secret}.txt"})] * 3
+    with open_store(tmp_path / "state.db") as store:
+        result = await Runtime(cwd=tmp_path, model=scripted(*missing), store=store, events=bus).run(
+            "read"
+        )
+        assert result.status == "failed" and result.task_id is not None
+        task = store.get_task(result.task_id)
+        traces = [t.model_dump(mode="json") for t in store.traces(result.task_id)]
+    assert any(t["step_name"] == LOOP_STOPPED_STEP for t in traces)
+    stored = json.dumps([task.model_dump(mode="json"), traces])
+    assert secret not in stored and "[REDACTED]" in stored
+    assert secret not in console.file.getvalue()  # type: ignore[attr-defined]
+    assert "stopped, it loops" in console.file.getvalue()  # type: ignore[attr-defined]

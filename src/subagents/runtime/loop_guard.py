@@ -58,7 +58,7 @@ DEFAULT_MAX_REPEATED_FAILURES = 3
 REPEATED_RESULT_NOTE_AT = 3
 """Identical successful calls (same arguments, same result) from which the model is told."""
 WINDOW = 20
-"""Latest tool calls of a session the guard remembers."""
+"""Latest tool calls of a session the guard compares, the current one included."""
 LOOP_WARNING_STEP = "loop_warning"
 """The trace step of a repeated call the model was told about."""
 LOOP_STOPPED_STEP = "loop_detected"
@@ -146,14 +146,16 @@ class LoopGuard:
                 if tool is not None and not tool.read_only:
                     self._forget_failures()
             key = hash((call.name, message.content)) << 1 | failed
-            count = 1
-            if key in keys:  # this tool gave this very result before: same arguments too?
-                arguments = _arguments_key(call)
-                for earlier_key, earlier in zip(keys, calls_seen, strict=True):
-                    if earlier_key == key and _arguments_key(earlier) == arguments:
-                        count += 1
-            keys.append(key)
+            keys.append(key)  # first, so that the window is this call and the ones before
             calls_seen.append(call)
+            count = 1
+            if keys.count(key) > 1:  # this tool gave this very result before: same arguments?
+                arguments = _arguments_key(call)
+                count = sum(
+                    1
+                    for seen_key, seen in zip(keys, calls_seen, strict=True)
+                    if seen_key == key and _arguments_key(seen) == arguments
+                )
             if count > 1:
                 finding = self._judge(call, failed, count, message.content)
                 if finding is not None:
