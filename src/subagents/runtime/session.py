@@ -2,8 +2,10 @@
 
 The loop is: request (system prompt, history, tool schemas) -> response -> run every tool call
 of the turn concurrently -> append the results -> repeat, until the model answers without tool
-calls or the turn limit is reached. Anything a model or a tool can get wrong becomes a tool
-result or a ``failed`` RunResult; the loop itself raises only for cancellation and for a pause
+calls or the turn limit is reached. The loop guard (:mod:`subagents.runtime.loop_guard`) watches
+the results: a call repeated gets a note, a failing call repeated too often ends the run.
+Anything a model or a tool can get wrong becomes a tool result or a ``failed`` RunResult; the
+loop itself raises only for cancellation and for a pause
 (:class:`~subagents.runtime.pause.RunPaused`), which travels up to the run.
 
 With a recorder, each step is committed to the store: the model's answer (``after_model``),
@@ -151,7 +153,8 @@ class Session:
 
     def note_failure(self, error: str) -> None:
         """Before resuming a run that failed: if its last message is an answer (cut off, or
-        followed by an error), tell the model so that it continues instead of stopping."""
+        followed by an error), tell the model so that it continues instead of stopping; if
+        the loop guard stopped it, tell the model which call it must not repeat."""
         last = self.messages[-1] if self.messages else None
         if isinstance(last, AssistantMessage) and not last.tool_calls:
             self.messages.append(
