@@ -537,3 +537,35 @@ async def test_a_secret_in_a_looping_call_never_reaches_the_store_or_the_screen(
     assert secret not in stored and "[REDACTED]" in stored
     assert secret not in console.file.getvalue()  # type: ignore[attr-defined]
     assert "stopped, it loops" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_the_console_script_stops_the_loop_says_so_and_resumes(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from test_cli_durable import Project, ScriptedServer
+
+    with ScriptedServer() as server:
+        project = Project(tmp_path / "project", server, isolated_home)
+        for _ in range(5):  # more than it will be asked for
+            server.call("TaskCancel", {"agent_id": "notes-reader"}, call_id="call_0")
+        done = project.run(PROMPT)
+        assert done.code != 0
+        assert len(server.requests) == 3
+        assert "main repeats itself: TaskCancel" in done.said
+        assert 'Loop detected: TaskCancel {"agent_id": "notes-reader"} failed 3 times' in done.said
+        task = project.only_task()
+        assert task["status"] == "failed"
+        assert f"subagents resume {task['id'][:8]}" in done.said
+
+        server.turns.clear()
+        server.say("I will stop cancelling. The secret word is in notes.txt.")
+        resumed = project.cli("resume", task["id"][:8])
+        assert resumed.code == 0, resumed.err
+        assert "The secret word is in notes.txt." in resumed.out
+        last_request = server.bodies()[-1]["messages"]
+        assert last_request[-1]["role"] == "user"
+        assert "stopped because you repeated a failing tool call" in last_request[-1]["content"]
+        assert project.only_task()["status"] == "completed"
