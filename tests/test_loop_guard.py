@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
+from subagents.cli.blocks import BlockTree
 from subagents.cli.progress import progress_printer
 from subagents.cli.trace import trace_command
 from subagents.config import Config, SubagentsSettings, load_config
@@ -208,7 +209,8 @@ async def test_the_trace_and_the_progress_output_show_the_warning_and_the_stop(
 ) -> None:
     seen: list[ev.Event] = []
     console = Console(file=io.StringIO(), width=300, color_system=None)
-    bus = ev.EventBus([seen.append, progress_printer(console)])
+    blocks = BlockTree(prompt=PROMPT)
+    bus = ev.EventBus([seen.append, progress_printer(console), blocks])
     store_path = tmp_path / "state.db"
     with open_store(store_path) as store:
         runtime = notes_runtime(tmp_path, FunctionModel(issue_transcript), store, events=bus)
@@ -225,6 +227,11 @@ async def test_the_trace_and_the_progress_output_show_the_warning_and_the_stop(
 
     noticed = [e for e in seen if isinstance(e, ev.LoopNoticed)]
     assert [e.stopped for e in noticed] == [False, True]
+    (main_block,) = blocks.ordered()  # the live UI marks the repeated calls
+    cancel_lines = [m.result for m in main_block.messages if m.tool_name == "TaskCancel"]
+    assert cancel_lines[-1].startswith(f"⟳ TaskCancel {CANCEL_ARGUMENTS} failed 3 times")
+    assert cancel_lines[-2].startswith(f"⟳ TaskCancel {CANCEL_ARGUMENTS} failed 2 times")
+    assert not cancel_lines[-3].startswith("⟳")
     printed = console.file.getvalue()  # type: ignore[attr-defined]
     assert f"main repeats itself: TaskCancel {CANCEL_ARGUMENTS} failed 2 times" in printed
     assert f"main stopped, it loops: TaskCancel {CANCEL_ARGUMENTS} failed 3 times" in printed

@@ -138,6 +138,7 @@ class LoopNoticed:
     agent_id: str
     message: str
     stopped: bool
+    tool_call_id: str = ""  # the call that repeated
     kind: Literal["loop_noticed"] = "loop_noticed"
 
 

@@ -398,7 +398,9 @@ class Session:
         if finding.stops and self._loop_stop is None:
             self._loop_stop = finding
         if self.events.active:
-            self.events.emit(ev.LoopNoticed(self.agent_id, finding.summary, finding.stops))
+            self.events.emit(
+                ev.LoopNoticed(self.agent_id, finding.summary, finding.stops, finding.tool_call_id)
+            )
         return replace(outcome, message=noted)
 
     def _max_repeated_failures(self) -> int:
