@@ -83,7 +83,12 @@ async def test_forbidden_tool_is_refused_however_often_the_model_insists(tmp_pat
     target = tmp_path / "victim.txt"
     target.write_text("intact")
     insistent = ScriptedModel(
-        [tool_call_response("Write", {"file_path": "victim.txt", "content": "pwned"})] * 3
+        # each time a little different: the same refused call three times would be stopped
+        # as a loop (see test_loop_guard.py) before it insists with Bash
+        [
+            tool_call_response("Write", {"file_path": "victim.txt", "content": f"pwned {n}"})
+            for n in range(3)
+        ]
         + [tool_call_response("Bash", {"command": "echo pwned > victim.txt"})]
         + ["I could not write."]
     )

@@ -30,6 +30,8 @@ Format::
     max_concurrent = 20
     max_turns = 50
     interrupted_tool_calls = "ask"   # after a crash: "ask" a person, "rerun", or "fail"
+    max_repeated_failures = 3   # the same tool call failing the same way this often stops
+                                # the session (resumable); 0 never stops (notes only)
     model_fallback = "inherit"  # a subagent whose model has no API key here runs on its
                                 # parent's model; "error" refuses to start it instead
 
@@ -142,9 +144,22 @@ class SubagentsSettings(BaseModel):
     # After a crash, a side-effecting tool call that started but never finished: ask a person
     # (the run pauses), run it again, or tell the agent it failed.
     interrupted_tool_calls: Literal["ask", "rerun", "fail"] = "ask"
+    # The same tool call (same arguments) failing the same way this many times stops the session
+    # with a loop error (the task can be resumed); 0: never stop, only tell the model.
+    max_repeated_failures: int = Field(default=3, ge=0, le=1000)
     # A subagent whose model needs a provider without credentials here: run it on its
     # parent's model (and say so), or refuse to start it.
     model_fallback: Literal["inherit", "error"] = "inherit"
+
+    @field_validator("max_repeated_failures")
+    @classmethod
+    def _stop_after_a_warning(cls, limit: int) -> int:
+        if limit == 1:
+            raise ValueError(
+                "1 would stop at the first failure, before the model is told; use 2 or more, "
+                "or 0 to never stop"
+            )
+        return limit
 
 
 class ToolsSettings(BaseModel):

@@ -12,6 +12,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentUnavailableError",
     "ConfigError",
+    "LoopDetectedError",
     "MCPServerError",
     "ModelConfigurationError",
     "ModelError",
@@ -99,6 +100,38 @@ class ToolDefinitionError(SubagentsError):
 class ToolError(SubagentsError):
     """Raised by a tool to report a failure to the model; the loop turns it into a tool result
     with ``is_error`` set. The message should tell the model what to do differently."""
+
+
+class LoopDetectedError(SubagentsError):
+    """A session made the same tool call, failing the same way, ``[subagents]
+    max_repeated_failures`` times; the session stopped and its task can be resumed."""
+
+    PREFIX = "Loop detected:"
+
+    def __init__(
+        self,
+        tool: str,
+        arguments_preview: str,
+        error: str,
+        count: int,
+        *,
+        task_id: str | None = None,
+    ) -> None:
+        self.tool = tool
+        self.arguments_preview = arguments_preview
+        self.error = error
+        self.count = count
+        self.task_id = task_id
+        resume = (
+            f"resume it with 'subagents resume {task_id[:8]}' (the agent is told to do "
+            "something different), or "
+            if task_id
+            else ""
+        )
+        super().__init__(
+            f"{self.PREFIX} {tool} {arguments_preview} failed {count} times the same way: {error}",
+            hint=f"{resume}raise [subagents] max_repeated_failures in config.toml (0 never stops)",
+        )
 
 
 class ModelConfigurationError(SubagentsError):

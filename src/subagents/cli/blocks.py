@@ -339,6 +339,8 @@ class BlockTree:
             block.status = "paused"
             block.streaming = ""
             self._touch(block)
+        elif isinstance(event, ev.LoopNoticed):
+            self._loop_noticed(event)
         elif isinstance(event, ev.TodosUpdated):
             block = self._block(event.agent_id)
             block.todos = tuple(
@@ -421,6 +423,15 @@ class BlockTree:
             # succeeds before its child starts, so an ``ok`` one stays until it is claimed
             block._task_calls.remove(event.call)
         self._touch(block)
+
+    def _loop_noticed(self, event: ev.LoopNoticed) -> None:
+        """A repeated call: its line says so first (the loop guard's note to the model)."""
+        block = self._block(event.agent_id)
+        for message in reversed(block.messages):
+            if message.call_id == event.tool_call_id:
+                message.result = self._shown(f"⟳ {event.message}\n{message.result}")
+                self._touch(block)
+                return
 
     def _subagent_started(self, event: ev.SubagentStarted) -> None:
         block = self._block(event.agent_id, status="initializing")

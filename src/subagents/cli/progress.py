@@ -136,6 +136,15 @@ class ProgressPrinter:
                 f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "
                 f"{escape(redact.text(event.question.text))}"
             )
+        elif isinstance(event, ev.LoopNoticed):
+            verdict = (
+                "[red]stopped, it loops:[/]" if event.stopped else "[yellow]repeats itself:[/]"
+            )
+            console.print(
+                f"[cyan]{self._label(event.agent_id)}[/] {verdict} "
+                f"{escape(redact.text(event.message))}",
+                highlight=False,
+            )
         elif isinstance(event, ev.TodosUpdated):
             self._print_todos(event)
 

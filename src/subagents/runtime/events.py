@@ -24,6 +24,7 @@ __all__ = [
     "EventBus",
     "EventHandler",
     "InstructionsNotice",
+    "LoopNoticed",
     "MCPServerFailed",
     "ModelFallback",
     "ModelResponded",
@@ -130,6 +131,18 @@ class InstructionsNotice:
 
 
 @dataclass(slots=True, frozen=True)
+class LoopNoticed:
+    """The session repeated a tool call (see :mod:`subagents.runtime.loop_guard`): the model
+    was told (``stopped`` false), or the session stops with a loop error (``stopped``)."""
+
+    agent_id: str
+    message: str
+    stopped: bool
+    tool_call_id: str = ""  # the call that repeated
+    kind: Literal["loop_noticed"] = "loop_noticed"
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPaused:
     """The session waits for a person (approval, AskHuman, crash recovery); the run stops
     here until ``subagents resume`` delivers a decision."""
@@ -186,6 +199,7 @@ Event = (
     | ModelFallback
     | InstructionsNotice
     | TodosUpdated
+    | LoopNoticed
 )
 EventHandler = Callable[[Event], None]
 

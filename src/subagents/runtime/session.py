@@ -2,8 +2,10 @@
 
 The loop is: request (system prompt, history, tool schemas) -> response -> run every tool call
 of the turn concurrently -> append the results -> repeat, until the model answers without tool
-calls or the turn limit is reached. Anything a model or a tool can get wrong becomes a tool
-result or a ``failed`` RunResult; the loop itself raises only for cancellation and for a pause
+calls or the turn limit is reached. The loop guard (:mod:`subagents.runtime.loop_guard`) watches
+the results: a call repeated gets a note, a failing call repeated too often ends the run.
+Anything a model or a tool can get wrong becomes a tool result or a ``failed`` RunResult; the
+loop itself raises only for cancellation and for a pause
 (:class:`~subagents.runtime.pause.RunPaused`), which travels up to the run.
 
 With a recorder, each step is committed to the store: the model's answer (``after_model``),
@@ -35,6 +37,13 @@ from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, Re
 from subagents.models.tool_arguments import bound_tool_calls
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
+from subagents.runtime.loop_guard import (
+    DEFAULT_MAX_REPEATED_FAILURES,
+    LoopFinding,
+    LoopGuard,
+    loop_trace,
+    resume_note,
+)
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.tool_menu import ToolMenu, description_profile
@@ -109,6 +118,8 @@ class Session:
     # (tool name, stored form of its arguments) a person approved, whose arguments lost a
     # secret to redaction: the model's identical new call runs without asking again
     _approved_again: set[tuple[str, str]] = field(default_factory=set)
+    _loop_guard: LoopGuard | None = None  # the latest tool calls, to notice repeats
+    _loop_stop: LoopFinding | None = None  # the repeated failure that stops this run
 
     @property
     def model_name(self) -> str:
@@ -143,7 +154,8 @@ class Session:
 
     def note_failure(self, error: str) -> None:
         """Before resuming a run that failed: if its last message is an answer (cut off, or
-        followed by an error), tell the model so that it continues instead of stopping."""
+        followed by an error), tell the model so that it continues instead of stopping; if
+        the loop guard stopped it, tell the model which call it must not repeat."""
         last = self.messages[-1] if self.messages else None
         if isinstance(last, AssistantMessage) and not last.tool_calls:
             self.messages.append(
@@ -152,6 +164,10 @@ class Session:
                     "where it stopped; do not repeat what you already wrote."
                 )
             )
+        else:
+            note = resume_note(error)
+            if note is not None:  # stopped by the loop guard: say so, or it loops again
+                self.messages.append(UserMessage(note))
 
     async def run(self, prompt: str) -> RunResult:
         """Add ``prompt`` as a user message and run until a final answer or the turn limit."""
@@ -219,6 +235,8 @@ class Session:
                     traces, self._traces = self._traces, []
                     recorder.step(self, "after_model", traces=traces)
                 await self._run_tool_calls(calls)
+                if self._loop_stop is not None:
+                    return self._stop_for_loop(started)
             return self._finish(
                 "max_turns",
                 self._partial_output(),
@@ -293,7 +311,7 @@ class Session:
         pending = tuple(call for call in last.tool_calls if call.id not in answered)
         if pending:
             await self._run_tool_calls(pending, recovering=True)
-            return None
+            return self._stop_for_loop(started) if self._loop_stop is not None else None
         if not last.tool_calls:
             return self._finish("completed", last.content, started)
         return None
@@ -358,6 +376,7 @@ class Session:
                 if isinstance(item, BaseException):
                     raise item  # a pause (or a bug) wins once every sibling has finished
                 outcomes.append(item)
+        findings = self._watch_for_loops(calls, outcomes)
         self.messages.extend(outcome.message for outcome in outcomes)
         recorder = self.recorder
         if recorder is not None:
@@ -365,7 +384,52 @@ class Session:
             traces.extend(
                 recorder.tool_trace(self, c, o) for c, o in zip(calls, outcomes, strict=True)
             )
+            if findings:
+                traces.extend(loop_trace(recorder, self, finding) for finding in findings)
             recorder.step(self, "after_tools", traces=traces)
+
+    def _watch_for_loops(
+        self, calls: tuple[ToolCall, ...], outcomes: list[ToolOutcome]
+    ) -> list[LoopFinding]:
+        """Show the loop guard the turn's calls; a repeated one gets a note in its result
+        (``outcomes`` is updated), and a failing loop at the limit stops the run."""
+        guard = self._loop_guard
+        if guard is None:
+            guard = self._loop_guard = LoopGuard(self._max_repeated_failures())
+        found = guard.watch(calls, outcomes, self.tools)
+        for index, finding in found:
+            outcomes[index] = self._note_loop(outcomes[index], finding)
+        return [finding for _, finding in found]
+
+    def _note_loop(self, outcome: ToolOutcome, finding: LoopFinding) -> ToolOutcome:
+        message = outcome.message
+        noted = replace(message, content=f"{message.content}\n\n{finding.note}")
+        if finding.stops and self._loop_stop is None:
+            self._loop_stop = finding
+        if self.events.active:
+            self.events.emit(
+                ev.LoopNoticed(self.agent_id, finding.summary, finding.stops, finding.tool_call_id)
+            )
+        return replace(outcome, message=noted)
+
+    def _max_repeated_failures(self) -> int:
+        delegation = self.delegation
+        if delegation is None:
+            return DEFAULT_MAX_REPEATED_FAILURES
+        return delegation.runtime.config.subagents.max_repeated_failures
+
+    def _stop_for_loop(self, started: float) -> RunResult:
+        """End the run on the repeated failure the loop guard found; a later run of this
+        session starts with a fresh guard."""
+        finding, self._loop_stop, self._loop_guard = self._loop_stop, None, None
+        assert finding is not None
+        # only the main session's task is resumed by `subagents resume`; a subagent's parent
+        # hears of the loop through its Task call's result
+        task_id = (
+            self.recorder.task_id if self.recorder is not None and self.parent is None else None
+        )
+        error = str(finding.error_for(task_id))
+        return self._finish("failed", self._partial_output(), started, error=error)
 
     async def _run_tool_call(self, call: ToolCall, *, recovering: bool = False) -> ToolOutcome:
         events = self.events
