@@ -46,7 +46,9 @@ from subagents.models.settings import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
+    ToolCallMode,
 )
+from subagents.models.text_tools import read_text_tool_calls, text_mode_request
 from subagents.models.tool_arguments import arguments_text
 
 if TYPE_CHECKING:
@@ -293,6 +295,10 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too). A model or server
     that refuses the parameter (HTTP 400/422 naming ``reasoning_effort``) gets the request
     again at once without it, and this model object stops sending it.
+
+    ``tool_calls`` (``[providers.NAME] tool_calls``): ``"auto"`` also reads tool calls written
+    in an answer's text when it has no native one, ``"text"`` sends no ``tools`` and reads
+    calls from the text only (:mod:`subagents.models.text_tools`).
     """
 
     _sdk_module = "openai"
@@ -309,6 +315,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         max_retries: int = DEFAULT_MAX_RETRIES,
         api_key_source: str | None = None,
         sleep: Sleep | None = None,
+        tool_calls: ToolCallMode = "native",
     ) -> None:
         if importlib.util.find_spec("openai") is None:
             raise ModelConfigurationError(
@@ -329,6 +336,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         self._api_key = api_key or self._default_key()
         self._policy = self._retry_policy(max_retries, sleep)
         self._effort_refused = False
+        self.tool_calls = tool_calls
 
     def _default_key(self) -> str:
         if self.provider == "openai" and self.base_url is None:
@@ -351,6 +359,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         return AsyncOpenAI(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
+        if self.tool_calls == "text":
+            request = text_mode_request(request)
         params: dict[str, Any] = {
             "model": self.model_name,
             "messages": to_openai_messages(request.system, request.messages),
@@ -388,7 +398,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
         async def attempt() -> ModelResponse:
             completion = await self._create(params)
-            return _response_from_completion(completion, self.name)
+            return self._read_text_calls(_response_from_completion(completion, self.name), request)
 
         return await call_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
@@ -405,11 +415,16 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                     text = assembler.add(chunk)
                     if text:
                         yield TextDelta(text)
-            yield ResponseCompleted(assembler.finish(self.name))
+            yield ResponseCompleted(self._read_text_calls(assembler.finish(self.name), request))
 
         return stream_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
         )
+
+    def _read_text_calls(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        if self.tool_calls in ("auto", "text"):
+            return read_text_tool_calls(response, request.tools)
+        return response
 
     def _redact(self, text: str) -> str:
         if self._api_key == _NO_KEY_NEEDED:

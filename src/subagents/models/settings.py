@@ -21,6 +21,8 @@ seconds, not minutes.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "ProviderSettings",
+    "ToolCallMode",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -38,6 +41,14 @@ DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
 DEFAULT_MAX_RETRIES = 4
 """Retries after the first attempt, for rate limits, server errors, dropped connections and
 malformed answers."""
+
+ToolCallMode = Literal["native", "text", "schema", "auto"]
+"""How a provider's models call tools (``[providers.NAME] tool_calls``): ``native`` (the API's
+own tool calls only), ``text`` (no tools sent; they are described in the system prompt and
+calls are read from the answer's text), ``schema`` (answers constrained by ``response_format``
+to a call or a reply), ``auto`` (native, and calls written as text are read when an answer has
+no native one). Unset: ``native`` for the Anthropic and OpenAI APIs, ``auto`` for other
+servers (see :func:`subagents.models.resolve.tool_call_mode`)."""
 
 
 class ProviderSettings(BaseModel):
@@ -57,3 +68,4 @@ class ProviderSettings(BaseModel):
     timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)
+    tool_calls: ToolCallMode | None = None
