@@ -465,3 +465,81 @@ def test_an_anthropic_model_set_to_text_mode_is_wrapped() -> None:
     )
     assert isinstance(model, TextToolCallModel) and model.mode == "text"
     assert model.name == "anthropic:claude-sonnet-4-5"
+
+
+# -- through the CLI, set in config.toml --------------------------------------------------------
+
+
+def test_the_issue_run_in_text_mode_from_config_reaches_the_subagent(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """``subagents run`` with ``tool_calls = "text"``: the 1.5B model writes every call as
+    text, the server sees no ``tools``, and the delegation completes."""
+    from typer.testing import CliRunner
+
+    from subagents.cli.app import app
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".subagents").mkdir()
+    (repo / ".subagents" / "config.toml").write_text(
+        f'[providers.local]\nbase_url = "{server.base_url}"\nmax_retries = 0\ntool_calls = "text"\n'
+    )
+    (repo / "notes.txt").write_text("the secret word is PINEAPPLE\n")
+    task = {
+        "name": "Task",
+        "arguments": {
+            "subagent_type": "notes-reader",
+            "description": "find the word",
+            "prompt": "Find the secret word in notes.txt.",
+        },
+    }
+    for answer in (
+        f"<tool_call>\n{json.dumps(task)}\n</tool_call>",
+        TRANSCRIPTS[0][1],
+        "The word is PINEAPPLE.",
+        "The secret word is PINEAPPLE.",
+    ):  # the CLI streams: each answer comes in two chunks
+        half = len(answer) // 2
+        pieces = [chunk({"content": answer[:half]}), chunk({"content": answer[half:]})]
+        server.reply_stream([*pieces, chunk(finish_reason="stop"), chunk(usage_body=usage())])
+    reader = {"description": "Reads notes", "prompt": "You read notes.", "tools": ["Read"]}
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "Use the notes-reader subagent to find the secret word in notes.txt.",
+            "--cwd",
+            str(repo),
+            "--model",
+            "local:qwen2.5-1.5b-instruct",
+            "--agents",
+            json.dumps({"notes-reader": reader}),
+            "--no-store",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "The secret word is PINEAPPLE." in result.stdout
+    bodies = [recorded.json() for recorded in server.requests]
+    assert len(bodies) == 4 and not any("tools" in body for body in bodies)
+    assert "## Task" in bodies[0]["messages"][0]["content"]
+    child_system = bodies[1]["messages"][0]["content"]
+    assert "## Read" in child_system and "## Task" not in child_system
+    assert "PINEAPPLE" in bodies[2]["messages"][-1]["content"]  # the child saw the file
+    assert "The word is PINEAPPLE." in bodies[3]["messages"][-1]["content"]  # the Task result
+
+
+def test_a_bad_tool_calls_value_in_config_names_the_key_and_the_choices(tmp_path: Path) -> None:
+    from subagents.config import load_config
+    from subagents.errors import ConfigError
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".subagents").mkdir()
+    (project / ".subagents" / "config.toml").write_text(
+        '[providers.local]\nbase_url = "http://127.0.0.1:1/v1"\ntool_calls = "json"\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, home=tmp_path / "home")
+    message = str(caught.value)
+    assert "providers.local.tool_calls" in message and "'text'" in message
