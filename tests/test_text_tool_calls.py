@@ -80,6 +80,8 @@ TRANSCRIPTS: list[tuple[str, str, str]] = [
         'Reading it now. <function=Read>{"file_path": "notes.txt"}</function>',
         "Reading it now.",
     ),
+    ("pythonic", '[Read(file_path="notes.txt")]', ""),  # Llama 3.2 1B/3B
+    ("pythonic", 'Let me look.\n```tool_code\nRead(file_path="notes.txt")\n```', "Let me look."),
 ]
 
 
@@ -116,6 +118,33 @@ def test_llama_separates_calls_with_semicolons_and_nests_them_under_function() -
     ]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '[Read(__import__("os").system("id"))]',
+        '[Read(file_path=open("/etc/passwd").read())]',
+        "[Read(file_path={1, 2})]",
+        '[Read(file_path=float("nan"))]',
+        "[Bash(command='ls')]",
+        "[" + "(" * 300 + ")]",
+        "[Read(x=" + "1+" * 30_000 + "1)]",
+    ],
+)
+def test_python_style_calls_take_literal_json_values_only_and_run_nothing(answer: str) -> None:
+    assert find_text_tool_calls(answer, OFFERED) is None
+
+
+def test_python_style_calls_may_be_several_and_tuples_become_lists() -> None:
+    found = find_text_tool_calls(
+        '[Read(file_path="a"), Grep(pattern="x", glob=("*.py",))]', OFFERED
+    )
+    assert found is not None
+    assert [(c.name, c.arguments) for c in found.calls] == [
+        ("Read", {"file_path": "a"}),
+        ("Grep", {"pattern": "x", "glob": ["*.py"]}),
+    ]
+
+
 def test_arguments_written_as_json_text_are_decoded() -> None:
     answer = '{"name": "Read", "arguments": "{\\"file_path\\": \\"notes.txt\\"}"}'
     found = find_text_tool_calls(answer, OFFERED)
@@ -137,6 +166,7 @@ def test_a_name_differing_in_case_or_underscores_maps_to_the_offered_tool() -> N
         'Use {"name": "Read", "arguments": {"file_path": "x"}} to read a file.',
         '```json\n{"name": "Read", "arguments": {"file_path": "x"}, "note": "an example"}\n```',
         '```python\n{"name": "Read", "arguments": {"file_path": "x"}}\n```',
+        '```python\nRead(file_path="x")\n```',
         '<tool_call>{"name": "Bash", "arguments": {"command": "rm -rf ~"}}</tool_call>',
         '[TOOL_CALLS][{"name": "WebFetch", "arguments": {"url": "http://x"}}]',
         "The secret word is PINEAPPLE.",
@@ -203,6 +233,11 @@ _FRAGMENTS = st.sampled_from(
         "Read",
         " prose ",
         "\n",
+        "```tool_code\n",
+        'Read(file_path="a")',
+        "[Read(",
+        "Bash(command='x')",
+        ")]",
     ]
 )
 

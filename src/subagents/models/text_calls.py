@@ -11,7 +11,10 @@ calls into the answer's text. :func:`find_text_tool_calls` recognises the usual 
   (Mistral);
 - ``<|python_tag|>{"name": ..., "parameters": {...}}`` and a whole answer that is only such an
   object, possibly with ``"type": "function"`` (Llama 3.x);
-- ``<function=NAME>{...}</function>`` (Llama 3.1's custom-tool form).
+- ``<function=NAME>{...}</function>`` (Llama 3.1's custom-tool form);
+- Python-style calls, ``[Read(file_path="a")]`` as a whole answer (Llama 3.2) or in a
+  ````tool_code```` fence (Gemma): keyword arguments with literal values only, parsed with
+  :mod:`ast` and never run.
 
 Only a tool that was offered counts (a name differing in case, ``_`` or ``-`` maps to the
 offered one), and only an object shaped like a call (``name`` plus ``arguments`` or
@@ -25,6 +28,7 @@ JSON decoder from a known start, so the work is linear in the text's length.
 
 from __future__ import annotations
 
+import ast
 import json
 import uuid
 from collections.abc import Iterable, Iterator
@@ -39,6 +43,7 @@ from subagents.models.tool_arguments import (
 )
 
 __all__ = [
+    "MAX_PYTHONIC_CHARS",
     "MAX_SCANNED_CHARS",
     "TextToolCalls",
     "find_text_tool_calls",
@@ -47,6 +52,9 @@ __all__ = [
 
 MAX_SCANNED_CHARS = 100_000
 """The longest answer searched for tool calls; a longer one is taken as a plain answer."""
+
+MAX_PYTHONIC_CHARS = 20_000
+"""The longest text read as Python-style calls (parsed into a syntax tree, never run)."""
 
 _CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 _DECODER = json.JSONDecoder()
@@ -164,7 +172,14 @@ def _spans(text: str) -> list[_Span]:
         if spans:
             return spans
     whole = _whole_answer(text)
-    return [whole] if whole is not None else []
+    if whole is not None:
+        return [whole]
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith(")]"):
+        calls = _pythonic_calls(stripped)
+        if calls:
+            return [_Span(0, len(text), "pythonic", calls)]
+    return []
 
 
 def _decode(text: str, start: int) -> tuple[Any, int] | None:
@@ -296,6 +311,10 @@ def _fenced(text: str) -> Iterator[_Span]:
         position = end
         if language not in ("", "json", "tool_call", "tool_code"):
             continue
+        pythonic = _pythonic_calls(body) if language == "tool_code" else None
+        if pythonic:
+            yield _Span(start, end, "pythonic", pythonic)
+            continue
         decoded = _decode(body, 0)
         if decoded is None or body[decoded[1] :].strip():
             continue
@@ -316,6 +335,31 @@ def _whole_answer(text: str) -> _Span | None:
     if not objects or not all(_looks_like_call(item) for item in objects):
         return None
     return _Span(0, len(text), "bare_json", objects)
+
+
+def _pythonic_calls(source: str) -> tuple[dict[str, Any], ...]:
+    """``[Read(file_path="a"), Grep(pattern="b")]`` or ``Read(file_path="a")`` (Llama 3.2's
+    and Gemma's form) as call objects: keyword arguments with literal values only, read with
+    :mod:`ast` (never run). Anything else, or a longer text, gives ``()``."""
+    if len(source) > MAX_PYTHONIC_CHARS:
+        return ()
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+        body = tree.body
+        nodes = body.elts if isinstance(body, ast.List) else [body]
+        calls: list[dict[str, Any]] = []
+        for node in nodes:
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                return ()
+            if node.args or any(keyword.arg is None for keyword in node.keywords):
+                return ()
+            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+            # JSON values only (tuples become lists; sets, bytes, complex, NaN are refused)
+            arguments = json.loads(json.dumps(arguments, allow_nan=False))
+            calls.append({"name": node.func.id, "arguments": arguments})
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return ()
+    return tuple(calls)
 
 
 def _skip_space(text: str, position: int) -> int:
