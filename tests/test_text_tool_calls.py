@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage
+from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
@@ -32,7 +32,11 @@ from subagents.models.openai import OpenAIChatModel
 from subagents.models.resolve import build_model, tool_call_mode
 from subagents.models.settings import ProviderSettings
 from subagents.models.text_calls import MAX_SCANNED_CHARS, find_text_tool_calls
-from subagents.models.text_tools import TextToolCallModel, read_text_tool_calls
+from subagents.models.text_tools import (
+    TextToolCallModel,
+    read_text_tool_calls,
+    text_mode_messages,
+)
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel
@@ -184,6 +188,22 @@ def test_an_unreadable_call_to_an_offered_tool_becomes_a_tool_error_to_correct()
     assert call.name == "Read" and call.arguments == {}
     assert call.arguments_error is not None and "not valid JSON" in call.arguments_error
     assert call.raw_arguments is not None and "notes.txt" in call.raw_arguments
+
+
+def test_text_mode_shows_a_refused_call_as_the_model_wrote_it() -> None:
+    broken = ToolCall("c1", "Read", raw_arguments='{"file_path": "a"', arguments_error="bad")
+    history = text_mode_messages(
+        [
+            AssistantMessage("", (broken,)),
+            ToolResultMessage("c1", "Read", "Error: bad", is_error=True),
+        ]
+    )
+    said, answered = history
+    assert isinstance(said, AssistantMessage) and not said.tool_calls
+    assert json.loads(said.content.split("\n")[1])["arguments"] == '{"file_path": "a"'
+    assert answered == UserMessage(
+        '<tool_response name="Read" status="error">\nError: bad\n</tool_response>'
+    )
 
 
 def test_an_answer_too_long_to_scan_stays_an_answer_and_says_why() -> None:

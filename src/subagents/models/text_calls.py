@@ -125,7 +125,10 @@ def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | N
 
 def render_text_tool_call(call: ToolCall) -> str:
     """``call`` in the form text mode asks models to use (``<tool_call>`` with JSON)."""
-    body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    arguments: Any = call.arguments
+    if call.arguments_error is not None and call.raw_arguments is not None:
+        arguments = call.raw_arguments  # what the model wrote, which its error result explains
+    body = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
