@@ -149,6 +149,31 @@ def test_python_style_calls_may_be_several_and_tuples_become_lists() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '```json\n{"tool": "Read", "args": {"file_path": "notes.txt"}}\n```',
+        '<tool_call>{"tool_name": "Read", "input": {"file_path": "notes.txt"}}</tool_call>',
+    ],
+)
+def test_other_keys_models_use_for_the_name_and_arguments_are_read(answer: str) -> None:
+    found = find_text_tool_calls(answer, OFFERED)
+    assert found is not None and found.calls[0].arguments == READ_NOTES
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"name": "Read", "tool": "Grep", "arguments": {}}',
+        '{"name": "Read", "arguments": {}, "parameters": {}}',
+        '{"name": "Read"}',
+        '{"type": "object", "name": "Read", "arguments": {}}',
+    ],
+)
+def test_objects_with_two_names_or_no_arguments_are_not_calls(answer: str) -> None:
+    assert find_text_tool_calls(answer, OFFERED) is None
+
+
 def test_arguments_written_as_json_text_are_decoded() -> None:
     answer = '{"name": "Read", "arguments": "{\\"file_path\\": \\"notes.txt\\"}"}'
     found = find_text_tool_calls(answer, OFFERED)

@@ -17,9 +17,10 @@ calls into the answer's text. :func:`find_text_tool_calls` recognises the usual 
   :mod:`ast` and never run.
 
 Only a tool that was offered counts (a name differing in case, ``_`` or ``-`` maps to the
-offered one), and only an object shaped like a call (``name`` plus ``arguments`` or
-``parameters``, no other keys but ``type`` and ``id``): prose that merely contains JSON is no
-call. The text around the calls is kept as the assistant's text.
+offered one), and only an object shaped like a call (one name: ``name``, ``tool`` or
+``tool_name``; one set of arguments: ``arguments``, ``parameters``, ``args`` or ``input``; no
+other keys but ``type`` and ``id``): prose that merely contains JSON is no call. The text
+around the calls is kept as the assistant's text.
 
 Bounded: an answer longer than :data:`MAX_SCANNED_CHARS` is not scanned (it stays a plain
 answer, and the response says so); every form is found with ``str.find`` and decoded with the
@@ -56,7 +57,9 @@ MAX_SCANNED_CHARS = 100_000
 MAX_PYTHONIC_CHARS = 20_000
 """The longest text read as Python-style calls (parsed into a syntax tree, never run)."""
 
-_CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
+_NAME_KEYS = ("name", "tool", "tool_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_CALL_KEYS = frozenset({*_NAME_KEYS, *_ARGUMENT_KEYS, "type", "id"})
 _DECODER = json.JSONDecoder()
 
 
@@ -375,33 +378,40 @@ def _skip_space(text: str, position: int) -> int:
 
 
 def _looks_like_call(item: Any) -> bool:
-    """A JSON object shaped like a call: a ``name`` and its arguments, nothing else of note.
+    return _call_parts(item) is not None
 
-    The name may sit under ``function`` (``{"type": "function", "function": {...}}``)."""
+
+def _call_parts(item: Any) -> tuple[str, Any] | None:
+    """The name and arguments of a JSON object shaped like a call, else ``None``.
+
+    The name is under ``name`` (or ``tool``, ``tool_name``), the arguments under ``arguments``
+    (or ``parameters``, ``args``, ``input``); besides them only ``type`` (``"function"``) and
+    ``id`` may be present. The call may sit under ``function``
+    (``{"type": "function", "function": {...}}``)."""
     if not isinstance(item, dict):
-        return False
+        return None
     inner = item.get("function")
     if isinstance(inner, dict) and set(item) <= {"type", "id", "function"}:
         item = inner
-    return (
-        isinstance(item.get("name"), str)
-        and ("arguments" in item or "parameters" in item)
-        and set(item) <= _CALL_KEYS
-        and item.get("type", "function") == "function"
-    )
+    if not set(item) <= _CALL_KEYS or item.get("type", "function") != "function":
+        return None
+    names = [item[key] for key in _NAME_KEYS if key in item]
+    arguments = [item[key] for key in _ARGUMENT_KEYS if key in item]
+    if len(names) != 1 or not isinstance(names[0], str) or len(arguments) != 1:
+        return None
+    return names[0], arguments[0]
 
 
 def _call_from_object(item: Any, names: _NameTable) -> ToolCall | None:
     if isinstance(item, _Malformed):
         return _malformed_call(item, names)
-    if not _looks_like_call(item):
+    parts = _call_parts(item)
+    if parts is None:
         return None
-    if isinstance(item.get("function"), dict):
-        item = item["function"]
-    name = names.lookup(item["name"].strip())
+    name = names.lookup(parts[0].strip())
     if name is None:
         return None
-    arguments = item.get("arguments", item.get("parameters"))
+    arguments = parts[1]
     call_id = _new_call_id()
     if arguments is None:
         return ToolCall(id=call_id, name=name)
