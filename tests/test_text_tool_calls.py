@@ -135,7 +135,8 @@ def test_llama_separates_calls_with_semicolons_and_nests_them_under_function() -
     ],
 )
 def test_python_style_calls_take_literal_json_values_only_and_run_nothing(answer: str) -> None:
-    assert find_text_tool_calls(answer, OFFERED) is None
+    found = find_text_tool_calls(answer, OFFERED)
+    assert found is None or found.calls == ()
 
 
 def test_python_style_calls_may_be_several_and_tuples_become_lists() -> None:
@@ -202,7 +203,17 @@ def test_a_name_differing_in_case_or_underscores_maps_to_the_offered_tool() -> N
     ],
 )
 def test_prose_and_calls_to_tools_not_offered_are_not_calls(answer: str) -> None:
-    assert find_text_tool_calls(answer, OFFERED) is None
+    found = find_text_tool_calls(answer, OFFERED)
+    assert found is None or (found.calls == () and found.text == answer)
+
+
+def test_a_tag_naming_a_tool_not_offered_stays_the_answer_and_the_trace_says_why() -> None:
+    answer = '<tool_call>\n{"name": "notes_reader", "arguments": {"prompt": "x"}}\n</tool_call>'
+    response = read_text_tool_calls(ModelResponse(text=answer), [_spec("Read"), _spec("Task")])
+    assert response.tool_calls == () and response.text == answer
+    assert response.tool_calls_from_text == {
+        "ignored": "a tool_call_tag block that is not a call to an offered tool ('notes_reader')"
+    }
 
 
 def test_an_unreadable_call_to_an_offered_tool_becomes_a_tool_error_to_correct() -> None:
@@ -249,7 +260,8 @@ def test_adversarial_markers_and_nesting_are_answered_not_raised() -> None:
         '<|python_tag|>{"name": "Read", "parameters": ' + "[" * 40_000,
         "{" * 60_000,
     ):
-        assert find_text_tool_calls(text, offered) is None
+        found = find_text_tool_calls(text, offered)
+        assert found is None or found.calls == ()
 
 
 _FRAGMENTS = st.sampled_from(
@@ -295,7 +307,8 @@ _FRAGMENTS = st.sampled_from(
 def test_parsing_never_raises_nor_calls_a_tool_not_offered(text: str, offered: list[str]) -> None:
     found = find_text_tool_calls(text, offered)
     if found is not None:
-        assert found.calls and all(call.name in offered for call in found.calls)
+        assert bool(found.calls) != bool(found.ignored)
+        assert all(call.name in offered for call in found.calls)
         assert all(isinstance(call.arguments, dict) for call in found.calls)
         assert len(found.text) <= len(text)
 

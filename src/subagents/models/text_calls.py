@@ -66,12 +66,14 @@ _DECODER = json.JSONDecoder()
 @dataclass(slots=True, frozen=True)
 class TextToolCalls:
     """What :func:`find_text_tool_calls` found: the calls, the text without them, and for the
-    trace the forms they were written in and any names mapped to an offered tool's."""
+    trace the forms they were written in, any names mapped to an offered tool's, and what was
+    passed over when a block was no usable call (then ``calls`` is empty)."""
 
     calls: tuple[ToolCall, ...]
     text: str
     formats: tuple[str, ...]
     renamed: tuple[tuple[str, str], ...] = ()
+    ignored: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -95,11 +97,13 @@ class _Span:
 
 
 def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | None:
-    """The tool calls written in ``text`` to tools named in ``offered``, else ``None``.
+    """The tool calls written in ``text`` to tools named in ``offered``; ``None`` when the
+    text holds nothing in a form calls are written in.
 
-    Never raises. All calls of one answer must be well formed: when any recognised block holds
-    something that is not a call to an offered tool, the answer is taken as plain text (a
-    half-understood answer is not run piecemeal).
+    Never raises. All calls of one answer must be usable: when a recognised block holds
+    something that is not a call to an offered tool, no call is taken (a half-understood
+    answer is not run piecemeal) and the result has no calls but says, in ``ignored``, what
+    was passed over.
     """
     if not text or len(text) > MAX_SCANNED_CHARS:
         return None
@@ -109,21 +113,34 @@ def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | N
     spans = _spans(text)
     if not spans:
         return None
+    formats = tuple(dict.fromkeys(span.form for span in spans))
     calls: list[ToolCall] = []
     for span in spans:
         for item in span.objects:
             call = _call_from_object(item, names)
             if call is None:
-                return None
+                ignored = f"a {span.form} block that is not a call to an offered tool"
+                written = _written(item)
+                if written:
+                    ignored += f" ({written[:80]!r})"
+                return TextToolCalls((), text, formats, ignored=ignored)
             calls.append(call)
     if not calls:
         return None
     return TextToolCalls(
         calls=tuple(calls),
         text=_remaining_text(text, spans),
-        formats=tuple(dict.fromkeys(span.form for span in spans)),
+        formats=formats,
         renamed=tuple(names.renamed),
     )
+
+
+def _written(item: Any) -> str | None:
+    """The tool name a passed-over block gave, for the trace."""
+    if isinstance(item, _Malformed):
+        return item.name if item.name is not None else _written_name(item.body)
+    parts = _call_parts(item)
+    return parts[0] if parts is not None else None
 
 
 def render_text_tool_call(call: ToolCall) -> str:

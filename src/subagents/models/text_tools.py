@@ -120,6 +120,8 @@ def read_text_tool_calls(response: ModelResponse, tools: Sequence[ToolSpec]) -> 
     found = find_text_tool_calls(response.text, (tool.name for tool in tools))
     if found is None:
         return response
+    if not found.calls:  # e.g. a <tool_call> naming a tool not offered: an answer, traced
+        return replace(response, tool_calls_from_text={"ignored": found.ignored})
     note: dict[str, Any] = {"formats": list(found.formats)}
     if found.renamed:
         note["renamed"] = dict(found.renamed)
