@@ -31,7 +31,11 @@ from subagents.models.base import (
 from subagents.models.openai import OpenAIChatModel
 from subagents.models.resolve import build_model, tool_call_mode
 from subagents.models.settings import ProviderSettings
-from subagents.models.text_calls import MAX_SCANNED_CHARS, find_text_tool_calls
+from subagents.models.text_calls import (
+    MAX_SCANNED_CHARS,
+    MAX_TEXT_CALLS,
+    find_text_tool_calls,
+)
 from subagents.models.text_tools import (
     TextToolCallModel,
     read_text_tool_calls,
@@ -240,6 +244,15 @@ def test_text_mode_shows_a_refused_call_as_the_model_wrote_it() -> None:
     assert answered == UserMessage(
         '<tool_response name="Read" status="error">\nError: bad\n</tool_response>'
     )
+
+
+def test_a_runaway_answer_with_too_many_calls_runs_none_and_says_so() -> None:
+    block = '<tool_call>{"name": "Read", "arguments": {"file_path": "a"}}</tool_call>\n'
+    most = find_text_tool_calls(block * MAX_TEXT_CALLS, OFFERED)
+    assert most is not None and len(most.calls) == MAX_TEXT_CALLS
+    found = find_text_tool_calls(block * (MAX_TEXT_CALLS + 1), OFFERED)
+    assert found is not None and found.calls == ()
+    assert found.ignored == f"{MAX_TEXT_CALLS + 1} calls in one answer, more than the 32 taken"
 
 
 def test_an_answer_too_long_to_scan_stays_an_answer_and_says_why() -> None:

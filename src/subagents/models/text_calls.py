@@ -46,6 +46,7 @@ from subagents.models.tool_arguments import (
 __all__ = [
     "MAX_PYTHONIC_CHARS",
     "MAX_SCANNED_CHARS",
+    "MAX_TEXT_CALLS",
     "TextToolCalls",
     "find_text_tool_calls",
     "render_text_tool_call",
@@ -54,6 +55,8 @@ __all__ = [
 MAX_SCANNED_CHARS = 100_000
 """The longest answer searched for tool calls; a longer one is taken as a plain answer."""
 
+MAX_TEXT_CALLS = 32
+"""The most calls taken from one answer; an answer with more is a runaway, taken as text."""
 MAX_PYTHONIC_CHARS = 20_000
 """The longest text read as Python-style calls (parsed into a syntax tree, never run)."""
 
@@ -127,6 +130,9 @@ def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | N
             calls.append(call)
     if not calls:
         return None
+    if len(calls) > MAX_TEXT_CALLS:
+        ignored = f"{len(calls)} calls in one answer, more than the {MAX_TEXT_CALLS} taken"
+        return TextToolCalls((), text, formats, ignored=ignored)
     return TextToolCalls(
         calls=tuple(calls),
         text=_remaining_text(text, spans),
