@@ -246,6 +246,18 @@ def test_text_mode_shows_a_refused_call_as_the_model_wrote_it() -> None:
     )
 
 
+def test_calls_mused_about_while_thinking_are_not_made() -> None:
+    thinking = (
+        '<think>\nMaybe <tool_call>{"name": "Grep", "arguments": {"pattern": "x"}}'
+        "</tool_call>? No, reading is simpler.\n</think>"
+    )
+    answer = f'{thinking}\n\n<tool_call>{{"name": "Read", "arguments": {{"file_path": "a"}}}}'
+    found = find_text_tool_calls(answer, OFFERED)
+    assert found is not None and [c.name for c in found.calls] == ["Read"]
+    assert found.text == thinking
+    assert find_text_tool_calls(thinking, OFFERED) is None
+
+
 def test_a_runaway_answer_with_too_many_calls_runs_none_and_says_so() -> None:
     block = '<tool_call>{"name": "Read", "arguments": {"file_path": "a"}}</tool_call>\n'
     most = find_text_tool_calls(block * MAX_TEXT_CALLS, OFFERED)

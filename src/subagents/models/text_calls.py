@@ -22,9 +22,12 @@ offered one), and only an object shaped like a call (one name: ``name``, ``tool`
 other keys but ``type`` and ``id``): prose that merely contains JSON is no call. The text
 around the calls is kept as the assistant's text.
 
-Bounded: an answer longer than :data:`MAX_SCANNED_CHARS` is not scanned (it stays a plain
-answer, and the response says so); every form is found with ``str.find`` and decoded with the
-JSON decoder from a known start, so the work is linear in the text's length.
+A reasoning model's ``<think>...</think>`` opening is not searched.
+
+Bounded: an answer longer than :data:`MAX_SCANNED_CHARS` is not scanned and one with more than
+:data:`MAX_TEXT_CALLS` calls runs none (it stays a plain answer, and the response says so);
+every form is found with ``str.find`` and decoded with the JSON decoder from a known start, so
+the work is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -113,7 +116,8 @@ def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | N
     names = _NameTable(offered)
     if not names:
         return None
-    spans = _spans(text)
+    thought, answer = _split_thinking(text)
+    spans = _spans(answer)
     if not spans:
         return None
     formats = tuple(dict.fromkeys(span.form for span in spans))
@@ -133,12 +137,27 @@ def find_text_tool_calls(text: str, offered: Iterable[str]) -> TextToolCalls | N
     if len(calls) > MAX_TEXT_CALLS:
         ignored = f"{len(calls)} calls in one answer, more than the {MAX_TEXT_CALLS} taken"
         return TextToolCalls((), text, formats, ignored=ignored)
+    kept = "\n\n".join(part for part in (thought, _remaining_text(answer, spans)) if part)
     return TextToolCalls(
         calls=tuple(calls),
-        text=_remaining_text(text, spans),
+        text=kept,
         formats=formats,
         renamed=tuple(names.renamed),
     )
+
+
+def _split_thinking(text: str) -> tuple[str, str]:
+    """``(thinking, answer)``: a reasoning model's ``<think>...</think>`` opening (left in the
+    text by servers that do not separate it) is not searched, since calls it muses about are
+    not calls it makes."""
+    start = _skip_space(text, 0)
+    if not text.startswith("<think>", start):
+        return "", text
+    close = text.find("</think>", start)
+    if close == -1:
+        return "", text
+    end = close + len("</think>")
+    return text[:end].strip(), text[end:]
 
 
 def _written(item: Any) -> str | None:
