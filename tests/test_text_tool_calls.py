@@ -462,11 +462,26 @@ async def test_text_mode_sends_no_tools_and_shows_calls_and_results_as_text(
     assert "PINEAPPLE" in answered.content
 
 
-async def test_native_calls_are_left_alone(tmp_path: Path) -> None:
-    response = ModelResponse(text='<tool_call>{"name": "Read", "arguments": {}}</tool_call>')
-    assert read_text_tool_calls(response, []) is response  # no tools offered: nothing to call
-    hosted = ModelResponse(text="The JSON form is ```json\n{}\n```")
-    assert read_text_tool_calls(hosted, [_spec("Read")]) is hosted
+async def test_the_wrapper_streams_the_text_and_ends_with_the_calls() -> None:
+    inner = FunctionModel(lambda request: TRANSCRIPTS[0][1])
+    model = TextToolCallModel(inner, "text")
+    request = ModelRequest("sys", [UserMessage("find the word")], [READ_SPEC])
+    events = [event async for event in model.stream(request)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == TRANSCRIPTS[0][1]
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    assert [(c.name, c.arguments) for c in final.response.tool_calls] == [("Read", READ_NOTES)]
+    assert inner.requests[0].tools == () and "## Read" in inner.requests[0].system
+
+
+def test_a_response_with_native_calls_or_no_tools_offered_is_left_alone() -> None:
+    written = '<tool_call>{"name": "Read", "arguments": {}}</tool_call>'
+    native = ModelResponse(text=written, tool_calls=(ToolCall("c1", "Grep", {"pattern": "x"}),))
+    assert read_text_tool_calls(native, [_spec("Read"), _spec("Grep")]) is native
+    plain = ModelResponse(text=written)
+    assert read_text_tool_calls(plain, []) is plain  # no tools offered: nothing to call
+    prose = ModelResponse(text="The JSON form is ```json\n{}\n```")
+    assert read_text_tool_calls(prose, [_spec("Read")]) is prose
 
 
 # -- through the openai SDK against a local server --------------------------------------------
