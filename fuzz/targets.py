@@ -208,6 +208,50 @@ def _check_arguments(case: Case, workdir: Path) -> None:
     arguments_text(call)
 
 
+# -- tool calls written as text ----------------------------------------------------------------
+
+_TEXT_CALL_PIECES = (
+    "<tool_call>", "</tool_call>", "```json\n", "```tool_code\n", "```", "[TOOL_CALLS]",
+    "[ARGS]", "<|python_tag|>", "<|eom_id|>", "<function=Read>", "</function>", ";", "\n",
+    "[Read(file_path='a')]", 'Read(x=', ")", '{"name": "Read", "arguments": ', '"name"', ": ",
+    '{"type": "function", "function": ', '{"tool": "Bash", "args": ', "}", "]", "[",
+)  # fmt: skip
+
+
+def _make_text_calls(rng: random.Random, seeds: Sequence[bytes]) -> Case:
+    pieces: list[str] = []
+    for _ in range(rng.randint(1, 40)):
+        roll = rng.random()
+        if roll < 0.6:
+            pieces.append(rng.choice(_TEXT_CALL_PIECES))
+        elif roll < 0.85:
+            pieces.append(grammar.dumps(grammar.json_value(rng)))
+        elif roll < 0.95:
+            pieces.append(grammar.deep_json_text(rng))
+        else:
+            pieces.append(grammar.tool_arguments_text(rng))
+    return Case(".txt", "".join(pieces).encode("utf-8", "surrogatepass"))
+
+
+def _check_text_calls(case: Case, workdir: Path) -> None:
+    from subagents.models.text_calls import find_text_tool_calls
+    from subagents.models.tool_arguments import MAX_ARGUMENT_DEPTH, arguments_text
+
+    offered = ("Read", "Grep")
+    text = case.data.decode("utf-8", "surrogatepass")
+    found = find_text_tool_calls(text, offered)
+    if found is None:
+        return
+    _require(bool(found.calls) != bool(found.ignored), "neither calls nor a reason")
+    _require(len(found.text) <= len(text), "the kept text grew")
+    for call in found.calls:
+        _require(call.name in offered, f"a call to {call.name!r}, which was not offered")
+        _require(_depth(call.arguments) <= MAX_ARGUMENT_DEPTH, "arguments deeper than the limit")
+        if call.arguments_error is not None:
+            _short(call.arguments_error)
+        arguments_text(call)
+
+
 def _depth(value: Any) -> int:
     level, depth = [value], 0
     while level:
@@ -420,6 +464,7 @@ TARGETS: dict[str, Target] = {
         Target("config-toml", _make_config, _check_config),
         Target("mcp-file", _make_mcp, _check_mcp),
         Target("tool-arguments", _make_arguments, _check_arguments),
+        Target("text-tool-calls", _make_text_calls, _check_text_calls),
         Target("builtin-tools", _make_tool_call, _check_tool_call),
         Target("stored-record", _make_record, _check_record),
         Target("export-reader", _make_export, _check_export),

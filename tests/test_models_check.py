@@ -58,7 +58,7 @@ def test_a_server_with_native_tool_calls_gets_native(
     code, out = check(project(tmp_path, native.base_url))
 
     assert code == 0
-    assert 'tool_calls = "native", in force now, is the one to use' in out
+    assert 'tool_calls = "auto", in force now, is the one to use' in out  # the default here
     assert "called get_weather" in out and "2 calls in one answer" in out
 
 

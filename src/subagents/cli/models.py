@@ -44,7 +44,7 @@ def check_command(
     and print the [providers.NAME] tool_calls setting to use. Exits 1 when unreachable."""
     from subagents.config import load_config
     from subagents.models.probe import check_model
-    from subagents.models.resolve import resolve_model_string
+    from subagents.models.resolve import resolve_model_string, tool_call_mode
     from subagents.secrets import known_credentials
     from subagents.tracing.redact import Redactor
 
@@ -57,7 +57,7 @@ def check_command(
         check = asyncio.run(check_model(build, timeout_seconds=timeout))
     redactor = Redactor(known_credentials(config))
     settings = config.providers.get(provider)
-    configured = settings.tool_calls if settings is not None else "native"
+    configured = tool_call_mode(provider, settings)
     if as_json:
         data = redactor.value({**check.to_dict(), "provider": provider})
         data["configured"] = configured
@@ -127,8 +127,11 @@ def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str
             "API key in config.toml."
         )
         return
-    if mode == configured:
-        console.print(f'\ntool_calls = "{mode}", in force now, is the one to use: {_ADVICE[mode]}')
+    if mode == configured or (mode == "native" and configured == "auto"):
+        # "auto" is native calls, and calls written as text read too: right for such a model
+        console.print(
+            f'\ntool_calls = "{configured}", in force now, is the one to use: {_ADVICE[mode]}'
+        )
         return
     console.print(f"\nRecommended ({_ADVICE[mode]}) Add to .subagents/config.toml:\n")
     console.print(escape(_snippet(provider, mode) or ""), highlight=False)

@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_model_string": "subagents.models.resolve",
     "FunctionModel": "subagents.models.testing",
     "ScriptedModel": "subagents.models.testing",
+    "TextToolCallModel": "subagents.models.text_tools",
 }
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "StopReason",
     "StreamEvent",
     "TextDelta",
+    "TextToolCallModel",
     "ToolSpec",
     "build_model",
     "choose_model",
@@ -83,5 +85,6 @@ if TYPE_CHECKING:
     from subagents.models.retry import RetryPolicy
     from subagents.models.settings import ProviderSettings
     from subagents.models.testing import FunctionModel, ScriptedModel
+    from subagents.models.text_tools import TextToolCallModel
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

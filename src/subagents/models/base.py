@@ -62,6 +62,9 @@ class ModelResponse:
     stop_reason: StopReason = "end_turn"
     model_name: str = ""
     reasoning: tuple[dict[str, Any], ...] = ()  # see AssistantMessage.reasoning
+    tool_calls_from_text: dict[str, Any] | None = None
+    """Set when the tool calls were read from the text (see models.text_tools): the forms
+    found and any names mapped to an offered tool's; or why the text was not searched."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -48,6 +48,7 @@ from subagents.models.settings import (
     DEFAULT_TIMEOUT_SECONDS,
     ToolCallMode,
 )
+from subagents.models.text_tools import read_text_tool_calls, text_mode_request
 from subagents.models.tool_arguments import arguments_text
 
 if TYPE_CHECKING:
@@ -299,6 +300,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     is constrained by ``response_format`` to a call of one offered tool or a reply, as
     :mod:`subagents.models.schema_turns` describes. Such a turn is never streamed (its text is
     JSON until read): :meth:`stream` yields the whole reply at once.
+    ``tool_calls`` (``[providers.NAME] tool_calls``): ``"auto"`` also reads tool calls written
+    in an answer's text when it has no native one, ``"text"`` sends no ``tools`` and reads
+    calls from the text only (:mod:`subagents.models.text_tools`).
     """
 
     _sdk_module = "openai"
@@ -359,6 +363,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         return AsyncOpenAI(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
+        if self.tool_calls == "text":
+            request = text_mode_request(request)
         params: dict[str, Any] = {
             "model": self.model_name,
             "messages": to_openai_messages(request.system, request.messages),
@@ -405,7 +411,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         async def attempt() -> ModelResponse:
             completion = await self._create(params)
             response = _response_from_completion(completion, self.name)
-            return _read_schema_turn(response) if self.tool_calls == "schema" else response
+            if self.tool_calls == "schema":
+                return _read_schema_turn(response)
+            return self._read_text_calls(response, request)
 
         return await call_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
@@ -442,7 +450,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                     text = assembler.add(chunk)
                     if text:
                         yield TextDelta(text)
-            yield ResponseCompleted(assembler.finish(self.name))
+            yield ResponseCompleted(self._read_text_calls(assembler.finish(self.name), request))
 
         return stream_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
@@ -454,6 +462,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             "response_format with a JSON schema; run: subagents models check "
             f"{self.name}, and set tool_calls to what it recommends"
         )
+
+    def _read_text_calls(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        if self.tool_calls in ("auto", "text"):
+            return read_text_tool_calls(response, request.tools)
+        return response
 
     def _redact(self, text: str) -> str:
         if self._api_key == _NO_KEY_NEEDED:

@@ -16,7 +16,7 @@ from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
 
 if TYPE_CHECKING:
     from subagents.models.base import Model
-    from subagents.models.settings import ProviderSettings
+    from subagents.models.settings import ProviderSettings, ToolCallMode
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -24,6 +24,7 @@ __all__ = [
     "build_model",
     "missing_key_variable",
     "resolve_model_string",
+    "tool_call_mode",
 ]
 
 KNOWN_PROVIDERS = ("openai", "anthropic", "ollama")
@@ -150,6 +151,28 @@ def _connection_options(settings: ProviderSettings | None) -> dict[str, Any]:
     }
 
 
+def tool_call_mode(provider: str, settings: ProviderSettings | None) -> ToolCallMode:
+    """``[providers.NAME] tool_calls``, or when unset: ``native`` for the hosted Anthropic and
+    OpenAI APIs (whose models always call tools natively, and may well quote a call's text
+    form in an answer), ``auto`` for every other server."""
+    if settings is not None and settings.tool_calls is not None:
+        return settings.tool_calls
+    hosted = provider == "anthropic" or (
+        provider == "openai" and (settings is None or settings.base_url is None)
+    )
+    return "native" if hosted else "auto"
+
+
+def _with_tool_call_mode(model: Model, mode: ToolCallMode) -> Model:
+    """``model`` reading tool calls from text as ``mode`` asks (for a provider class that does
+    not do it itself)."""
+    if mode not in ("auto", "text"):
+        return model
+    from subagents.models.text_tools import TextToolCallModel
+
+    return TextToolCallModel(model, "text" if mode == "text" else "auto")
+
+
 def build_model(
     spec: str,
     *,
@@ -176,13 +199,14 @@ def build_model(
             raise _missing_key(resolved, provider, settings)
         from subagents.models.anthropic import AnthropicModel
 
-        return AnthropicModel(
+        anthropic_model = AnthropicModel(
             model_name,
             base_url=base_url,
             api_key=key,
             api_key_source=source,
             **options,
         )
+        return _with_tool_call_mode(anthropic_model, tool_call_mode(provider, settings))
     if provider in ("openai", "ollama") or base_url is not None:
         if key is None and provider == "openai" and base_url is None:
             raise _missing_key(resolved, provider, settings)
@@ -194,7 +218,7 @@ def build_model(
             api_key=key,
             provider=provider,
             api_key_source=source,
-            tool_calls=settings.tool_calls if settings is not None else "native",
+            tool_calls=tool_call_mode(provider, settings),
             **options,
         )
     raise ModelConfigurationError(

@@ -43,10 +43,12 @@ DEFAULT_MAX_RETRIES = 4
 malformed answers."""
 
 ToolCallMode = Literal["native", "text", "schema", "auto"]
-"""How a provider's model calls tools: ``native`` (the API's ``tools``), ``text`` (calls
-written in the answer's text), ``schema`` (every answer is JSON constrained by
-``response_format``, see :mod:`subagents.models.schema_turns`), ``auto`` (native, falling back
-to what the server does). ``subagents models check PROVIDER:MODEL`` says which one to use."""
+"""How a provider's models call tools (``[providers.NAME] tool_calls``): ``native`` (the API's
+own tool calls only), ``text`` (no tools sent; they are described in the system prompt and
+calls are read from the answer's text), ``schema`` (answers constrained by ``response_format``
+to a call or a reply), ``auto`` (native, and calls written as text are read when an answer has
+no native one). Unset: ``native`` for the Anthropic and OpenAI APIs, ``auto`` for other
+servers (see :func:`subagents.models.resolve.tool_call_mode`)."""
 
 
 class ProviderSettings(BaseModel):
@@ -66,7 +68,7 @@ class ProviderSettings(BaseModel):
     timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0)
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=20)
-    tool_calls: ToolCallMode = "native"
+    tool_calls: ToolCallMode | None = None
     # "compact": short tool descriptions and only required parameters, for small models;
     # unset: "full", except for in-process local models (see subagents.runtime.tool_menu)
     tool_descriptions: Literal["full", "compact"] | None = None

@@ -239,7 +239,7 @@ class Recorder:
             session_id=session.agent_id,
             kind="step",
             step_name="model_call",
-            message=f"{len(response.tool_calls)} tool calls" if response.tool_calls else "answer",
+            message=_model_message(response),
             timestamp=_now(),
             status="info",
             agent=session.agent_type,
@@ -250,6 +250,7 @@ class Recorder:
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "stop_reason": response.stop_reason,
+                **_text_calls_note(response),
             },
         )
 
@@ -366,3 +367,16 @@ def _usage(session: Session) -> dict[str, int]:
         "cache_write_tokens": usage.cache_write_tokens,
         "requests": usage.requests,
     }
+
+
+def _model_message(response: ModelResponse) -> str:
+    if not response.tool_calls:
+        return "answer"
+    written = " written as text" if response.tool_calls_from_text is not None else ""
+    return f"{len(response.tool_calls)} tool calls{written}"
+
+
+def _text_calls_note(response: ModelResponse) -> dict[str, Any]:
+    """The trace's mark on a response whose tool calls were read from its text."""
+    note = response.tool_calls_from_text
+    return {} if note is None else {"tool_calls_from_text": note}
