@@ -1,7 +1,9 @@
 """Decoding a model's tool-call arguments without ever raising on bad JSON, at any depth.
 
-Arguments become a tool error the model can act on (``ToolCall.arguments_error``, with the raw
-text kept in ``raw_arguments``) when they are not JSON, not an object, or nested deeper than
+Malformed JSON is first repaired (:mod:`subagents.models.argument_repair`); a repaired call
+keeps the raw text and says so in ``ToolCall.repairs``. Arguments become a tool error the
+model can act on (``ToolCall.arguments_error``, with the raw text kept in ``raw_arguments``)
+when they are not JSON (even repaired), not an object, or nested deeper than
 :data:`MAX_ARGUMENT_DEPTH`: no tool takes arguments that deep, and everything downstream
 (validation, redaction, the store's JSON encoding) would walk them recursively. The raw text
 kept is cut at :data:`MAX_RAW_ARGUMENTS_CHARS`.
@@ -17,6 +19,7 @@ from typing import Any
 
 from subagents._preview import preview
 from subagents.messages import ToolCall
+from subagents.models.argument_repair import repair_arguments
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
@@ -47,8 +50,9 @@ def parse_tool_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
     try:
         decoded = json.loads(text)
     except json.JSONDecodeError as exc:
-        error = f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-        return _refused(call_id, name, text, error)
+        problem = f"{exc.msg} at position {exc.pos}"
+        error = f"arguments are not valid JSON ({problem})"
+        return _repaired(call_id, name, text, problem) or _refused(call_id, name, text, error)
     except RecursionError:
         return _refused(call_id, name, text, _too_deep(_text_depth(text)))
     return tool_call_from_object(call_id, name, decoded, raw=text)
@@ -119,6 +123,19 @@ def arguments_text(call: ToolCall) -> str:
     if call.arguments_error is not None and call.raw_arguments is not None:
         return call.raw_arguments
     return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _repaired(call_id: str, name: str, text: str, problem: str) -> ToolCall | None:
+    """The call with the arguments ``text`` was meant to hold, or ``None`` when the repair
+    yields no usable object."""
+    repaired = repair_arguments(text, max_depth=MAX_ARGUMENT_DEPTH)
+    if repaired is None:
+        return None
+    call = tool_call_from_object(call_id, name, repaired)
+    if call.arguments_error is not None:
+        return None
+    note = f"arguments were repaired from invalid JSON ({problem})"
+    return replace(call, raw_arguments=_cut(text), repairs=(note,))
 
 
 def _refused(call_id: str, name: str, text: str, error: str) -> ToolCall:
