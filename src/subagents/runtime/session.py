@@ -40,6 +40,7 @@ from subagents.runtime.result import RunResult, RunStatus
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
+from subagents.tools.name_repair import repair_tool_names
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -196,7 +197,9 @@ class Session:
                 response = await self._request_model()
                 self.usage.add(response.usage)
                 calls = (
-                    self._unique_ids(bound_tool_calls(response.tool_calls))
+                    self._unique_ids(
+                        repair_tool_names(bound_tool_calls(response.tool_calls), self.tools)
+                    )
                     if response.tool_calls
                     else ()
                 )
