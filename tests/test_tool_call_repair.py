@@ -15,18 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from fakes.openai_server import FakeOpenAIServer
+from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from subagents.cli.trace import render_tree
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import AssistantMessage, ToolResultMessage, message_from_dict
+from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage, message_from_dict
 from subagents.models.argument_repair import MAX_REPAIR_CHARS, repair_arguments
-from subagents.models.base import ModelRequest, ModelResponse
+from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
 from subagents.models.openai import OpenAIChatModel
 from subagents.models.tool_arguments import MAX_ARGUMENT_DEPTH, parse_tool_arguments
 from subagents.runtime.result import RunResult
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel, text_response
+from subagents.tools.decorator import tool
 from subagents.tools.name_repair import repaired_tool_name
 from subagents.tracing.view import build_trace, trace_to_json
 
@@ -130,16 +131,18 @@ JSONISH = st.text(alphabet=st.sampled_from(list("{}[]\"':,\\ \n`-.eE0123456789ab
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(JSONISH, st.text(max_size=300)))
+@given(st.one_of(JSONISH, st.text(max_size=300), st.sampled_from(["{}", "", " ", "{'a':1}"])))
 def test_repair_never_raises_and_its_output_is_bounded_by_its_input(text: str) -> None:
     result = repair_arguments(text, max_depth=MAX_ARGUMENT_DEPTH)
     assert result is None or (isinstance(result, dict) and result)
     if result is not None:
         assert _content_size(result) <= 2 * len(text) + 2
     call = parse_tool_arguments("c", "T", text)
-    assert (call.arguments_error is None) != (call.arguments == {} and bool(text.strip()))
-    if call.arguments_error is None and call.arguments:
-        json.dumps(call.arguments)  # whatever came out can be sent back to a provider
+    if call.arguments_error is not None:
+        assert call.arguments == {} and call.repairs == ()
+    elif call.repairs:
+        assert call.arguments == result and call.raw_arguments == text
+    json.dumps(call.arguments)  # whatever came out can be sent back to a provider
 
 
 @settings(max_examples=100, deadline=None)
@@ -348,7 +351,6 @@ def test_malformed_arguments_from_an_openai_compatible_server_are_repaired(
     server.reply_tool_calls([("call_a", "read_file", MALFORMED[form])])
     server.reply_text("The word is PELICAN.")
     model = OpenAIChatModel("small-local", base_url=server.base_url, api_key="none")
-    from subagents.tools.decorator import tool
 
     @tool
     async def ReadFile(file_path: str) -> str:
@@ -368,3 +370,37 @@ def test_malformed_arguments_from_an_openai_compatible_server_are_repaired(
     with open_store(store_path) as store:
         (call,) = build_trace(store, result.task_id or "").roots[0].tool_calls
     assert len(call.repairs) == 2 and not call.failed
+
+
+async def test_malformed_arguments_streamed_in_pieces_are_repaired(
+    server: FakeOpenAIServer,
+) -> None:
+
+    def piece(arguments: str, name: str | None = None) -> dict[str, Any]:
+        call: dict[str, Any] = {"index": 0, "function": {"arguments": arguments}}
+        if name is not None:
+            call.update(id="t0", type="function")
+            call["function"]["name"] = name
+        return {"tool_calls": [call]}
+
+    server.reply_stream(
+        [
+            chunk(piece("```json\n{'file_", "Read")),
+            chunk(piece("path': 'notes.txt',")),
+            chunk(piece("\n```")),
+            chunk(finish_reason="tool_calls"),
+            chunk(usage_body=usage()),
+        ]
+    )
+    model = OpenAIChatModel("small-local", base_url=server.base_url, api_key="none")
+    try:
+        request = ModelRequest("Be terse.", [UserMessage("read it")], (), ModelSettings())
+        events = [event async for event in model.stream(request)]
+    finally:
+        await model.aclose()
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    (call,) = final.response.tool_calls
+    assert call.arguments == {"file_path": "notes.txt"} and call.arguments_error is None
+    assert call.raw_arguments == "```json\n{'file_path': 'notes.txt',\n```"
+    assert call.repairs and "repaired from invalid JSON" in call.repairs[0]
