@@ -18,7 +18,13 @@ from rich.console import Console
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from subagents.cli.trace import render_tree
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage, message_from_dict
+from subagents.messages import (
+    AssistantMessage,
+    ToolResultMessage,
+    UserMessage,
+    message_from_dict,
+    message_to_dict,
+)
 from subagents.models.argument_repair import MAX_REPAIR_CHARS, repair_arguments
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
 from subagents.models.openai import OpenAIChatModel
@@ -404,3 +410,13 @@ async def test_malformed_arguments_streamed_in_pieces_are_repaired(
     assert call.arguments == {"file_path": "notes.txt"} and call.arguments_error is None
     assert call.raw_arguments == "```json\n{'file_path': 'notes.txt',\n```"
     assert call.repairs and "repaired from invalid JSON" in call.repairs[0]
+
+
+def test_repairs_survive_the_store_round_trip_and_plain_calls_stay_as_they_were() -> None:
+    repaired = parse_tool_arguments("c1", "Read", MALFORMED["single quotes"])
+    plain = parse_tool_arguments("c2", "Read", '{"file_path": "notes.txt"}')
+    message = AssistantMessage("", (repaired, plain))
+    data = message_to_dict(message)
+    assert data["tool_calls"][0]["repairs"] == list(repaired.repairs)
+    assert "repairs" not in data["tool_calls"][1]
+    assert message_from_dict(json.loads(json.dumps(data))) == message
