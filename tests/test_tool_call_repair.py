@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
+from subagents.cli.blocks import BlockTree
 from subagents.cli.trace import render_tree
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import (
@@ -29,6 +30,7 @@ from subagents.models.argument_repair import MAX_REPAIR_CHARS, repair_arguments
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
 from subagents.models.openai import OpenAIChatModel
 from subagents.models.tool_arguments import MAX_ARGUMENT_DEPTH, parse_tool_arguments
+from subagents.runtime.events import EventBus
 from subagents.runtime.result import RunResult
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
@@ -420,3 +422,16 @@ def test_repairs_survive_the_store_round_trip_and_plain_calls_stay_as_they_were(
     assert data["tool_calls"][0]["repairs"] == list(repaired.repairs)
     assert "repairs" not in data["tool_calls"][1]
     assert message_from_dict(json.loads(json.dumps(data))) == message
+
+
+def test_the_interactive_view_marks_a_repaired_call(tmp_path: Path) -> None:
+    tree = BlockTree()
+    result, _ = _run(
+        tmp_path, _reader("read", "{'file_path': 'notes.txt'}"), events=EventBus([tree])
+    )
+    assert result.status == "completed", result.error
+    main = tree.main
+    assert main is not None
+    (shown,) = [m.text for m in main.messages if m.kind == "tool"]
+    assert shown.startswith('Read {"file_path": "notes.txt"} (repaired: arguments were repaired')
+    assert "tool name 'read' was read as Read" in shown
