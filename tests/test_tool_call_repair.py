@@ -49,6 +49,11 @@ MALFORMED: dict[str, str] = {
     "missing closing brace": '{"file_path": "notes.txt"',
     "code fence": '```json\n{"file_path": "notes.txt"}\n```',
     "leading prose": 'Sure! I will read the file: {"file_path": "notes.txt"}',
+    "prose with an apostrophe": 'Here\'s the call:\n{"file_path": "notes.txt"}',
+    "xml wrapper": '<tool_call>{"file_path": "notes.txt"}</tool_call>',
+    "extra closing brace": '{"file_path": "notes.txt"}}',
+    "trailing comment": '{"file_path": "notes.txt"} // read it',
+    "mixed quotes": "{\"file_path\": 'notes.txt'}",
     "python literals": '{"file_path": "notes.txt", "offset": None, "limit": 5, "x": True}',
 }
 EXPECTED: dict[str, dict[str, Any]] = {
