@@ -29,7 +29,11 @@ from subagents.messages import (
 from subagents.models.argument_repair import MAX_REPAIR_CHARS, repair_arguments
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
 from subagents.models.openai import OpenAIChatModel
-from subagents.models.tool_arguments import MAX_ARGUMENT_DEPTH, parse_tool_arguments
+from subagents.models.tool_arguments import (
+    MAX_ARGUMENT_DEPTH,
+    parse_tool_arguments,
+    refuse_repairs_of_cut_calls,
+)
 from subagents.runtime.events import EventBus
 from subagents.runtime.result import RunResult
 from subagents.runtime.runtime import Runtime
@@ -440,3 +444,41 @@ def test_the_interactive_view_marks_a_repaired_call(tmp_path: Path) -> None:
     (shown,) = [m.text for m in main.messages if m.kind == "tool"]
     assert shown.startswith('Read {"file_path": "notes.txt"} (repaired: arguments were repaired')
     assert "tool name 'read' was read as Read" in shown
+
+
+def test_arguments_cut_off_at_the_token_limit_are_not_repaired_into_a_short_write(
+    tmp_path: Path,
+) -> None:
+    """A Write whose JSON ends mid-string because the model hit max_tokens would "repair" into
+    a file holding half the content; it is refused instead, and the model writes it again."""
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            cut = call_from_text("Write", '{"file_path": "out.txt", "content": "first half of')
+            return ModelResponse(text="", tool_calls=cut.tool_calls, stop_reason="max_tokens")
+        if len(results) == 1:
+            whole = '{"file_path": "out.txt", "content": "first half of it, then the rest"}'
+            return call_from_text("Write", whole, call_id="call_2")
+        return text_response("\n---\n".join(m.content for m in results))
+
+    result, store_path = _run(tmp_path, FunctionModel(turn, name="small-model"))
+    assert result.status == "completed", result.error
+    refusal = result.output.split("\n---\n")[0]
+    assert "cut off at the output token limit" in refusal and "nothing was run" in refusal
+    assert (tmp_path / "work" / "out.txt").read_text() == "first half of it, then the rest"
+    with open_store(store_path) as store:
+        first, second = build_trace(store, result.task_id or "").roots[0].tool_calls
+    assert first.failed and first.repairs == ()
+    assert not second.failed
+
+
+def test_a_cut_off_response_keeps_calls_that_needed_no_argument_repair() -> None:
+    whole = parse_tool_arguments("c1", "Read", '{"file_path": "notes.txt"}')
+    cut = parse_tool_arguments("c2", "Write", '{"file_path": "out.txt", "content": "ab')
+    calls = (whole, cut)
+    assert refuse_repairs_of_cut_calls(calls, "tool_use") is calls
+    kept, refused = refuse_repairs_of_cut_calls(calls, "max_tokens")
+    assert kept is whole
+    assert refused.arguments == {} and refused.arguments_error is not None
+    assert refused.raw_arguments == '{"file_path": "out.txt", "content": "ab'

@@ -28,6 +28,7 @@ __all__ = [
     "bound_tool_call",
     "bound_tool_calls",
     "parse_tool_arguments",
+    "refuse_repairs_of_cut_calls",
     "tool_call_from_object",
 ]
 
@@ -36,6 +37,7 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_RAW_ARGUMENTS_CHARS = 20_000
 """Of raw argument text kept on a call whose arguments were refused."""
 
+_REPAIRED_ARGUMENTS = "arguments were repaired from invalid JSON"
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
@@ -118,6 +120,31 @@ def bound_tool_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     return bounded
 
 
+def refuse_repairs_of_cut_calls(
+    calls: tuple[ToolCall, ...], stop_reason: str | None
+) -> tuple[ToolCall, ...]:
+    """``calls`` with each repaired-argument call refused when the response was cut off at
+    the output token limit: its JSON was then most likely cut short, and a repair would run
+    the tool with a cut-off argument (a Write of half a file). ``calls`` itself otherwise."""
+    if stop_reason != "max_tokens" or not any(_arguments_repaired(c) for c in calls):
+        return calls
+    return tuple(_cut_off(call) if _arguments_repaired(call) else call for call in calls)
+
+
+def _arguments_repaired(call: ToolCall) -> bool:
+    return any(note.startswith(_REPAIRED_ARGUMENTS) for note in call.repairs)
+
+
+def _cut_off(call: ToolCall) -> ToolCall:
+    error = (
+        "arguments were cut off at the output token limit (the response ended mid-call): "
+        "nothing was run. Make the call again with shorter arguments, or split the work "
+        "into several calls"
+    )
+    others = tuple(note for note in call.repairs if not note.startswith(_REPAIRED_ARGUMENTS))
+    return replace(call, arguments={}, arguments_error=error, repairs=others)
+
+
 def arguments_text(call: ToolCall) -> str:
     """The JSON text to send back to a provider for ``call``: the raw text if it was bad."""
     if call.arguments_error is not None and call.raw_arguments is not None:
@@ -134,7 +161,7 @@ def _repaired(call_id: str, name: str, text: str, problem: str) -> ToolCall | No
     call = tool_call_from_object(call_id, name, repaired)
     if call.arguments_error is not None:
         return None
-    note = f"arguments were repaired from invalid JSON ({problem})"
+    note = f"{_REPAIRED_ARGUMENTS} ({problem})"
     return replace(call, raw_arguments=_cut(text), repairs=(note,))
 
 

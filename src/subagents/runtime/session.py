@@ -32,7 +32,7 @@ from subagents.messages import (
     UserMessage,
 )
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
-from subagents.models.tool_arguments import bound_tool_calls
+from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
@@ -198,7 +198,12 @@ class Session:
                 self.usage.add(response.usage)
                 calls = (
                     self._unique_ids(
-                        repair_tool_names(bound_tool_calls(response.tool_calls), self.tools)
+                        repair_tool_names(
+                            refuse_repairs_of_cut_calls(
+                                bound_tool_calls(response.tool_calls), response.stop_reason
+                            ),
+                            self.tools,
+                        )
                     )
                     if response.tool_calls
                     else ()
