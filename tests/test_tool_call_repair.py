@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rich.console import Console
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
@@ -41,6 +44,7 @@ from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel, text_response
 from subagents.tools.decorator import tool
 from subagents.tools.name_repair import repaired_tool_name
+from subagents.tracing.otel import export_task
 from subagents.tracing.view import build_trace, trace_to_json
 
 NOTES = "the secret word is PELICAN\n"
@@ -482,3 +486,18 @@ def test_a_cut_off_response_keeps_calls_that_needed_no_argument_repair() -> None
     assert kept is whole
     assert refused.arguments == {} and refused.arguments_error is not None
     assert refused.raw_arguments == '{"file_path": "out.txt", "content": "ab'
+
+
+def test_an_opentelemetry_export_names_the_repairs(tmp_path: Path) -> None:
+    result, store_path = _run(tmp_path, _reader("read", "{'file_path': 'notes.txt'}"))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with open_store(store_path) as store:
+        export_task(store, result.task_id or "", tracer_provider=provider)
+    provider.shutdown()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool Read"]
+    assert span.attributes is not None
+    repairs = span.attributes["subagents.tool.repairs"]
+    assert isinstance(repairs, tuple) and len(repairs) == 2
+    assert repairs[1] == "tool name 'read' was read as Read"
