@@ -501,3 +501,16 @@ def test_an_opentelemetry_export_names_the_repairs(tmp_path: Path) -> None:
     repairs = span.attributes["subagents.tool.repairs"]
     assert isinstance(repairs, tuple) and len(repairs) == 2
     assert repairs[1] == "tool name 'read' was read as Read"
+
+
+def test_a_deny_rule_holds_against_a_repaired_call(tmp_path: Path) -> None:
+    """``bash`` read as Bash is checked against Bash's rules like any Bash call."""
+    result, _ = _run(
+        tmp_path,
+        _reader("bash", "{'command': 'touch ran.txt'}"),
+        disallowed_tools=["Bash(touch *)"],
+    )
+    assert result.status == "completed", result.error
+    assert "denied" in result.output.lower()
+    assert "tool name 'bash' was read as Bash" in result.output
+    assert not (tmp_path / "work" / "ran.txt").exists()
