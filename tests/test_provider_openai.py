@@ -174,13 +174,11 @@ async def test_several_tool_calls_in_one_turn(
 async def test_malformed_tool_arguments_become_arguments_error(
     server: FakeOpenAIServer, model: OpenAIChatModel
 ) -> None:
-    server.reply_tool_calls(
-        [("bad", "Read", '{"file_path": "a.txt"'), ("list", "Read", '["a.txt"]')]
-    )
+    server.reply_tool_calls([("bad", "Read", 'file_path "a.txt"'), ("list", "Read", '["a.txt"]')])
     response = await model.request(_request())
     broken, listed = response.tool_calls
     assert broken.arguments == {}
-    assert broken.raw_arguments == '{"file_path": "a.txt"'
+    assert broken.raw_arguments == 'file_path "a.txt"'
     assert broken.arguments_error is not None
     assert "not valid JSON" in broken.arguments_error
     assert listed.arguments == {}

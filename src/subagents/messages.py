@@ -30,6 +30,8 @@ class ToolCall:
     ``arguments`` is the decoded JSON object. When the provider sent arguments that are not a
     JSON object, ``arguments`` is empty and ``arguments_error`` says why, with the raw text kept
     in ``raw_arguments``: the loop turns that into a tool error the model can correct.
+    ``repairs`` says what was mended to make the call usable (invalid JSON repaired, a tool
+    name read as an offered tool's), each as a short note; the raw text is then kept too.
     """
 
     id: str
@@ -37,6 +39,7 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
     arguments_error: str | None = None
+    repairs: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -109,16 +112,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         data: dict[str, Any] = {
             "role": "assistant",
             "content": message.content,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "raw_arguments": call.raw_arguments,
-                    "arguments_error": call.arguments_error,
-                }
-                for call in message.tool_calls
-            ],
+            "tool_calls": [_call_to_dict(call) for call in message.tool_calls],
         }
         if message.reasoning:
             data["reasoning"] = [dict(block) for block in message.reasoning]
@@ -132,6 +126,19 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             "is_error": message.is_error,
         }
     return {"role": message.role, "content": message.content}
+
+
+def _call_to_dict(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "raw_arguments": call.raw_arguments,
+        "arguments_error": call.arguments_error,
+    }
+    if call.repairs:  # absent otherwise, so records of unrepaired calls stay as they were
+        data["repairs"] = list(call.repairs)
+    return data
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
@@ -149,6 +156,7 @@ def message_from_dict(data: dict[str, Any]) -> Message:
                 arguments=dict(call.get("arguments") or {}),
                 raw_arguments=call.get("raw_arguments"),
                 arguments_error=call.get("arguments_error"),
+                repairs=tuple(str(note) for note in call.get("repairs") or ()),
             )
             for call in data.get("tool_calls") or ()
         )

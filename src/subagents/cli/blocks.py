@@ -567,4 +567,5 @@ def _describe_call(call: ToolCall) -> str:
     if call.arguments_error is not None:
         return f"{call.name} (bad arguments: {call.arguments_error})"
     arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
-    return _clip(f"{call.name} {arguments}")
+    described = _clip(f"{call.name} {arguments}")
+    return f"{described} (repaired: {'; '.join(call.repairs)})" if call.repairs else described

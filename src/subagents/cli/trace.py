@@ -169,6 +169,8 @@ def _tool_label(call: ToolCallTrace) -> str:
         f"{escape(call.name)}[dim]({escape(_one_line(arguments, _ARGUMENTS_WIDTH))})[/]  "
         f"{format_duration(call.duration_ms)}  "
     )
+    if call.repairs:
+        text += f"[yellow]repaired: {escape(_one_line('; '.join(call.repairs), 200))}[/]  "
     if not call.failed:
         return text + "[green]ok[/]"
     reason = _first_line(call.error or "")

@@ -1,7 +1,9 @@
 """Decoding a model's tool-call arguments without ever raising on bad JSON, at any depth.
 
-Arguments become a tool error the model can act on (``ToolCall.arguments_error``, with the raw
-text kept in ``raw_arguments``) when they are not JSON, not an object, or nested deeper than
+Malformed JSON is first repaired (:mod:`subagents.models.argument_repair`); a repaired call
+keeps the raw text and says so in ``ToolCall.repairs``. Arguments become a tool error the
+model can act on (``ToolCall.arguments_error``, with the raw text kept in ``raw_arguments``)
+when they are not JSON (even repaired), not an object, or nested deeper than
 :data:`MAX_ARGUMENT_DEPTH`: no tool takes arguments that deep, and everything downstream
 (validation, redaction, the store's JSON encoding) would walk them recursively. The raw text
 kept is cut at :data:`MAX_RAW_ARGUMENTS_CHARS`.
@@ -17,6 +19,7 @@ from typing import Any
 
 from subagents._preview import preview
 from subagents.messages import ToolCall
+from subagents.models.argument_repair import repair_arguments
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
@@ -25,6 +28,7 @@ __all__ = [
     "bound_tool_call",
     "bound_tool_calls",
     "parse_tool_arguments",
+    "refuse_repairs_of_cut_calls",
     "tool_call_from_object",
 ]
 
@@ -33,6 +37,7 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_RAW_ARGUMENTS_CHARS = 20_000
 """Of raw argument text kept on a call whose arguments were refused."""
 
+_REPAIRED_ARGUMENTS = "arguments were repaired from invalid JSON"
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
@@ -47,8 +52,9 @@ def parse_tool_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
     try:
         decoded = json.loads(text)
     except json.JSONDecodeError as exc:
-        error = f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-        return _refused(call_id, name, text, error)
+        problem = f"{exc.msg} at position {exc.pos}"
+        error = f"arguments are not valid JSON ({problem})"
+        return _repaired(call_id, name, text, problem) or _refused(call_id, name, text, error)
     except RecursionError:
         return _refused(call_id, name, text, _too_deep(_text_depth(text)))
     return tool_call_from_object(call_id, name, decoded, raw=text)
@@ -114,11 +120,49 @@ def bound_tool_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     return bounded
 
 
+def refuse_repairs_of_cut_calls(
+    calls: tuple[ToolCall, ...], stop_reason: str | None
+) -> tuple[ToolCall, ...]:
+    """``calls`` with each repaired-argument call refused when the response was cut off at
+    the output token limit: its JSON was then most likely cut short, and a repair would run
+    the tool with a cut-off argument (a Write of half a file). ``calls`` itself otherwise."""
+    if stop_reason != "max_tokens" or not any(_arguments_repaired(c) for c in calls):
+        return calls
+    return tuple(_cut_off(call) if _arguments_repaired(call) else call for call in calls)
+
+
+def _arguments_repaired(call: ToolCall) -> bool:
+    return any(note.startswith(_REPAIRED_ARGUMENTS) for note in call.repairs)
+
+
+def _cut_off(call: ToolCall) -> ToolCall:
+    error = (
+        "arguments were cut off at the output token limit (the response ended mid-call): "
+        "nothing was run. Make the call again with shorter arguments, or split the work "
+        "into several calls"
+    )
+    others = tuple(note for note in call.repairs if not note.startswith(_REPAIRED_ARGUMENTS))
+    return replace(call, arguments={}, arguments_error=error, repairs=others)
+
+
 def arguments_text(call: ToolCall) -> str:
     """The JSON text to send back to a provider for ``call``: the raw text if it was bad."""
     if call.arguments_error is not None and call.raw_arguments is not None:
         return call.raw_arguments
     return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _repaired(call_id: str, name: str, text: str, problem: str) -> ToolCall | None:
+    """The call with the arguments ``text`` was meant to hold, or ``None`` when the repair
+    yields no usable object."""
+    repaired = repair_arguments(text, max_depth=MAX_ARGUMENT_DEPTH)
+    if repaired is None:
+        return None
+    call = tool_call_from_object(call_id, name, repaired)
+    if call.arguments_error is not None:
+        return None
+    note = f"{_REPAIRED_ARGUMENTS} ({problem})"
+    return replace(call, raw_arguments=_cut(text), repairs=(note,))
 
 
 def _refused(call_id: str, name: str, text: str, error: str) -> ToolCall:

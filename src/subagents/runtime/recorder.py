@@ -278,8 +278,15 @@ class Recorder:
                 "result": None if failed else content,
                 "error": content if failed else None,
                 "result_preview": content_cut,
+                **self._repairs(call),
             },
         )
+
+    def _repairs(self, call: ToolCall) -> dict[str, list[str]]:
+        """``{"repairs": [...]}`` for a call that was repaired, redacted; else nothing."""
+        if not call.repairs:
+            return {}
+        return {"repairs": [self.redactor.text(note) for note in call.repairs]}
 
     def todos_trace(self, session: Session) -> TraceRecord:
         """TodoWrite replaced the session's list: the list itself, redacted."""

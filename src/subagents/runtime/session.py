@@ -34,7 +34,7 @@ from subagents.messages import (
     UserMessage,
 )
 from subagents.models.base import ModelRequest, ModelResponse, ModelSettings, ResponseCompleted
-from subagents.models.tool_arguments import bound_tool_calls
+from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
 from subagents.runtime import events as ev
 from subagents.runtime.hooks import HookEventName, HookPayload, Hooks
 from subagents.runtime.loop_guard import (
@@ -50,6 +50,7 @@ from subagents.runtime.tool_menu import ToolMenu, description_profile
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
+from subagents.tools.name_repair import repair_tool_names
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -213,7 +214,14 @@ class Session:
                 response = await self._request_model()
                 self.usage.add(response.usage)
                 calls = (
-                    self._unique_ids(bound_tool_calls(response.tool_calls))
+                    self._unique_ids(
+                        repair_tool_names(
+                            refuse_repairs_of_cut_calls(
+                                bound_tool_calls(response.tool_calls), response.stop_reason
+                            ),
+                            self.tools,
+                        )
+                    )
                     if response.tool_calls
                     else ()
                 )

@@ -79,7 +79,10 @@ async def execute_tool_call(
 
 
 def _finish(call: ToolCall, tool_name: str, started: float, attempt: _Attempt) -> ToolOutcome:
-    message = ToolResultMessage(call.id, call.name, attempt.content, attempt.status != "ok")
+    content = attempt.content
+    if call.repairs:  # tell the model, so that its next call is right the first time
+        content = f"{content}\n\n({'; '.join(call.repairs)}: {_NEXT_TIME})"
+    message = ToolResultMessage(call.id, call.name, content, attempt.status != "ok")
     return ToolOutcome(message, tool_name, (perf_counter() - started) * 1000.0, attempt.status)
 
 
@@ -222,6 +225,9 @@ async def _fallback(
             )
         notes.append(f"fallback {name}: {attempt.content}")
     return tool.name, _Attempt(failed.status, "\n".join(notes))
+
+
+_NEXT_TIME = "send exact tool names and arguments as one valid JSON object"
 
 
 def _unknown_tool(name: str, registry: ToolRegistry, problem: str | None = None) -> _Attempt:

@@ -234,6 +234,8 @@ class _Emitter:
             "subagents.tool.server": call.server,
             "subagents.tool.outcome": call.outcome,
         }
+        if call.repairs:
+            attributes["subagents.tool.repairs"] = list(call.repairs)
         if self.include_content:
             attributes[TOOL_ARGUMENTS] = json.dumps(call.arguments, ensure_ascii=False, default=str)
             attributes[TOOL_RESULT] = call.result if not call.failed else call.error

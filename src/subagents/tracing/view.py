@@ -69,6 +69,8 @@ class ToolCallTrace:
     :mod:`subagents.tracing.preview`); the whole arguments are in the session's messages."""
     result_preview: bool = False
     """Likewise for ``result`` / ``error``: the whole text is the tool result message."""
+    repairs: tuple[str, ...] = ()
+    """What was mended to make the call usable (invalid JSON, a misspelled tool name)."""
 
 
 @dataclass(slots=True)
@@ -311,7 +313,14 @@ def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
         finished_at=finished,
         arguments_preview=data.get("arguments_preview") is True,
         result_preview=data.get("result_preview") is True,
+        repairs=_repairs(data.get("repairs"), redact),
     )
+
+
+def _repairs(value: object, redact: Redactor) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(redact.text(note) for note in value if isinstance(note, str))
 
 
 def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
@@ -501,6 +510,7 @@ def _tool_call_json(session: SessionTrace, call: ToolCallTrace) -> dict[str, Any
         "session_id": session.session_id,
         "timestamp": call.finished_at.isoformat(),
         "child_session_id": call.child_session_id,
+        "repairs": list(call.repairs),
     }
 
 
