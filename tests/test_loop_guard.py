@@ -388,7 +388,7 @@ async def test_a_side_effecting_success_between_failures_is_work_not_a_loop(
 
 async def test_the_same_malformed_arguments_sent_again_are_the_same_call(tmp_path: Path) -> None:
     def broken(request: ModelRequest) -> ModelResponse:
-        return small_model_turn("Read", '{"file_path": "notes.txt"')  # no closing brace
+        return small_model_turn("Read", 'file_path "notes.txt"')  # beyond repair
 
     session = Session(
         model=FunctionModel(broken),
@@ -398,7 +398,7 @@ async def test_the_same_malformed_arguments_sent_again_are_the_same_call(tmp_pat
     )
     result = await session.run("read")
     assert result.status == "failed"
-    assert (result.error or "").startswith('Loop detected: Read {"file_path": "notes.txt" failed 3')
+    assert (result.error or "").startswith('Loop detected: Read file_path "notes.txt" failed 3')
 
 
 async def test_three_identical_failing_calls_in_one_turn_stop_after_that_turn(
