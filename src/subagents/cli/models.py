@@ -43,7 +43,7 @@ def check_command(
     """Probe a model's endpoint (reachable, native tool calls, parallel calls, JSON schema)
     and print the [providers.NAME] tool_calls setting to use. Exits 1 when unreachable."""
     from subagents.config import load_config
-    from subagents.models.probe import check_model
+    from subagents.models.probe import check_in_process_model, check_model
     from subagents.models.resolve import resolve_model_string, tool_call_mode
     from subagents.secrets import known_credentials
     from subagents.tracing.redact import Redactor
@@ -53,8 +53,12 @@ def check_command(
         resolved = resolve_model_string(model, config.models)
         provider = resolved.partition(":")[0]
         build = _builder(config, resolved, timeout)
-        build("native")  # a missing key or an unknown provider is reported before any probe
-        check = asyncio.run(check_model(build, timeout_seconds=timeout))
+        if provider == "llamacpp":  # in-process: no server, no native calls
+            build("schema")  # a missing file or package is reported before any probe
+            check = asyncio.run(check_in_process_model(build, timeout_seconds=timeout))
+        else:
+            build("native")  # a missing key or an unknown provider is reported before any probe
+            check = asyncio.run(check_model(build, timeout_seconds=timeout))
     redactor = Redactor(known_credentials(config))
     settings = config.providers.get(provider)
     configured = tool_call_mode(provider, settings)

@@ -33,6 +33,7 @@ __all__ = [
     "PROBE_TOOL",
     "ModelCheck",
     "ProbeResult",
+    "check_in_process_model",
     "check_model",
     "recommend",
 ]
@@ -108,6 +109,39 @@ async def check_model(
     finally:
         await _close(native)
     check.recommendation = recommend(check)
+    return check
+
+
+async def check_in_process_model(
+    build: Callable[[ToolCallMode], Model], *, timeout_seconds: float
+) -> ModelCheck:
+    """Probe a model run in this process (``llamacpp:``): it has no server and no native tool
+    calls, and its answers are constrained by llama.cpp's grammar sampler, so two probes tell
+    what matters: it loads and answers, and a schema turn gives a valid call. The setting to
+    use is ``schema`` whenever it loads: text mode would only loosen what the grammar keeps
+    well-formed; a model that answers instead of calling the tool is a weak tool user in
+    either mode (the "schema tool call" row says so)."""
+    model = build("schema")
+    check = ModelCheck(model.name)
+    settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0)
+    reply = ModelRequest(_SYSTEM, [UserMessage("Say OK.")], (), settings)
+    check.results.append(await _run("reachable", model.request(reply), _answered, timeout_seconds))
+    if check.status("reachable") != "yes":
+        for name in ("native tool calls", "parallel tool calls", "JSON schema", "schema tool call"):
+            check.results.append(ProbeResult(name, "skipped", "the first probe failed"))
+        return check
+    for name in ("native tool calls", "parallel tool calls"):
+        check.results.append(ProbeResult(name, "skipped", "run in-process: no native tool calls"))
+    check.results.append(
+        ProbeResult("JSON schema", "yes", "enforced by llama.cpp's grammar, in this process")
+    )
+    weather = ModelRequest(
+        _SYSTEM, [UserMessage("What is the weather in Paris?")], (PROBE_TOOL,), settings
+    )
+    check.results.append(
+        await _run("schema tool call", model.request(weather), _called_once, timeout_seconds)
+    )
+    check.recommendation = "schema"
     return check
 
 

@@ -27,14 +27,15 @@ __all__ = [
     "tool_call_mode",
 ]
 
-KNOWN_PROVIDERS = ("openai", "anthropic", "ollama")
+KNOWN_PROVIDERS = ("openai", "anthropic", "ollama", "llamacpp")
 
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _PROVIDER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _OPENAI_PREFIXES = ("gpt-", "chatgpt-", "o1", "o3", "o4")
 _MAX_ALIAS_DEPTH = 8
 _ACCEPTED_FORMS = (
-    "write PROVIDER:MODEL (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3), "
+    "write PROVIDER:MODEL (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3, "
+    "llamacpp:PATH.gguf), "
     "a full model id (claude-..., gpt-..., o1/o3/o4...), or an alias (haiku, sonnet, opus, "
     "fable, best, opusplan, optionally with [1m], or one defined under [models] in config.toml)"
 )
@@ -154,9 +155,12 @@ def _connection_options(settings: ProviderSettings | None) -> dict[str, Any]:
 def tool_call_mode(provider: str, settings: ProviderSettings | None) -> ToolCallMode:
     """``[providers.NAME] tool_calls``, or when unset: ``native`` for the hosted Anthropic and
     OpenAI APIs (whose models always call tools natively, and may well quote a call's text
-    form in an answer), ``auto`` for every other server."""
+    form in an answer), ``schema`` for in-process ``llamacpp`` models, ``auto`` for every
+    other server."""
     if settings is not None and settings.tool_calls is not None:
         return settings.tool_calls
+    if provider == "llamacpp" and (settings is None or settings.base_url is None):
+        return "schema"
     hosted = provider == "anthropic" or (
         provider == "openai" and (settings is None or settings.base_url is None)
     )
@@ -171,6 +175,34 @@ def _with_tool_call_mode(model: Model, mode: ToolCallMode) -> Model:
     from subagents.models.text_tools import TextToolCallModel
 
     return TextToolCallModel(model, "text" if mode == "text" else "auto")
+
+
+def _llamacpp_model(spec: str, settings: ProviderSettings | None) -> Model:
+    """An in-process GGUF model: schema-constrained turns unless ``tool_calls`` says ``text``
+    or ``auto`` (calls read from the text); ``native`` is refused."""
+    from subagents.models.llamacpp import LlamaCppModel, gguf_path
+
+    mode = settings.tool_calls if settings is not None else None
+    if mode == "native":
+        raise ModelConfigurationError(
+            "llama.cpp models run in-process have no native tool calls "
+            '([providers.llamacpp] tool_calls = "native").',
+            hint='set tool_calls = "schema" (the default) or "text" under [providers.llamacpp] '
+            "in config.toml",
+        )
+    options: dict[str, Any] = {}
+    if settings is not None:
+        options = {
+            "context_tokens": settings.context_tokens,
+            "timeout_seconds": settings.timeout_seconds,
+        }
+    model = LlamaCppModel(
+        gguf_path(spec),
+        spec=spec,
+        tool_calls="schema" if mode in (None, "schema") else "plain",
+        **options,
+    )
+    return model if mode in (None, "schema") else _with_tool_call_mode(model, "text")
 
 
 def build_model(
@@ -207,6 +239,8 @@ def build_model(
             **options,
         )
         return _with_tool_call_mode(anthropic_model, tool_call_mode(provider, settings))
+    if provider == "llamacpp" and base_url is None:
+        return _llamacpp_model(model_name, settings)
     if provider in ("openai", "ollama") or base_url is not None:
         if key is None and provider == "openai" and base_url is None:
             raise _missing_key(resolved, provider, settings)

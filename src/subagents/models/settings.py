@@ -72,3 +72,5 @@ class ProviderSettings(BaseModel):
     # "compact": short tool descriptions and only required parameters, for small models;
     # unset: "full", except for in-process local models (see subagents.runtime.tool_menu)
     tool_descriptions: Literal["full", "compact"] | None = None
+    # llamacpp: the context window to allocate, in tokens (subagents.models.llamacpp)
+    context_tokens: int | None = Field(default=None, gt=0, le=1_048_576)
