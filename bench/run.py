@@ -1,6 +1,7 @@
 """Run the benchmarks and print a table of `subagents` against its peers, measured in one run.
 
     python bench/run.py [--quick] [--peers] [--only w1,w2,w3,scaling,import,discovery,store]
+    python bench/run.py --only weak     # delegation on weak models, before and after issue 10
 
 ``--peers`` also runs ../shared/peer-bench's scripts with the interpreter named by $PEER_PY
 (a venv holding the peer frameworks; see ../shared/peer-bench/README.md). Results go to
@@ -201,6 +202,19 @@ def main() -> None:
             python = sys.executable if name.startswith("subagents") else os.environ["PEER_PY"]
             lines.append(row(name, f"{import_time(python, statement):.0f}"))
         lines.append("")
+    if "weak" in wanted:  # about two minutes: the suite on the commit before issue 10 and now
+        completed = subprocess.run(
+            [sys.executable, str(HERE / "bench_weak_models.py")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        lines += [
+            "## Delegation on weak models: success before / after issue 10",
+            "",
+            completed.stdout.strip(),
+            "",
+        ]
     report = "\n".join(lines)
     (RESULTS / "report.md").write_text(report + "\n")
     print(report)

@@ -41,6 +41,7 @@ from subagents.models.text_tools import (
     read_text_tool_calls,
     text_mode_messages,
 )
+from subagents.models.tool_arguments import refuse_repairs_of_cut_calls
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel
@@ -220,14 +221,43 @@ def test_a_tag_naming_a_tool_not_offered_stays_the_answer_and_the_trace_says_why
     }
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "Read", "arguments": {"file_path": "notes.txt"}',  # no closing brace
+        "{'name': 'read', 'arguments': {'file_path': 'notes.txt'}}",  # single quotes
+        '{"name": "Read", "arguments": {"file_path": "notes.txt",},}',  # trailing commas
+    ],
+)
+def test_invalid_json_in_a_call_to_an_offered_tool_is_repaired_and_said(body: str) -> None:
+    found = find_text_tool_calls(f"<tool_call>\n{body}\n</tool_call>", OFFERED)
+    assert found is not None
+    (call,) = found.calls
+    assert call.name == "Read" and call.arguments == {"file_path": "notes.txt"}
+    assert call.arguments_error is None and call.raw_arguments == f"\n{body}\n"
+    assert call.repairs == (
+        "arguments were repaired from invalid JSON (a tool call written as text)",
+    )
+
+
+def test_a_repaired_text_call_cut_off_at_the_token_limit_is_refused() -> None:
+    found = find_text_tool_calls(
+        '<tool_call>{"name": "Read", "arguments": {"file_path": "no', OFFERED
+    )
+    assert found is not None
+    (cut,) = refuse_repairs_of_cut_calls(found.calls, "max_tokens")
+    assert cut.arguments == {} and cut.arguments_error is not None
+    assert "cut off at the output token limit" in cut.arguments_error
+
+
 def test_an_unreadable_call_to_an_offered_tool_becomes_a_tool_error_to_correct() -> None:
-    answer = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "notes.txt"}\n</tool_call>'
+    answer = '<tool_call>\n{"name": "Read", "arguments": [1, 2\n</tool_call>'
     found = find_text_tool_calls(answer, OFFERED)
     assert found is not None
     (call,) = found.calls
     assert call.name == "Read" and call.arguments == {}
     assert call.arguments_error is not None and "not valid JSON" in call.arguments_error
-    assert call.raw_arguments is not None and "notes.txt" in call.raw_arguments
+    assert call.raw_arguments is not None and "[1, 2" in call.raw_arguments
 
 
 def test_text_mode_shows_a_refused_call_as_the_model_wrote_it() -> None:
@@ -416,7 +446,7 @@ async def test_an_unreadable_call_gets_a_tool_error_and_the_model_corrects_it(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "notes.txt").write_text("the secret word is PINEAPPLE\n")
-    broken = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "notes.txt"}\n</tool_call>'
+    broken = '<tool_call>\n{"name": "Read", "arguments": ["notes.txt"\n</tool_call>'  # no repair
     fixed = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "notes.txt"}}\n</tool_call>'
 
     def turn(request: ModelRequest) -> str:

@@ -36,11 +36,13 @@ import ast
 import json
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from subagents.messages import ToolCall
+from subagents.models.argument_repair import repair_arguments
 from subagents.models.tool_arguments import (
+    MAX_ARGUMENT_DEPTH,
     MAX_RAW_ARGUMENTS_CHARS,
     parse_tool_arguments,
     tool_call_from_object,
@@ -67,6 +69,7 @@ _NAME_KEYS = ("name", "tool", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _CALL_KEYS = frozenset({*_NAME_KEYS, *_ARGUMENT_KEYS, "type", "id"})
 _DECODER = json.JSONDecoder()
+_NOT_JSON = "it is not valid JSON"
 
 
 @dataclass(slots=True, frozen=True)
@@ -262,7 +265,7 @@ def _tag_body(body: str) -> tuple[Any, ...]:
     value is kept as :class:`_Malformed`, for the model to hear about."""
     decoded = _decode(body, 0)
     if decoded is None:
-        return (_Malformed(body, "it is not valid JSON"),)
+        return (_Malformed(body, _NOT_JSON),)
     if body[decoded[1] :].strip():
         return (_Malformed(body, "text follows its JSON"),)
     return _objects(decoded[0])
@@ -281,7 +284,7 @@ def _mistral(text: str) -> Iterator[_Span]:
         return
     decoded = _decode(text, body)
     if decoded is None:
-        yield _Span(start, len(text), "mistral", (_Malformed(text[body:], "it is not valid JSON"),))
+        yield _Span(start, len(text), "mistral", (_Malformed(text[body:], _NOT_JSON),))
     else:
         yield _Span(start, decoded[1], "mistral", _objects(decoded[0]))
 
@@ -463,7 +466,12 @@ def _call_from_object(item: Any, names: _NameTable) -> ToolCall | None:
 
 
 def _malformed_call(item: _Malformed, names: _NameTable) -> ToolCall | None:
-    """A tool error for a block naming an offered tool that could not be read, else None."""
+    """The call a block that could not be read was meant to be, when its JSON can be repaired
+    as native arguments are (the repair is noted on the call); else a tool error for a block
+    naming an offered tool; else None."""
+    repaired = _repaired_call(item, names)
+    if repaired is not None:
+        return repaired
     written = item.name if item.name is not None else _written_name(item.body)
     name = names.lookup(written.strip()) if written else None
     if name is None:
@@ -478,6 +486,27 @@ def _malformed_call(item: _Malformed, names: _NameTable) -> ToolCall | None:
         raw_arguments=item.body[:MAX_RAW_ARGUMENTS_CHARS],
         arguments_error=error,
     )
+
+
+def _repaired_call(item: _Malformed, names: _NameTable) -> ToolCall | None:
+    """The call to an offered tool that the invalid JSON of ``item`` was meant to be (single
+    quotes, a trailing comma, a missing closing brace, Python ``True``), else None. Noted
+    as a repair of its arguments, so that a call cut off at the token limit is still refused
+    (see :func:`~subagents.models.tool_arguments.refuse_repairs_of_cut_calls`)."""
+    if item.reason != _NOT_JSON:
+        return None
+    decoded = repair_arguments(item.body, max_depth=MAX_ARGUMENT_DEPTH)
+    parts = _call_parts(decoded) if decoded is not None else None
+    if parts is None:
+        return None
+    name = names.lookup(parts[0].strip())
+    if name is None or not isinstance(parts[1], dict):
+        return None
+    call = tool_call_from_object(_new_call_id(), name, parts[1])
+    if call.arguments_error is not None:
+        return None
+    note = "arguments were repaired from invalid JSON (a tool call written as text)"
+    return replace(call, raw_arguments=item.body[:MAX_RAW_ARGUMENTS_CHARS], repairs=(note,))
 
 
 def _written_name(body: str) -> str | None:
