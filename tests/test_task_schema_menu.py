@@ -389,6 +389,57 @@ async def test_task_cancel_without_a_background_agent_says_so_and_how_to_start_o
     assert "not available" not in error.content and "nknown tool" not in error.content
 
 
+async def test_an_unknown_tool_is_refused_naming_only_the_tools_on_this_turns_menu(
+    tmp_path: Path,
+) -> None:
+    """Listing the hidden TaskOutput / TaskCancel in the refusal would put them back in front
+    of a weak model."""
+    main = ScriptedModel([tool_call_response("Summarise", {"text": "notes"}), "ok"])
+    await runtime(tmp_path, main).run("go")
+    (error,) = results(main.requests[-1])
+    assert error.is_error and "'Summarise' is not available to this agent" in error.content
+    listed = set(error.content.partition("available: ")[2].partition(".")[0].split(", "))
+    assert listed == offered(main.requests[0])
+    assert not listed & {"TaskOutput", "TaskCancel"}
+
+
+@pytest.mark.parametrize("name", ["notes-reader", "Notes-Reader"])
+async def test_an_agent_called_as_a_tool_is_told_to_start_it_with_task(
+    tmp_path: Path, name: str
+) -> None:
+    """Told to "use the notes-reader subagent", small models call notes-reader itself."""
+    main = ScriptedModel([tool_call_response(name, {"file": "notes.txt"}), "ok"])
+    await runtime(tmp_path, main).run("go")
+    (error,) = results(main.requests[-1])
+    assert error.is_error
+    assert f"{name!r} is an agent, not a tool" in error.content
+    assert 'call Task with subagent_type="notes-reader"' in error.content
+
+
+async def test_a_subagent_without_task_calling_an_agent_name_gets_the_plain_refusal(
+    tmp_path: Path,
+) -> None:
+    def model(request: ModelRequest) -> ModelResponse:
+        if "You read notes." not in request.system:  # the main agent
+            if results(request):
+                return text_response("done")
+            arguments = {
+                "description": "read",
+                "prompt": "read notes",
+                "subagent_type": "notes-reader",
+            }
+            return tool_call_response("Task", arguments)
+        if results(request):
+            return text_response(results(request)[-1].content)
+        return tool_call_response("notes-reader", {})
+
+    result = await runtime(tmp_path, FunctionModel(model)).run("go")
+    assert (
+        "'notes-reader' is not available to this agent; available: Read."
+        in result.messages[-2].content
+    )  # type: ignore[union-attr]
+
+
 async def test_task_output_for_an_unknown_id_without_background_agents_points_at_task(
     tmp_path: Path,
 ) -> None:

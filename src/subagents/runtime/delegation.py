@@ -372,7 +372,7 @@ class Delegation:
                     f'subagent_type="{resumed.definition.name}" with resume'
                 )
             else:
-                types = ", ".join(self._types_for(parent)) or "(none available)"
+                types = ", ".join(self.agent_types_for(parent)) or "(none available)"
                 problems.append(f"`subagent_type` is missing: set it to one of: {types}")
         if not description.strip():
             problems.append(
@@ -393,7 +393,7 @@ class Delegation:
                 + " fixed."
             )
 
-    def _types_for(self, parent: Session) -> list[str]:
+    def agent_types_for(self, parent: Session) -> list[str]:
         """The agent types ``parent`` may start, as it can name them in ``subagent_type``."""
         allowed = self.allowed_subagent_types(parent)
         return [
@@ -554,7 +554,8 @@ class Delegation:
 
         handle = self.handles.get(agent_id.strip())
         if handle is None:
-            if normalise_name(agent_id) in {normalise_name(t) for t in self._types_for(parent)}:
+            types = {normalise_name(kind) for kind in self.agent_types_for(parent)}
+            if normalise_name(agent_id) in types:
                 raise ToolError(
                     f"{agent_id!r} is an agent type, not an agent_id: to start a new "
                     f'{agent_id} agent, call Task with subagent_type="{agent_id}" and leave '
@@ -761,7 +762,7 @@ class Delegation:
     def _background_handle(self, tool: str, agent_id: str, parent: Session) -> SubagentHandle:
         """The background subagent ``agent_id`` of ``parent``, for TaskOutput / TaskCancel."""
         if not self.has_background(parent):
-            raise ToolError(_no_background(tool, agent_id, self._types_for(parent)))
+            raise ToolError(_no_background(tool, agent_id, self.agent_types_for(parent)))
         return self._own_handle(agent_id, parent)
 
     async def _task_output_tool(

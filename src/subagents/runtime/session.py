@@ -357,6 +357,16 @@ class Session:
         delegation = self.delegation
         return menu.for_turn(background=delegation is not None and delegation.has_background(self))
 
+    def _offered_names(self) -> list[str]:
+        return [spec.name for spec in self._offered()]
+
+    def _agent_types(self) -> list[str]:
+        """The agent types this session may start, when it has the Task tool."""
+        delegation = self.delegation
+        if delegation is None or self.tools.get("Task") is None:
+            return []
+        return delegation.agent_types_for(self)
+
     async def _stream_model(self, request: ModelRequest) -> ModelResponse:
         final: ModelResponse | None = None
         async for item in self.model.stream(request):
@@ -515,7 +525,16 @@ class Session:
             grants=self.file_grants,
         )
         policy = self.permissions if permissions is True else permissions or None
-        outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)
+        if tool is None and self.tools.get(call.name) is None:
+            outcome = await execute_tool_call(
+                call,
+                self.tools,
+                ctx,
+                offered=self._offered_names(),
+                agent_types=self._agent_types(),
+            )
+        else:
+            outcome = await execute_tool_call(call, self.tools, ctx, permissions=policy)
         if tracked:
             assert recorder is not None and tool is not None
             recorder.write_ledger(recorder.ledger_entry(self, call, tool, outcome))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Coroutine, Generator
+from collections.abc import Collection, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from types import CoroutineType
@@ -58,16 +58,21 @@ async def execute_tool_call(
     ctx: ToolContext,
     *,
     permissions: PermissionPolicy | None = None,
+    offered: Sequence[str] | None = None,
+    agent_types: Collection[str] = (),
 ) -> ToolOutcome:
     """Run ``call`` with the tool of that name in ``registry``; never raises for bad input.
 
     ``registry`` must be exactly the tools this agent may use: a call naming any other tool is
-    refused, which is what keeps a subagent inside its allowed set.
+    refused, which is what keeps a subagent inside its allowed set. The refusal lists
+    ``offered`` (this turn's menu; default: the whole registry) and, for a name in
+    ``agent_types``, says to start that agent with Task instead.
     """
     started = perf_counter()
     tool = registry.get(call.name)
     if tool is None:
-        unknown = _unknown_tool(call.name, registry, call.arguments_error)
+        available = offered if offered is not None else registry.names()
+        unknown = _unknown_tool(call.name, available, call.arguments_error, agent_types)
         return _finish(call, call.name, started, unknown)
     if call.arguments_error is not None:
         return _finish(call, tool.name, started, _bad_json(tool, call.arguments_error))
@@ -230,11 +235,20 @@ async def _fallback(
 _NEXT_TIME = "send exact tool names and arguments as one valid JSON object"
 
 
-def _unknown_tool(name: str, registry: ToolRegistry, problem: str | None = None) -> _Attempt:
-    available = ", ".join(registry.names()) or "(none)"
+def _unknown_tool(
+    name: str, names: Sequence[str], problem: str | None, agent_types: Collection[str]
+) -> _Attempt:
+    available = ", ".join(names) or "(none)"
     if not name.strip():  # servers send null or "" names; the model can still fix its call
         why = f" ({problem})" if problem else ""  # e.g. a schema-mode answer of no known form
         return _Attempt("error", f"tool call without a name{why}: call one of {available} by name.")
+    agent = next((kind for kind in agent_types if kind.lower() == name.strip().lower()), None)
+    if agent is not None:  # small models call the agent they were told to use as a tool
+        return _Attempt(
+            "error",
+            f"{preview(name, 100)} is an agent, not a tool: to use it, call Task with "
+            f'subagent_type="{agent}", a short description and the complete prompt.',
+        )
     return _Attempt(
         "error",
         f"tool {preview(name, 100)} is not available to this agent; available: {available}. "
