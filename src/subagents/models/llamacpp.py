@@ -203,6 +203,10 @@ class LlamaCppModel:
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         return self._whole(request)
 
+    async def aclose(self) -> None:
+        """Nothing of this model's own to release: the loaded file is shared by every model
+        naming it, and freed when the process exits."""
+
     async def _whole(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         response = await self.request(request)
         if response.text:
