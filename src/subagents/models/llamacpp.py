@@ -158,7 +158,7 @@ class LlamaCppModel:
 
     ``tool_calls`` is ``"schema"`` (the default: grammar-constrained turns) or ``"plain"``
     (no grammar, for :class:`~subagents.models.text_tools.TextToolCallModel` to read calls
-    from the text; :func:`~subagents.models.resolve.build_model` wraps it so).
+    from the text; :class:`~subagents.models.providers.LlamaCppProvider` wraps it so).
     """
 
     def __init__(
