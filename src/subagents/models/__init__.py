@@ -1,4 +1,4 @@
-"""Models: the Model protocol, providers, test doubles and model strings.
+"""Models: the Model protocol, providers (and their registry), test doubles and model strings.
 
 Names are imported lazily, so ``import subagents.models`` never loads a provider SDK.
 """
@@ -27,7 +27,10 @@ _EXPORTS: dict[str, str] = {
     "TIER_ALIASES": "subagents.models.aliases",
     "ModelChoice": "subagents.models.choice",
     "choose_model": "subagents.models.choice",
-    "KNOWN_PROVIDERS": "subagents.models.resolve",
+    "KNOWN_PROVIDERS": "subagents.models.registry",
+    "ApiKey": "subagents.models.registry",
+    "Provider": "subagents.models.registry",
+    "register_provider": "subagents.models.registry",
     "build_model": "subagents.models.resolve",
     "resolve_model_string": "subagents.models.resolve",
     "FunctionModel": "subagents.models.testing",
@@ -40,6 +43,7 @@ __all__ = [
     "KNOWN_PROVIDERS",
     "TIER_ALIASES",
     "AnthropicModel",
+    "ApiKey",
     "FunctionModel",
     "Model",
     "ModelChoice",
@@ -47,6 +51,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "OpenAIChatModel",
+    "Provider",
     "ProviderSettings",
     "ResponseCompleted",
     "RetryPolicy",
@@ -58,6 +63,7 @@ __all__ = [
     "ToolSpec",
     "build_model",
     "choose_model",
+    "register_provider",
     "resolve_model_string",
 ]
 
@@ -77,11 +83,8 @@ if TYPE_CHECKING:
     )
     from subagents.models.choice import ModelChoice, choose_model
     from subagents.models.openai import OpenAIChatModel
-    from subagents.models.resolve import (
-        KNOWN_PROVIDERS,
-        build_model,
-        resolve_model_string,
-    )
+    from subagents.models.registry import KNOWN_PROVIDERS, ApiKey, Provider, register_provider
+    from subagents.models.resolve import build_model, resolve_model_string
     from subagents.models.retry import RetryPolicy
     from subagents.models.settings import ProviderSettings
     from subagents.models.testing import FunctionModel, ScriptedModel

@@ -2,19 +2,17 @@
 
 The system prompt is a top-level parameter; tool calls are ``tool_use`` blocks and their
 results ``tool_result`` blocks inside a user message (consecutive results share one message).
-The SDK is imported on first use and built with ``max_retries=0``: :mod:`.retry` retries.
+This module is the wire format; the client, the key, the retries and the SDK's errors are
+:mod:`subagents.models.sdk`'s.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from subagents.errors import ModelConfigurationError
 from subagents.messages import (
     AssistantMessage,
     Message,
@@ -27,30 +25,16 @@ from subagents.models import wire
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
-    ResponseCompleted,
     StopReason,
     StreamEvent,
-    TextDelta,
     ToolSpec,
 )
-from subagents.models.retry import (
-    Failure,
-    MalformedResponseError,
-    Sleep,
-    call_with_retries,
-    error_message_from_body,
-    status_failure,
-    stream_with_retries,
-)
-from subagents.models.sdk import SDKModel
-from subagents.models.settings import (
-    DEFAULT_CONNECT_TIMEOUT_SECONDS,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
-)
+from subagents.models.retry import Failure, MalformedResponseError
+from subagents.models.sdk import SDKModel, SDKOptions
 
 if TYPE_CHECKING:
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic  # noqa: F401 - the client type in SDKModel[...]
+    from typing_extensions import Unpack
 
 __all__ = [
     "THINKING_ANSWER_TOKENS",
@@ -145,10 +129,6 @@ def _stop_reason(stop_reason: Any, has_tool_calls: bool) -> StopReason:
     return _STOP_REASONS.get(stop_reason if isinstance(stop_reason, str) else "", "other")
 
 
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
 def _usage(usage: Any) -> Usage:
     return Usage(
         input_tokens=wire.count(wire.field(usage, "input_tokens")),
@@ -165,7 +145,7 @@ def _response_from_message(message: Any, model_name: str) -> ModelResponse:
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, Any]] = []
-    for block in _list(message.content):
+    for block in wire.items(message.content):
         kind = wire.field(block, "type")
         if kind == "text":
             texts.append(wire.text(wire.field(block, "text")))
@@ -353,64 +333,29 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
     """A Claude model; ``name`` is ``"anthropic:{model_name}"``.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``. ``max_tokens`` is the answer budget sent
-    with every request unless the request's settings give one (the API requires it).
+    with every request unless the request's settings give one (the API requires it). The
+    other options are :class:`~subagents.models.sdk.SDKModel`'s.
 
     A request whose settings carry an ``effort`` turns on extended thinking with the budget of
     :data:`THINKING_BUDGETS` for that level; ``max_tokens`` is raised to hold the budget plus
     :data:`THINKING_ANSWER_TOKENS`, and ``temperature`` is not sent (thinking does not accept
     one). The signed thinking blocks of each answer are kept with the message and sent back
     unchanged, as a tool-use loop with thinking requires.
-    The timeouts are those of :mod:`subagents.models.settings`. ``sleep`` replaces
-    ``asyncio.sleep`` in the retry backoff (tests use it to observe waits).
     """
 
     _sdk_module = "anthropic"
+    _client_class = "AsyncAnthropic"
 
     def __init__(
         self,
         model_name: str,
         *,
         base_url: str | None = None,
-        api_key: str | None = None,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
-        max_retries: int = DEFAULT_MAX_RETRIES,
         max_tokens: int = 8192,
-        api_key_source: str | None = None,
-        sleep: Sleep | None = None,
+        **options: Unpack[SDKOptions],
     ) -> None:
-        if importlib.util.find_spec("anthropic") is None:
-            raise ModelConfigurationError(
-                f"The model 'anthropic:{model_name}' needs the 'anthropic' package, "
-                "which is not installed.",
-                hint="run: pip install 'subagents[anthropic]'",
-            )
-        self.model_name = model_name
-        self.base_url = base_url
-        self.provider = "anthropic"
-        self.timeout_seconds = timeout_seconds
-        self.connect_timeout_seconds = connect_timeout_seconds
+        super().__init__(model_name, provider="anthropic", base_url=base_url, **options)
         self.max_tokens = max_tokens
-        self._key_source = api_key_source or (
-            "ANTHROPIC_API_KEY (or the variable named by [providers.anthropic] api_key_env)"
-        )
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ModelConfigurationError(
-                f"No API key for '{self.name}'.",
-                hint=f"set {self._key_source} in the environment",
-            )
-        self._api_key = key
-        self._policy = self._retry_policy(max_retries, sleep)
-
-    @property
-    def name(self) -> str:
-        return f"anthropic:{self.model_name}"
-
-    def _new_client(self) -> AsyncAnthropic:
-        from anthropic import AsyncAnthropic
-
-        return AsyncAnthropic(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         settings = request.settings
@@ -446,58 +391,20 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             message = await self._client().messages.create(**params)
             return _response_from_message(message, self.name)
 
-        return await call_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
-        )
+        return await self._request(attempt)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self._params(request)
-
-        async def attempt() -> AsyncGenerator[StreamEvent, None]:
-            stream = await self._client().messages.create(**params, stream=True)
-            assembler = _EventAssembler()
-            async with stream:
-                async for event in stream:
-                    text = assembler.add(event)
-                    if text:
-                        yield TextDelta(text)
-            yield ResponseCompleted(assembler.finish(self.name))
-
-        return stream_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
+        return self._stream(
+            lambda: self._client().messages.create(**params, stream=True), _EventAssembler
         )
 
-    def _classify(self, exc: BaseException) -> Failure | None:
-        import anthropic
-
-        if isinstance(exc, anthropic.APIStatusError):
-            message = error_message_from_body(exc.body, exc.message)
-            if exc.status_code < 400:
-                # An ``error`` event inside a stream that began with HTTP 200.
-                return Failure(
-                    f"{exc.type or 'error'}: {self._redact(message)}",
-                    retryable=exc.type in _RETRYABLE_STREAM_ERRORS,
-                    hint="the provider reported an error mid-stream; check its status",
-                )
-            return status_failure(
-                exc.status_code,
-                self._redact(message),
-                exc.response.headers,
-                auth_hint=f"check the API key in {self._key_source}",
-                model_hint=f"check the model name {self.model_name!r} and the server at "
-                f"{self.endpoint}",
-            )
-        transport = self._transport_failure(
-            exc,
-            timeout_error=anthropic.APITimeoutError,
-            connection_error=anthropic.APIConnectionError,
-        )
-        if transport is not None:
-            return transport
-        if isinstance(exc, anthropic.APIError):
+    def _status_failure(self, exc: Any, message: str) -> Failure:
+        if exc.status_code < 400:
+            # An ``error`` event inside a stream that began with HTTP 200.
             return Failure(
-                self._redact(error_message_from_body(exc.body, exc.message)),
-                retryable=False,
-                hint="the provider reported an error; check its status and the request",
+                f"{exc.type or 'error'}: {message}",
+                retryable=exc.type in _RETRYABLE_STREAM_ERRORS,
+                hint="the provider reported an error mid-stream; check its status",
             )
-        return None
+        return super()._status_failure(exc, message)

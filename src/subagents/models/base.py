@@ -18,6 +18,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ToolSpec",
+    "close_model",
 ]
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
@@ -90,7 +91,9 @@ class Model(Protocol):
 
     ``name`` is the ``provider:model`` string it was resolved from (e.g. ``openai:gpt-4o``).
     ``stream`` yields :class:`TextDelta` events and ends with exactly one
-    :class:`ResponseCompleted`.
+    :class:`ResponseCompleted`. ``aclose`` releases what the model holds (its HTTP
+    connections); the model may be used again after it. Whoever builds a model closes it
+    (the runtime closes those it built from model strings), through :func:`close_model`.
     """
 
     @property
@@ -99,3 +102,13 @@ class Model(Protocol):
     async def request(self, request: ModelRequest) -> ModelResponse: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+async def close_model(model: object) -> None:
+    """``model.aclose()``, for a model that has one: a model written before ``aclose`` was
+    part of :class:`Model` holds nothing to close."""
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        await close()

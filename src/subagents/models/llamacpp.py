@@ -158,7 +158,7 @@ class LlamaCppModel:
 
     ``tool_calls`` is ``"schema"`` (the default: grammar-constrained turns) or ``"plain"``
     (no grammar, for :class:`~subagents.models.text_tools.TextToolCallModel` to read calls
-    from the text; :func:`~subagents.models.resolve.build_model` wraps it so).
+    from the text; :class:`~subagents.models.providers.LlamaCppProvider` wraps it so).
     """
 
     def __init__(
@@ -202,6 +202,10 @@ class LlamaCppModel:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         return self._whole(request)
+
+    async def aclose(self) -> None:
+        """Nothing of this model's own to release: the loaded file is shared by every model
+        naming it, and freed when the process exits."""
 
     async def _whole(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         response = await self.request(request)

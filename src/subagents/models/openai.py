@@ -1,19 +1,17 @@
 """Any OpenAI-compatible Chat Completions server, through the official ``openai`` SDK.
 
 Covers OpenAI itself and the local servers that speak its protocol (Ollama, vLLM, LM Studio,
-llama.cpp server) via ``base_url``. The SDK is imported on first use; its own retries are
-switched off (``max_retries=0``) so that :mod:`subagents.models.retry` is the only retry layer.
+llama.cpp server) via ``base_url``. This module is the wire format; the client, the key, the
+retries and the SDK's errors are :mod:`subagents.models.sdk`'s.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from subagents.errors import ModelConfigurationError, ModelError
+from subagents.errors import ModelError
 from subagents.messages import (
     AssistantMessage,
     Message,
@@ -32,27 +30,15 @@ from subagents.models.base import (
     TextDelta,
     ToolSpec,
 )
-from subagents.models.retry import (
-    Failure,
-    MalformedResponseError,
-    Sleep,
-    call_with_retries,
-    error_message_from_body,
-    status_failure,
-    stream_with_retries,
-)
-from subagents.models.sdk import SDKModel
-from subagents.models.settings import (
-    DEFAULT_CONNECT_TIMEOUT_SECONDS,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
-    ToolCallMode,
-)
+from subagents.models.retry import Failure, MalformedResponseError, error_message_from_body
+from subagents.models.sdk import SDKModel, SDKOptions
+from subagents.models.settings import ToolCallMode
 from subagents.models.text_tools import read_text_tool_calls, text_mode_request
 from subagents.models.tool_arguments import arguments_text
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI  # noqa: F401 - the client type in SDKModel[...]
+    from typing_extensions import Unpack
 
 __all__ = [
     "OLLAMA_DEFAULT_BASE_URL",
@@ -70,7 +56,6 @@ REASONING_EFFORTS: dict[str, str] = {
     "high": "high",
     "max": "high",
 }
-_NO_KEY_NEEDED = "not-needed"
 
 _FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -149,10 +134,6 @@ def _stop_reason(finish_reason: Any, has_tool_calls: bool) -> StopReason:
     return _FINISH_REASONS.get(finish_reason if isinstance(finish_reason, str) else "", "other")
 
 
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
 def _tool_call(call: Any) -> ToolCall:
     """One tool call of a whole answer, whatever its shape: ``type`` is not checked (servers
     send ``null`` or other values), a ``custom`` call's input is read as its arguments."""
@@ -202,13 +183,13 @@ class _ChunkAssembler:
         if wire.field(chunk, "usage") is not None:
             self.usage = chunk.usage
         text = ""
-        for choice in _list(chunk.choices):
+        for choice in wire.items(chunk.choices):
             finish_reason = wire.field(choice, "finish_reason")
             if isinstance(finish_reason, str) and finish_reason:
                 self.finish_reason = finish_reason
             delta = wire.field(choice, "delta")
             text += wire.text(wire.field(delta, "content"))
-            for piece in _list(wire.field(delta, "tool_calls")):
+            for piece in wire.items(wire.field(delta, "tool_calls")):
                 self._add_call_piece(piece)
         if text:
             self.text_parts.append(text)
@@ -262,7 +243,7 @@ class _ChunkAssembler:
 def _response_from_completion(completion: Any, model_name: str) -> ModelResponse:
     if not hasattr(completion, "choices"):
         raise MalformedResponseError(f"a body that is not a chat completion: {completion!r:.200}")
-    choices = _list(completion.choices)
+    choices = wire.items(completion.choices)
     if not choices:
         raise ModelError(
             f"{model_name} returned no choices",
@@ -272,7 +253,7 @@ def _response_from_completion(completion: Any, model_name: str) -> ModelResponse
     message = wire.field(choice, "message")
     if message is None:
         raise MalformedResponseError("a choice without a message")
-    tool_calls = tuple(_tool_call(call) for call in _list(wire.field(message, "tool_calls")))
+    tool_calls = tuple(_tool_call(call) for call in wire.items(wire.field(message, "tool_calls")))
     return ModelResponse(
         text=wire.text(wire.field(message, "content")) or wire.text(wire.field(message, "refusal")),
         tool_calls=tool_calls,
@@ -286,9 +267,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     """A Chat Completions model; ``name`` is ``"{provider}:{model_name}"``.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` for the official service. A server at a custom
-    ``base_url`` and ``ollama`` work without a key. The timeouts are those of
-    :mod:`subagents.models.settings`. ``sleep`` replaces ``asyncio.sleep`` in the retry backoff
-    (tests use it to observe waits).
+    ``base_url`` and ``ollama`` work without a key. The other options are
+    :class:`~subagents.models.sdk.SDKModel`'s.
 
     A request whose settings carry an ``effort`` sends ``reasoning_effort``
     (:data:`REASONING_EFFORTS`), whatever the model: which models reason is not knowable from
@@ -306,61 +286,22 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     """
 
     _sdk_module = "openai"
+    _client_class = "AsyncOpenAI"
 
     def __init__(
         self,
         model_name: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
         provider: str = "openai",
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        api_key_source: str | None = None,
-        sleep: Sleep | None = None,
+        base_url: str | None = None,
         tool_calls: ToolCallMode = "native",
+        **options: Unpack[SDKOptions],
     ) -> None:
-        if importlib.util.find_spec("openai") is None:
-            raise ModelConfigurationError(
-                f"The model '{provider}:{model_name}' needs the 'openai' package, "
-                "which is not installed.",
-                hint="run: pip install 'subagents[openai]'",
-            )
         if provider == "ollama" and base_url is None:
             base_url = OLLAMA_DEFAULT_BASE_URL
-        self.model_name = model_name
-        self.provider = provider
-        self.base_url = base_url
-        self.timeout_seconds = timeout_seconds
-        self.connect_timeout_seconds = connect_timeout_seconds
-        self._key_source = api_key_source or (
-            f"OPENAI_API_KEY (or the variable named by [providers.{provider}] api_key_env)"
-        )
-        self._api_key = api_key or self._default_key()
-        self._policy = self._retry_policy(max_retries, sleep)
+        super().__init__(model_name, provider=provider, base_url=base_url, **options)
         self._effort_refused = False
         self.tool_calls = tool_calls
-
-    def _default_key(self) -> str:
-        if self.provider == "openai" and self.base_url is None:
-            key = os.environ.get("OPENAI_API_KEY")
-            if not key:
-                raise ModelConfigurationError(
-                    f"No API key for '{self.name}'.",
-                    hint=f"set {self._key_source} in the environment",
-                )
-            return key
-        return _NO_KEY_NEEDED
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model_name}"
-
-    def _new_client(self) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(**self._client_options())
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         if self.tool_calls == "text":
@@ -415,9 +356,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
                 return _read_schema_turn(response)
             return self._read_text_calls(response, request)
 
-        return await call_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
-        )
+        return await self._request(attempt)
 
     async def request_json(
         self, request: ModelRequest, schema: dict[str, Any], *, name: str = "answer"
@@ -433,34 +372,16 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         async def attempt() -> ModelResponse:
             return _response_from_completion(await self._create(params), self.name)
 
-        return await call_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
-        )
+        return await self._request(attempt)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if self.tool_calls == "schema":
             return _whole(lambda: self.request(request))
         params = self._params(request)
-
-        async def attempt() -> AsyncGenerator[StreamEvent, None]:
-            stream = await self._create(params, stream=True, stream_options={"include_usage": True})
-            assembler = _ChunkAssembler()
-            async with stream:
-                async for chunk in stream:
-                    text = assembler.add(chunk)
-                    if text:
-                        yield TextDelta(text)
-            yield ResponseCompleted(self._read_text_calls(assembler.finish(self.name), request))
-
-        return stream_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
-        )
-
-    def _schema_hint(self) -> str:
-        return (
-            f'[providers.{self.provider}] tool_calls = "schema" needs a server that takes '
-            "response_format with a JSON schema; run: subagents models check "
-            f"{self.name}, and set tool_calls to what it recommends"
+        return self._stream(
+            lambda: self._create(params, stream=True, stream_options={"include_usage": True}),
+            _ChunkAssembler,
+            lambda response: self._read_text_calls(response, request),
         )
 
     def _read_text_calls(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
@@ -468,39 +389,16 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             return read_text_tool_calls(response, request.tools)
         return response
 
-    def _redact(self, text: str) -> str:
-        if self._api_key == _NO_KEY_NEEDED:
-            return text
-        return super()._redact(text)
-
-    def _classify(self, exc: BaseException) -> Failure | None:
-        import openai
-
-        if isinstance(exc, openai.APIStatusError):
-            message = error_message_from_body(exc.body, exc.message)
-            failure = status_failure(
-                exc.status_code,
-                self._redact(message),
-                exc.response.headers,
-                auth_hint=f"check the API key in {self._key_source}",
-                model_hint=f"check the model name {self.model_name!r} and the server at "
-                f"{self.endpoint}",
+    def _status_failure(self, exc: Any, message: str) -> Failure:
+        failure = super()._status_failure(exc, message)
+        if self.tool_calls == "schema" and exc.status_code in (400, 422):
+            hint = (
+                f'[providers.{self.provider}] tool_calls = "schema" needs a server that takes '
+                "response_format with a JSON schema; run: subagents models check "
+                f"{self.name}, and set tool_calls to what it recommends"
             )
-            if self.tool_calls == "schema" and exc.status_code in (400, 422):
-                failure = replace(failure, hint=self._schema_hint())
-            return failure
-        transport = self._transport_failure(
-            exc, timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError
-        )
-        if transport is not None:
-            return transport
-        if isinstance(exc, openai.APIError):
-            return Failure(
-                self._redact(error_message_from_body(exc.body, exc.message)),
-                retryable=False,
-                hint="the provider reported an error; check its status and the request",
-            )
-        return None
+            failure = replace(failure, hint=hint)
+        return failure
 
 
 def _read_schema_turn(response: ModelResponse) -> ModelResponse:

@@ -26,7 +26,14 @@ from typing import Any, Literal
 
 from subagents.errors import SubagentsError
 from subagents.messages import UserMessage
-from subagents.models.base import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
+from subagents.models.base import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ToolSpec,
+    close_model,
+)
 from subagents.models.settings import ToolCallMode
 
 __all__ = [
@@ -107,7 +114,7 @@ async def check_model(
     try:
         await _probe_all(check, native, build, timeout_seconds)
     finally:
-        await _close(native)
+        await close_model(native)
     check.recommendation = recommend(check)
     return check
 
@@ -186,7 +193,7 @@ async def _probe_all(
         weather = ask("What is the weather in Paris?", PROBE_TOOL)
         await probe("schema tool call", schema_model.request(weather), _called_once)
     finally:
-        await _close(schema_model)
+        await close_model(schema_model)
 
 
 _Judge = Callable[[ModelResponse], ProbeResult]
@@ -265,9 +272,3 @@ def _obeyed(response: ModelResponse) -> ProbeResult:
     ):
         return ProbeResult("", "yes", "response_format accepted and obeyed")
     return ProbeResult("", "no", f"accepted but not obeyed: answered {_shown(response.text)}")
-
-
-async def _close(model: Model) -> None:
-    close = getattr(model, "aclose", None)
-    if close is not None:
-        await close()

@@ -165,6 +165,9 @@ class ScriptedModel:
         async for event in _stream_response(response):
             yield event
 
+    async def aclose(self) -> None:
+        """Nothing to release; the script stays where it was."""
+
 
 FunctionResult = ModelResponse | str
 ModelFunction = Callable[[ModelRequest], FunctionResult | Awaitable[FunctionResult]]
@@ -197,3 +200,6 @@ class FunctionModel:
         response = await self.request(request)
         async for event in _stream_response(response):
             yield event
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

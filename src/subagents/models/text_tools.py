@@ -30,6 +30,7 @@ from subagents.models.base import (
     ResponseCompleted,
     StreamEvent,
     ToolSpec,
+    close_model,
 )
 from subagents.models.text_calls import (
     MAX_SCANNED_CHARS,
@@ -167,6 +168,4 @@ class TextToolCallModel:
                 yield event
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await close_model(self.inner)

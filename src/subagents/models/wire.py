@@ -22,6 +22,7 @@ __all__ = [
     "count",
     "decoded_tool_call",
     "field",
+    "items",
     "text",
     "tool_call_id",
     "tool_name",
@@ -37,6 +38,11 @@ def field(value: Any, name: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def items(value: Any) -> list[Any]:
+    """A list field's items; nothing when it is not a list."""
+    return list(value) if isinstance(value, list | tuple) else []
 
 
 def count(value: Any) -> int:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.messages import Usage
-from subagents.models.base import Model, ModelSettings
+from subagents.models.base import Model, ModelSettings, close_model
 from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.delegation import Delegation
@@ -904,7 +904,7 @@ class Runtime:
         if record.agent_name in self._agent_models:
             return self._agent_models[record.agent_name]
         main = self._main_model
-        if parent is None and isinstance(main, Model) and main.name == record.model:
+        if parent is None and not isinstance(main, str | None) and main.name == record.model:
             return main
         if parent is not None and parent.model.name == record.model:
             return parent.model
@@ -952,10 +952,7 @@ class Runtime:
             self._mcp_tools, self._base_tools = (), None
             await manager.aclose()
         while self._built_models:
-            model = self._models.pop(self._built_models.pop())
-            close = getattr(model, "aclose", None)
-            if close is not None:
-                await close()
+            await close_model(self._models.pop(self._built_models.pop()))
 
 
 def _check_task_id(task_id: str) -> None:

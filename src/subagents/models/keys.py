@@ -1,0 +1,128 @@
+"""The API key of a provider, in one place: where it is read from, when its absence is an
+error, and what that error says. The rules per provider come from its registry entry
+(:class:`~subagents.models.registry.Provider`: ``key_variable`` and ``needs_key``).
+
+The key is, in order: ``[providers.NAME] api_key`` (discouraged: it sits in a file), the
+variable named by ``[providers.NAME] api_key_env`` (an error when it is unset, whatever the
+provider), then the provider's usual variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from subagents.errors import ModelConfigurationError
+from subagents.models.registry import ApiKey, Provider, find_provider
+
+if TYPE_CHECKING:
+    from subagents.models.settings import ProviderSettings
+
+__all__ = [
+    "api_key",
+    "default_key",
+    "key_source",
+    "missing_key_error",
+    "missing_key_variable",
+]
+
+
+def key_source(name: str, settings: ProviderSettings | None, variable: str | None) -> str:
+    """Where the key of provider ``name`` is looked up (``variable``: its usual one), for
+    messages."""
+    if settings is not None and settings.api_key is not None:
+        return f"[providers.{name}] api_key in config.toml"
+    if settings is not None and settings.api_key_env:
+        return f"{settings.api_key_env} (named by [providers.{name}] api_key_env)"
+    if variable is None:
+        return f"the variable named by [providers.{name}] api_key_env"
+    return f"{variable} (or the variable named by [providers.{name}] api_key_env)"
+
+
+def missing_key_error(spec: str, source: str) -> ModelConfigurationError:
+    return ModelConfigurationError(
+        f"No API key for the model {spec!r}.", hint=f"set {source} in the environment"
+    )
+
+
+def api_key(
+    spec: str,
+    provider: Provider,
+    settings: ProviderSettings,
+    env: Mapping[str, str],
+) -> ApiKey:
+    """The key for ``spec`` (``NAME:MODEL``) served by ``provider``; raises
+    ModelConfigurationError when ``api_key_env`` names an unset variable, or when the provider
+    needs a key and none is set."""
+    name = spec.partition(":")[0]
+    variable = provider.key_variable
+    source = key_source(name, settings, variable)
+    if settings.api_key is not None:
+        value = settings.api_key.get_secret_value() or None
+    elif settings.api_key_env:
+        value = env.get(settings.api_key_env) or None
+        if value is None:
+            raise ModelConfigurationError(
+                f"[providers.{name}] api_key_env names {settings.api_key_env}, which is not set.",
+                hint=f"set {settings.api_key_env} in the environment, or change api_key_env "
+                "in config.toml",
+            )
+    else:
+        value = (env.get(variable) or None) if variable else None
+    if value is None and provider.needs_key(settings):
+        if settings.api_key is not None:
+            raise ModelConfigurationError(
+                f"No API key for the model {spec!r}: [providers.{name}] api_key is empty.",
+                hint=f"give [providers.{name}] api_key a value in config.toml, or remove it "
+                f"to read the key from {key_source(name, None, variable)}",
+            )
+        raise missing_key_error(spec, source)
+    return ApiKey(value, source)
+
+
+def default_key(name: str, base_url: str | None, model_name: str, value: str | None) -> ApiKey:
+    """The key of a model class built directly (no ``[providers.NAME]`` table applies):
+    ``value`` if given, else the provider's usual variable when it needs a key, else none -
+    one provider's key is never sent to another's server."""
+    from subagents.models.settings import ProviderSettings
+
+    settings = ProviderSettings(base_url=base_url)
+    try:
+        provider = find_provider(name, settings)
+    except ModelConfigurationError:
+        provider = None
+    source = key_source(name, None, provider.key_variable if provider is not None else None)
+    if value is not None or provider is None or not provider.needs_key(settings):
+        return ApiKey(value, source)
+    return api_key(f"{name}:{model_name}", provider, settings, os.environ)
+
+
+def missing_key_variable(
+    name: str, settings: ProviderSettings | None, env: Mapping[str, str]
+) -> str | None:
+    """The environment variable a model of provider ``name`` needs and lacks here, else
+    ``None`` (``agents list`` and the fallback to the parent's model use it).
+
+    The rules of :func:`api_key`: a key in config or in the configured variable counts; an
+    unset ``api_key_env`` is missing for every provider; otherwise the provider says whether
+    it needs a key (``openai`` with a ``base_url``, ``ollama`` and other servers do not).
+    A provider that is not known here, or cannot be loaded, is not judged.
+    """
+    if settings is not None and settings.api_key_env and settings.api_key is None:
+        return None if env.get(settings.api_key_env) else settings.api_key_env
+    from subagents.models.settings import ProviderSettings
+
+    settings = settings or ProviderSettings()
+    try:
+        provider = find_provider(name, settings)
+        if provider is None or not provider.needs_key(settings):
+            return None
+        variable = provider.key_variable
+    except ModelConfigurationError:
+        return None
+    if settings.api_key is not None:
+        return None if settings.api_key.get_secret_value() else f"[providers.{name}] api_key"
+    if variable is None:
+        return f"[providers.{name}] api_key_env"
+    return None if env.get(variable) else variable
