@@ -53,14 +53,15 @@ def check_command(
         resolved = resolve_model_string(model, config.models)
         provider = resolved.partition(":")[0]
         build = _builder(config, resolved, timeout)
-        if provider == "llamacpp":  # in-process: no server, no native calls
+        settings = config.providers.get(provider)
+        if provider == "llamacpp" and (settings is None or settings.base_url is None):
+            # in-process: no server, no native calls
             build("schema")  # a missing file or package is reported before any probe
             check = asyncio.run(check_in_process_model(build, timeout_seconds=timeout))
         else:
             build("native")  # a missing key or an unknown provider is reported before any probe
             check = asyncio.run(check_model(build, timeout_seconds=timeout))
     redactor = Redactor(known_credentials(config))
-    settings = config.providers.get(provider)
     configured = tool_call_mode(provider, settings)
     if as_json:
         data = redactor.value({**check.to_dict(), "provider": provider})
