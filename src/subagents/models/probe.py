@@ -22,12 +22,13 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from subagents.errors import SubagentsError
 from subagents.messages import UserMessage
 from subagents.models.base import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
 from subagents.models.settings import ToolCallMode
+from subagents.status import ProbeStatus
 
 __all__ = [
     "PROBE_TOOL",
@@ -38,7 +39,6 @@ __all__ = [
     "recommend",
 ]
 
-ProbeStatus = Literal["yes", "no", "skipped"]
 
 PROBE_TOOL = ToolSpec(
     "get_weather",
