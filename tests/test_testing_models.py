@@ -168,8 +168,9 @@ async def test_function_model_sees_messages_and_tools_and_may_be_async() -> None
 
 
 async def test_a_fully_played_script_passes_assert_consumed() -> None:
-    model = ScriptedModel([tool_call_response("Read", {"file_path": "a.txt"}), "done"])
-    assert len(model.unconsumed) == 2
+    script: list[ScriptItem] = [tool_call_response("Read", {"file_path": "a.txt"}), "done"]
+    model = ScriptedModel(script)
+    assert model.unconsumed == tuple(script)
     await model.request(_request([UserMessage("hi")]))
     await model.request(_request([UserMessage("hi")]))
     assert model.unconsumed == ()
