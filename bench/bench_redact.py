@@ -51,7 +51,7 @@ def _read_source(x: str) -> str:
     return f"{x}\n{SOURCE}"
 
 
-read_source = tool(_read_source, name="echo", read_only=True, run_in_thread=False)
+read_source = tool(name="echo", read_only=True, run_in_thread=False)(_read_source)
 
 
 class Stopwatch:
@@ -125,7 +125,7 @@ def micro(iters: int) -> list[tuple[str, int, float]]:
     rows = []
     for name, text in texts.items():
         repeats = max(3, iters // (1 + len(text) // 16_000))
-        samples = []
+        samples: list[float] = []
         for _ in range(repeats):
             start = time.perf_counter()
             redactor.text(text + str(len(samples)))

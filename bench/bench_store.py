@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from subagents.store import (
     CheckpointRecord,
@@ -64,7 +65,7 @@ class StepFactory:
         seq = self.next_seq[index]
         self.next_seq[index] = seq + 2
         call_id = f"call-{self.turn}"
-        messages = [
+        messages: list[tuple[str, int, dict[str, Any]]] = [
             (
                 session.session_id,
                 seq,
@@ -140,7 +141,9 @@ def measure(commit: Callable[[], object], steps: int, warmup: int) -> dict[str, 
     }
 
 
-def run_case(directory: Path, name: str, *, with_tool: bool, args: argparse.Namespace) -> dict:
+def run_case(
+    directory: Path, name: str, *, with_tool: bool, args: argparse.Namespace
+) -> dict[str, Any]:
     store = SQLiteStore(directory / f"{name}.db")
     try:
         task = TaskRecord(description="bench", prompt="go", workspace=str(directory))

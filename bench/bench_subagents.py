@@ -18,8 +18,19 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+__all__ = [
+    "W1_STEPS",
+    "WORKSPACE",
+    "delegation_runtime",
+    "echo",
+    "fake_model",
+    "main",
+    "w1_session",
+]
 
 PEER_BENCH = Path(
     os.environ.get("PEER_BENCH_DIR", Path(__file__).resolve().parents[2] / "shared" / "peer-bench")
@@ -48,6 +59,7 @@ from subagents.definitions.model import AgentDefinition  # noqa: E402
 from subagents.inventory import Inventory  # noqa: E402
 from subagents.messages import AssistantMessage, ToolCall  # noqa: E402
 from subagents.models.base import ModelRequest, ModelResponse  # noqa: E402
+from subagents.runtime.result import RunResult  # noqa: E402
 from subagents.runtime.runtime import Runtime  # noqa: E402
 from subagents.runtime.session import Session  # noqa: E402
 from subagents.testing import FunctionModel  # noqa: E402
@@ -100,9 +112,9 @@ async def _async_echo(x: str) -> str:
 # writes it as `async def`, which is what a user does for a tool that never blocks.
 _TOOL_KIND = os.environ.get("BENCH_TOOL", "thread")
 if _TOOL_KIND == "async":
-    echo = tool(_async_echo, name="echo", read_only=True)
+    echo = tool(name="echo", read_only=True)(_async_echo)
 else:
-    echo = tool(_echo, name="echo", read_only=True, run_in_thread=_TOOL_KIND != "inline")
+    echo = tool(name="echo", read_only=True, run_in_thread=_TOOL_KIND != "inline")(_echo)
 VERSIONS["tool"] = _TOOL_KIND
 
 
@@ -153,14 +165,14 @@ def delegation_runtime(sub_rounds: int, fanout: int, latency: float) -> Runtime:
 async def main() -> None:
     args = parse_args()
     if args.workload in ("w1", "check"):
-        run = lambda: w1_session().run("go")  # noqa: E731
+        run: Callable[[], Awaitable[RunResult]] = lambda: w1_session().run("go")  # noqa: E731
         result = await run()
         assert result.output == "done", result
         if args.workload == "check":
             print(dict(COUNTS))
             COUNTS.clear()
         else:
-            stats = await time_async(run, args.warmup or 50, args.iters or 1000)
+            stats: dict[str, Any] = await time_async(run, args.warmup or 50, args.iters or 1000)
             stats["per_model_turn_us"] = stats["median_ms"] * 1e3 / (W1_STEPS + 1)
             stats["cpu_per_model_turn_us"] = stats["cpu_median_ms"] * 1e3 / (W1_STEPS + 1)
             emit("subagents", "w1", stats, VERSIONS)
@@ -188,7 +200,7 @@ async def main() -> None:
             times.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         assert result.output == "done", result
-        stats: dict[str, Any] = {
+        stats = {
             "wall_ms_each": [t * 1e3 for t in times],
             "median_ms": sorted(times)[len(times) // 2] * 1e3,
             "cpu_ms_each": [c * 1e3 for c in cpus],

@@ -53,7 +53,9 @@ def run_json(
     )
     if completed.returncode != 0:
         raise RuntimeError(f"{script.name} {' '.join(args)} failed:\n{completed.stderr[-2000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    row = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert isinstance(row, dict)
+    return row
 
 
 def frameworks(with_peers: bool, variants: bool = False) -> list[tuple[str, str, Path]]:

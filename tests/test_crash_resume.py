@@ -43,7 +43,9 @@ def wait_for_task(store: Path, task_id: str) -> None:
 
 
 def last_json(text: str) -> dict[str, Any]:
-    return json.loads(text.strip().splitlines()[-1])
+    value = json.loads(text.strip().splitlines()[-1])
+    assert isinstance(value, dict)
+    return value
 
 
 def run_and_kill(store: Path, workspace: Path, delay: float) -> tuple[str, bool]:

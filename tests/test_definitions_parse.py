@@ -12,6 +12,7 @@ import pytest
 from subagents.definitions import (
     MAX_AGENT_FILE_BYTES,
     NAME_PATTERN,
+    AgentDefinition,
     dialect_for_path,
     parse_agent_file,
     parse_agent_mapping,
@@ -40,8 +41,8 @@ You review code. Report problems with file and line.
 """
 
 
-def md(text: str, **kwargs: object) -> object:
-    return parse_agent_text(text, dialect="markdown", **kwargs)  # type: ignore[arg-type]
+def md(text: str, *, source_path: Path | None = None) -> AgentDefinition:
+    return parse_agent_text(text, dialect="markdown", source_path=source_path)
 
 
 def write(path: Path, content: str | bytes) -> Path:

@@ -20,7 +20,7 @@ from subagents.definitions import (
 def agent(**fields: object) -> AgentDefinition:
     base: dict[str, object] = {"name": "a", "description": "d", "system_prompt": "p"}
     base.update(fields)
-    return validate_definition(AgentDefinition(**base))  # type: ignore[arg-type]
+    return validate_definition(AgentDefinition(**base))
 
 
 def test_direct_construction_defaults() -> None:

@@ -77,6 +77,8 @@ async def test_child_sees_only_its_prompt_never_the_parent_history(tmp_path: Pat
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert spawn.success and spawn.subagent_type == "helper" and spawn.summary == "child answer"
     assert spawn.resolved_model == child.name and spawn.background is False
+    child.assert_consumed()
+    main.assert_consumed()
 
 
 async def test_forbidden_tool_is_refused_however_often_the_model_insists(tmp_path: Path) -> None:
@@ -101,6 +103,8 @@ async def test_forbidden_tool_is_refused_however_often_the_model_insists(tmp_pat
     refusals = [m for m in insistent.requests[-1].messages if isinstance(m, ToolResultMessage)]
     assert len(refusals) == 4 and all(r.is_error for r in refusals)
     assert all("not available" in r.content for r in refusals)
+    insistent.assert_consumed()  # it insisted all five turns: no loop stop cut it short
+    main.assert_consumed()
     assert sorted(spec.name for spec in insistent.requests[0].tools) == ["Grep", "Read"]
 
 

@@ -407,7 +407,7 @@ async def test_the_configured_policy_settles_an_interrupted_side_effect(
             await asyncio.sleep(3600)
         return f"deployed {version}"
 
-    config = Config(subagents=SubagentsSettings(interrupted_tool_calls=policy))  # type: ignore[arg-type]
+    config = Config(subagents=SubagentsSettings(interrupted_tool_calls=policy))
     plans: dict[str, Plan] = {"main": [("Deploy", {"version": "v3"})]}
     task_id = "cccccccc-2222-4333-8444-555555555555"
     with open_store(tmp_path / "state.db") as store:

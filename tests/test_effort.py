@@ -20,7 +20,13 @@ from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from subagents.definitions import parse_agent_file
 from subagents.definitions.model import AgentDefinition
 from subagents.errors import ModelError
-from subagents.messages import AssistantMessage, UserMessage, message_from_dict, message_to_dict
+from subagents.messages import (
+    AssistantMessage,
+    Message,
+    UserMessage,
+    message_from_dict,
+    message_to_dict,
+)
 from subagents.models.anthropic import THINKING_ANSWER_TOKENS, THINKING_BUDGETS, AnthropicModel
 from subagents.models.base import ModelRequest, ModelSettings, ResponseCompleted
 from subagents.models.openai import OpenAIChatModel
@@ -336,7 +342,7 @@ def _loop(reasoning: tuple[dict[str, Any], ...]) -> ModelRequest:
     from subagents.messages import ToolCall, ToolResultMessage
 
     call = ToolCall("toolu_1", "LS", {"path": "."})
-    messages = [
+    messages: list[Message] = [
         UserMessage("what is here?"),
         AssistantMessage("", (call,), reasoning=reasoning),
         ToolResultMessage("toolu_1", "LS", "notes.txt"),

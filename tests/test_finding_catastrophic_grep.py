@@ -11,6 +11,7 @@ import asyncio
 import sys
 import threading
 from pathlib import Path
+from types import FrameType
 
 import pytest
 import regex
@@ -39,12 +40,12 @@ def workspace(tmp_path: Path) -> Path:
 
 def threads_inside_search_code() -> list[str]:
     """Names of the threads (other than this one) whose stack is inside Grep or Glob."""
-    busy = []
+    busy: list[str] = []
     for thread_id, frame in sys._current_frames().items():
         if thread_id == threading.get_ident():
             continue
-        stack = []
-        current = frame
+        stack: list[str] = []
+        current: FrameType | None = frame
         while current is not None:
             stack.append(current.f_code.co_filename)
             current = current.f_back

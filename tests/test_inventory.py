@@ -350,7 +350,7 @@ def test_disabled_agents_and_builtins(repo: Path, home: Path) -> None:
     assert inventory.records["reviewer"].status == "disabled"
     assert inventory.records["explore"].status == "disabled"
     assert "disabled" in inventory.records["reviewer"].detail
-    assert sorted(n for n, _ in kinds(inventory, "disabled")) == ["explore", "reviewer"]
+    assert sorted(str(n) for n, _ in kinds(inventory, "disabled")) == ["explore", "reviewer"]
     assert [n for n, _ in kinds(inventory, "skipped")] == ["ghost"]
     with pytest.raises(AgentUnavailableError) as caught:
         inventory.get("explore")

@@ -82,7 +82,8 @@ async def test_subagent_calls_an_mcp_tool_and_the_parent_gets_the_answer(
     )
     try:
         result = await runtime.run("What is 2 + 3?")
-        assert runtime.mcp is not None and runtime.mcp.failures == {}
+        mcp = runtime.mcp  # a local: runtime.mcp itself is None again after aclose()
+        assert mcp is not None and mcp.failures == {}
         record = runtime.inventory.get("calculator")
     finally:
         await runtime.aclose()

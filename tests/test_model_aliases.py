@@ -255,9 +255,17 @@ class Events:
 
 
 async def run_delegation(
-    tmp_path: Path, definition: AgentDefinition, *, cfg: str = "", **kwargs: Any
+    tmp_path: Path,
+    definition: AgentDefinition,
+    *,
+    cfg: str = "",
+    child_on_main: bool = True,
+    **kwargs: Any,
 ) -> tuple[Runtime, ScriptedModel, Events]:
-    main = ScriptedModel([kwargs.pop("call", task(definition.name)), "child", "end"], name="t:main")
+    """Main delegates once and then answers "end"; the child answers "child" on the main
+    model's script when ``child_on_main`` (a fallback), else on its own model."""
+    child = ["child"] if child_on_main else []
+    main = ScriptedModel([kwargs.pop("call", task(definition.name)), *child, "end"], name="t:main")
     events = Events()
     rt = Runtime(
         cwd=tmp_path,
@@ -268,7 +276,9 @@ async def run_delegation(
         permission_mode="bypassPermissions",
         **kwargs,
     )
-    await rt.run("go")
+    result = await rt.run("go")
+    assert result.output == "end"
+    main.assert_consumed()
     return rt, main, events
 
 
@@ -321,8 +331,12 @@ async def test_a_tier_with_its_key_runs_on_its_own_model(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     sonnet = ScriptedModel(["from sonnet"], name=TIER_ALIASES["sonnet"])
     rt, _, events = await run_delegation(
-        tmp_path, agent("debugger", model="sonnet"), models={TIER_ALIASES["sonnet"]: sonnet}
+        tmp_path,
+        agent("debugger", model="sonnet"),
+        models={TIER_ALIASES["sonnet"]: sonnet},
+        child_on_main=False,
     )
+    sonnet.assert_consumed()
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert spawn.resolved_model == TIER_ALIASES["sonnet"]
     assert spawn.summary == "from sonnet"
@@ -336,7 +350,9 @@ async def test_a_models_mapping_runs_the_tier_on_another_provider(tmp_path: Path
         agent("debugger", model="sonnet"),
         cfg='[models]\nsonnet = "ollama:mapped"\n',
         models={"ollama:mapped": mapped},
+        child_on_main=False,
     )
+    mapped.assert_consumed()
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert (spawn.resolved_model, spawn.summary) == ("ollama:mapped", "from mapped")
     assert events.fallbacks() == []
@@ -345,8 +361,12 @@ async def test_a_models_mapping_runs_the_tier_on_another_provider(tmp_path: Path
 async def test_a_model_pinned_in_python_wins_without_a_fallback(tmp_path: Path) -> None:
     pinned = ScriptedModel(["from pinned"], name="t:pinned")
     rt, _, events = await run_delegation(
-        tmp_path, agent("debugger", model="sonnet"), agent_models={"debugger": pinned}
+        tmp_path,
+        agent("debugger", model="sonnet"),
+        agent_models={"debugger": pinned},
+        child_on_main=False,
     )
+    pinned.assert_consumed()
     (spawn,) = rt.last_delegation.spawn_results  # type: ignore[union-attr]
     assert spawn.summary == "from pinned"
     assert events.fallbacks() == []
@@ -367,6 +387,7 @@ async def test_error_mode_refuses_to_start_the_agent_and_tells_the_model(tmp_pat
         tmp_path,
         agent("debugger", model="sonnet"),
         cfg='[subagents]\nmodel_fallback = "error"\n',
+        child_on_main=False,  # the child never starts
     )
     assert rt.last_delegation.spawn_results == []  # type: ignore[union-attr]
     assert events.fallbacks() == []

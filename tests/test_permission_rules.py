@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -103,8 +103,9 @@ def test_rule_entries_are_not_reported_as_unknown_tools(tmp_path: Path) -> None:
 
 
 _NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True)
+_SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 _SPECIFIER = st.text(
-    st.characters(blacklist_characters="()\n\r", blacklist_categories=("Cs",)), max_size=12
+    st.characters(exclude_characters="()\n\r", exclude_categories=_SURROGATES), max_size=12
 )
 _ENTRY = st.one_of(
     _NAME, st.builds(lambda n, s: f"{n}({s.strip()})", _NAME, _SPECIFIER.filter(str.strip))

@@ -118,6 +118,7 @@ def test_default_timeouts_give_up_on_a_silent_provider_in_about_two_minutes() ->
     model = build_model("ollama:llama3", env={})
     assert isinstance(model, OpenAIChatModel)
     timeout = model._client().timeout
+    assert timeout is not None and not isinstance(timeout, float)  # an httpx.Timeout
     assert (timeout.read, timeout.connect) == (120.0, 10.0)
     configured = build_model(
         "ollama:llama3",
@@ -125,7 +126,9 @@ def test_default_timeouts_give_up_on_a_silent_provider_in_about_two_minutes() ->
         env={},
     )
     assert isinstance(configured, OpenAIChatModel)
-    assert (configured._client().timeout.read, configured._client().timeout.connect) == (900, 3)
+    timeout = configured._client().timeout
+    assert timeout is not None and not isinstance(timeout, float)  # an httpx.Timeout
+    assert (timeout.read, timeout.connect) == (900, 3)
 
 
 async def test_a_hung_openai_provider_fails_after_one_timeout_naming_the_setting(

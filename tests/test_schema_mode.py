@@ -19,7 +19,13 @@ from typer.testing import CliRunner
 from fakes.openai_server import FakeOpenAIServer
 from fakes.schema_server import SchemaEnforcingServer
 from subagents.cli.app import app
-from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from subagents.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from subagents.models.base import ModelRequest, ToolSpec
 from subagents.models.openai import OpenAIChatModel
 from subagents.models.schema_turns import history_messages, read_turn, turn_schema
@@ -213,7 +219,7 @@ def test_read_turn_survives_deep_nesting() -> None:
 def test_history_has_no_tool_messages_and_alternates() -> None:
     call = ToolCall("c1", "Read", {"file_path": "a"})
     refused = read_turn("nonsense")[1][0]
-    messages = [
+    messages: list[Message] = [
         UserMessage("go"),
         AssistantMessage(tool_calls=(call,)),
         ToolResultMessage("c1", "Read", "contents"),

@@ -27,7 +27,7 @@ from subagents.runtime.runtime import Runtime
 from subagents.store.export import export_task, import_task
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel, ScriptedModel, text_response, tool_call_response
-from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
+from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionMode
 
 Plan = list[tuple[str, dict[str, Any]]]
 
@@ -78,12 +78,12 @@ class Approver:
         return ApprovalDecision(approved=self.approve, reason=None if self.approve else "no")
 
 
-def agent(name: str, mode: str | None = None, **kwargs: Any) -> AgentDefinition:
+def agent(name: str, mode: PermissionMode | None = None, **kwargs: Any) -> AgentDefinition:
     return AgentDefinition(
         name=name,
         description=f"The {name} agent.",
         system_prompt=f"You are {name}.",
-        permission_mode=mode,  # type: ignore[arg-type]
+        permission_mode=mode,
         **kwargs,
     )
 
@@ -94,7 +94,7 @@ def agent(name: str, mode: str | None = None, **kwargs: Any) -> AgentDefinition:
 @pytest.mark.parametrize("child_mode", ["acceptEdits", "bypassPermissions", "default", None])
 @pytest.mark.parametrize("headless", ["allow", "deny"])
 async def test_plan_mode_stays_read_only_through_every_level_of_delegation(
-    tmp_path: Path, child_mode: str | None, headless: str
+    tmp_path: Path, child_mode: PermissionMode | None, headless: str
 ) -> None:
     attempts: Plan = [write("child.txt"), bash("touch child_bash.txt")]
     grand_attempts: Plan = [write("grand.txt"), bash("touch grand_bash.txt")]
@@ -206,7 +206,7 @@ PROTECTED_TARGETS = [
 
 @pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions", "default"])
 async def test_protected_files_are_refused_where_nobody_can_approve(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: PermissionMode
 ) -> None:
     (tmp_path / ".git").mkdir()
     main = attacker("main", [write(target) for target in PROTECTED_TARGETS])
@@ -214,7 +214,7 @@ async def test_protected_files_are_refused_where_nobody_can_approve(
         cwd=tmp_path,
         model=main,
         permission_mode=mode,
-        headless="allow",  # type: ignore[arg-type]
+        headless="allow",
     )
     result = await runtime.run("go")
     assert result.status == "completed"

@@ -72,6 +72,7 @@ async def test_multi_turn_run_reads_greps_and_edits_real_files(tmp_path: Path) -
 
     assert result.status == "completed"
     assert result.output == "Fixed the typo in src/app.py."
+    model.assert_consumed()
     assert (tmp_path / "src" / "app.py").read_text() == "def greet():\n    return 'hello'\n"
     grep_result, read_result, edit_result = tool_results(session)
     assert "app.py" in grep_result.content and "util.py" not in grep_result.content
@@ -116,6 +117,7 @@ async def test_unknown_tool_and_raising_tool_become_errors(tmp_path: Path) -> No
     assert unknown.is_error and "nope" in unknown.content and "add" in unknown.content
     assert exploded.is_error and "kaboom" in exploded.content
     assert result.status == "completed"
+    model.assert_consumed()
 
 
 async def test_malformed_json_arguments_reach_the_model_as_an_error(tmp_path: Path) -> None:
@@ -127,6 +129,7 @@ async def test_malformed_json_arguments_reach_the_model_as_an_error(tmp_path: Pa
     await session.run("go")
     (result,) = tool_results(session)
     assert result.is_error and "JSON" in result.content
+    model.assert_consumed()
 
 
 async def test_turn_limit_returns_partial_output_marked_as_such(tmp_path: Path) -> None:

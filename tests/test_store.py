@@ -95,8 +95,12 @@ def test_commit_writes_a_step_atomically_and_numbers_checkpoints(store: SQLiteSt
     third = write_steps(store, main, 1, start=2)
     assert [c.sequence for c in first + second + third] == [0, 1, 2, 3, 4, 5]
     assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1, 2, 3, 4, 5]
-    assert store.latest_checkpoint(task.id).sequence == 5
-    assert store.latest_checkpoint(task.id, "child-session").sequence == 4
+    latest, latest_child = (
+        store.latest_checkpoint(task.id),
+        store.latest_checkpoint(task.id, "child-session"),
+    )
+    assert latest is not None and latest.sequence == 5
+    assert latest_child is not None and latest_child.sequence == 4
     assert store.latest_checkpoint("other-task") is None
     assert store.messages("main-session") == [message(0), message(1), message(2)]
     assert [s.session_id for s in store.sessions(task.id)] == ["main-session", "child-session"]
@@ -118,8 +122,9 @@ def test_the_returned_checkpoint_is_a_copy_with_its_sequence(store: SQLiteStore)
     saved = store.commit(StepWrite(task_id=task.id, session=session, checkpoint=checkpoint))
     assert saved is not None and saved.sequence == 0
     assert checkpoint.sequence == 42  # the caller's record is left alone
-    assert store.latest_checkpoint(task.id) == saved
-    assert store.latest_checkpoint(task.id).question == {
+    latest = store.latest_checkpoint(task.id)
+    assert latest == saved
+    assert latest is not None and latest.question == {
         "tool": "Write",
         "arguments": {"path": "a"},
     }

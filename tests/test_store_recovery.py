@@ -18,7 +18,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -175,11 +175,12 @@ def test_a_store_opened_read_only_reads_everything_and_refuses_every_write(
         bundle = store.load_bundle(ids["good_a"])
         assert bundle.messages["good_a-session"]
         assert store.integrity_check() != []  # the damaged rows, found without writing
-        for write in (
+        writes: tuple[Callable[[], object], ...] = (
             lambda: store.create_task(make_task()),
             lambda: store.delete_task(ids["good_a"]),
             lambda: store.set_meta("k", "v"),
-        ):
+        )
+        for write in writes:
             with pytest.raises(StoreError) as caught:
                 write()
             assert f"{path} is read-only here" in caught.value.message

@@ -437,7 +437,7 @@ async def test_a_subagent_without_task_calling_an_agent_name_gets_the_plain_refu
     assert (
         "'notes-reader' is not available to this agent; available: Read."
         in result.messages[-2].content
-    )  # type: ignore[union-attr]
+    )
 
 
 async def test_task_output_for_an_unknown_id_without_background_agents_points_at_task(

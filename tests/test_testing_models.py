@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from subagents.errors import ModelError, ScriptExhaustedError
+from subagents import Runtime
+from subagents.errors import ModelError, ScriptExhaustedError, ScriptNotConsumedError
 from subagents.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from subagents.models.base import (
     Model,
@@ -18,6 +21,7 @@ from subagents.models.base import (
 from subagents.testing import (
     FunctionModel,
     ScriptedModel,
+    ScriptItem,
     text_response,
     tool_call_response,
     tool_calls_response,
@@ -158,3 +162,70 @@ async def test_function_model_sees_messages_and_tools_and_may_be_async() -> None
     assert isinstance(events[-1], ResponseCompleted)
     assert events[-1].response.text == "LOUD"
     assert events[-1].response.model_name == "test:async"
+
+
+# -- a script the run did not finish ----------------------------------------------------------
+
+
+async def test_a_fully_played_script_passes_assert_consumed() -> None:
+    script: list[ScriptItem] = [tool_call_response("Read", {"file_path": "a.txt"}), "done"]
+    model = ScriptedModel(script)
+    assert model.unconsumed == tuple(script)
+    await model.request(_request([UserMessage("hi")]))
+    await model.request(_request([UserMessage("hi")]))
+    assert model.unconsumed == ()
+    model.assert_consumed()
+
+
+async def test_leftover_responses_are_named_in_order_with_what_they_would_have_done() -> None:
+    leftovers: list[ScriptItem] = [
+        tool_call_response("Grep", {"pattern": "TODO"}),
+        "the final answer",
+        ModelError("provider down"),
+        "four",
+        "five",
+    ]
+    model = ScriptedModel(["first", *leftovers], name="test:long")
+    await model.request(_request([UserMessage("hi")]))
+    assert model.unconsumed == tuple(leftovers)
+    with pytest.raises(ScriptNotConsumedError) as caught:
+        model.assert_consumed()
+    error = caught.value
+    assert error.unconsumed == tuple(leftovers)
+    assert error.message == (
+        "ScriptedModel 'test:long' answered 1 requests and left 5 scripted responses unused: "
+        "#2: call Grep({'pattern': 'TODO'}); #3: text 'the final answer'; "
+        "#4: raise ModelError('provider down'); and 2 more"
+    )
+    assert error.hint is not None and ".requests" in error.hint
+
+
+def test_a_long_leftover_is_previewed_not_printed_whole() -> None:
+    model = ScriptedModel(["x" * 100_000])
+    with pytest.raises(ScriptNotConsumedError) as caught:
+        model.assert_consumed()
+    assert len(caught.value.message) < 200
+
+
+async def test_the_with_block_checks_the_script_on_a_clean_exit() -> None:
+    with ScriptedModel(["one"]) as model:
+        await model.request(_request([UserMessage("hi")]))
+    unfinished = ScriptedModel(["one", "two"])
+    with (
+        pytest.raises(ScriptNotConsumedError, match="left 1 scripted responses unused"),
+        unfinished,
+    ):
+        await unfinished.request(_request([UserMessage("hi")]))
+
+
+def test_the_with_block_does_not_hide_the_failure_that_ended_it() -> None:
+    with pytest.raises(KeyError), ScriptedModel(["never asked"]):
+        raise KeyError("the test's own failure")
+
+
+async def test_a_run_that_stops_early_is_reported_by_assert_consumed(tmp_path: Path) -> None:
+    model = ScriptedModel(["done early", tool_call_response("Read", {"file_path": "a.txt"})])
+    result = await Runtime(cwd=tmp_path, model=model).run("go")
+    assert result.status == "completed" and result.output == "done early"
+    with pytest.raises(ScriptNotConsumedError, match=r"#2: call Read\(\{'file_path': 'a.txt'\}\)"):
+        model.assert_consumed()

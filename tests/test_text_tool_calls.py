@@ -423,8 +423,9 @@ async def test_a_delegation_written_as_text_reaches_the_subagent(tmp_path: Path)
     child = reader_writing("```json\n" + json.dumps({"name": "Read", "arguments": READ_NOTES}))
     child_answer = child._function  # the child ends its fence on the next line, as they do
 
-    def child_turn(request: ModelRequest) -> Any:
+    def child_turn(request: ModelRequest) -> str:
         answer = child_answer(request)
+        assert isinstance(answer, str)  # reader_writing's turns answer text
         return answer + "\n```" if answer.startswith("```") else answer
 
     reader = AgentDefinition(

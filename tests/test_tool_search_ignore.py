@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from subagents.tools.builtin import builtin_tools
 from subagents.tools.builtin._ignore import MAX_IGNORE_PATTERNS
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 
-Run = Callable[..., Awaitable[ToolOutcome]]
+Run = Callable[..., Coroutine[Any, Any, ToolOutcome]]
 
 _FILES = {
     ".gitignore": "*.log\n.venv/\nbuild/\n/secret_top.py\n*.py[co]\n",

@@ -701,11 +701,11 @@ async def test_webfetch_asks_in_every_mode_but_bypass_and_websearch_never_asks(
         return ApprovalDecision(approved=True)
 
     for mode in ("plan", "default", "acceptEdits"):
-        headless = PermissionPolicy(mode)  # type: ignore[arg-type]
+        headless = PermissionPolicy(mode)
         refused = await headless.check(tools["WebFetch"], fetch_call, ctx)
         assert not refused.approved and "needs approval" in (refused.reason or "")
         assert (await headless.check(tools["WebSearch"], search_call, ctx)).approved
-        attended = PermissionPolicy(mode, approver=approver)  # type: ignore[arg-type]
+        attended = PermissionPolicy(mode, approver=approver)
         assert (await attended.check(tools["WebFetch"], fetch_call, ctx)).approved
     assert asked == ["WebFetch", "WebFetch", "WebFetch"]
     bypass = PermissionPolicy("bypassPermissions")

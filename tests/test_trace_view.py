@@ -370,7 +370,7 @@ _json_values = st.recursive(
     ),
     max_leaves=8,
 )
-_records = st.builds(
+_records: st.SearchStrategy[dict[str, Any]] = st.builds(
     dict,
     kind=st.sampled_from(["step", "tool_call", "session"]),
     step_name=st.sampled_from(["model_call", "session_finished", "Read", "Task", "odd"]),

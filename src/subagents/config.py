@@ -92,6 +92,7 @@ from subagents._preview import preview
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 from subagents.models.settings import ProviderSettings
+from subagents.status import HookEvent
 from subagents.tools.web.settings import WebSettings
 
 if TYPE_CHECKING:
@@ -177,9 +178,6 @@ class ToolsSettings(BaseModel):
             if not name or "=" in name or "\0" in name:
                 raise ValueError(f"{name!r} is not an environment variable name")
         return names
-
-
-HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
 
 
 class HookCommand(BaseModel):

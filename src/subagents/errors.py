@@ -18,6 +18,7 @@ __all__ = [
     "ModelError",
     "ModelRetriesExhaustedError",
     "ScriptExhaustedError",
+    "ScriptNotConsumedError",
     "StoreCorruptError",
     "StoreError",
     "StoreVersionError",
@@ -25,6 +26,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "TracingError",
+    "WorktreeError",
 ]
 
 
@@ -156,6 +158,15 @@ class ScriptExhaustedError(SubagentsError):
     """A ScriptedModel was asked for more responses than it was given."""
 
 
+class ScriptNotConsumedError(SubagentsError):
+    """A ScriptedModel still held responses when its test said the run was over
+    (``assert_consumed()``); ``unconsumed`` holds them."""
+
+    def __init__(self, message: str, *, hint: str | None = None, unconsumed: tuple[object, ...]):
+        self.unconsumed = unconsumed
+        super().__init__(message, hint=hint)
+
+
 class StoreError(SubagentsError):
     """The task store cannot do what was asked (unknown task, busy or unwritable file)."""
 
@@ -178,3 +189,8 @@ class MCPServerError(SubagentsError):
     def __init__(self, server: str, message: str, *, hint: str | None = None) -> None:
         self.server = server
         super().__init__(message, hint=hint)
+
+
+class WorktreeError(SubagentsError):
+    """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
+    commit yet) or a git command failed; the message says what to do."""

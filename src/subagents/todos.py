@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, get_args
+
+from subagents.status import TodoStatus
 
 __all__ = [
     "TODO_STATUSES",
@@ -24,7 +26,6 @@ __all__ = [
     "todos_to_state",
 ]
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
 TODO_STATUSES: tuple[str, ...] = get_args(TodoStatus)
 
 

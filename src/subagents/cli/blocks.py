@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from subagents.runtime import events as ev
+from subagents.status import BlockStatus, block_status
 from subagents.todos import TodoItem
 from subagents.tools.names import TASK_TOOL_NAME
 
@@ -46,22 +47,10 @@ EXPANDED_MESSAGES = 10
 MAX_KEPT_ERRORS = 100
 _MAX_TEXT = 4000  # a message longer than this is cut: the UI never shows more of it
 
-BlockStatus = Literal["initializing", "active", "completed", "error", "cancelled", "paused"]
 MessageKind = Literal["user", "assistant", "tool"]
 
 _FINISHED: frozenset[str] = frozenset({"completed", "error", "cancelled"})
 WAITING_FOR_YOU = "waiting for you"  # the status shown while a person is asked to approve
-
-
-def block_status(run_status: str) -> BlockStatus:
-    """The block status for a session's :data:`~subagents.runtime.result.RunStatus`."""
-    if run_status == "completed":
-        return "completed"
-    if run_status == "cancelled":
-        return "cancelled"
-    if run_status == "awaiting_human":
-        return "paused"
-    return "error"  # failed, max_turns, and anything a newer runtime may add
 
 
 def short_id(agent_id: str) -> str:

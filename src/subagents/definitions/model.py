@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from subagents.status import AgentStatus, PermissionMode
+
 __all__ = [
     "EFFORT_LEVELS",
     "SCOPE_RANK",
@@ -21,8 +23,6 @@ __all__ = [
 ]
 
 Scope = Literal["builtin", "user", "project", "explicit"]
-AgentStatus = Literal["active", "invalid", "disabled"]
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 Dialect = Literal["markdown", "codex-toml", "json", "python"]
 MemoryScope = Literal["user", "project", "local"]
 Isolation = Literal["worktree"]

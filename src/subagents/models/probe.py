@@ -22,7 +22,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from subagents.errors import SubagentsError
 from subagents.messages import UserMessage
@@ -35,6 +35,7 @@ from subagents.models.base import (
     close_model,
 )
 from subagents.models.settings import ToolCallMode
+from subagents.status import ProbeStatus
 
 __all__ = [
     "PROBE_TOOL",
@@ -45,7 +46,6 @@ __all__ = [
     "recommend",
 ]
 
-ProbeStatus = Literal["yes", "no", "skipped"]
 
 PROBE_TOOL = ToolSpec(
     "get_weather",

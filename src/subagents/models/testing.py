@@ -16,9 +16,11 @@ import itertools
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
-from subagents.errors import ScriptExhaustedError
+from subagents._preview import preview
+from subagents.errors import ScriptExhaustedError, ScriptNotConsumedError
 from subagents.messages import ToolCall, Usage
 from subagents.models.base import (
     ModelRequest,
@@ -43,6 +45,8 @@ ScriptItem = ModelResponse | str | BaseException
 _call_ids = itertools.count(1)
 _EMPTY_USAGE = Usage()
 _STREAM_PIECE = re.compile(r"\s*\S+|\s+")
+_SHOWN = 3  # leftover responses an unconsumed-script error names
+_PREVIEW = 60
 
 
 def _next_call_id() -> str:
@@ -114,6 +118,20 @@ def _finish(item: ModelResponse | str, model_name: str) -> ModelResponse:
     )
 
 
+def _describe(item: ScriptItem) -> str:
+    """One scripted response in a few words: what the model would have said or called."""
+    if isinstance(item, BaseException):
+        return f"raise {type(item).__name__}({preview(str(item), _PREVIEW)})"
+    if isinstance(item, str):
+        return f"text {preview(item, _PREVIEW)}"
+    calls = ", ".join(
+        f"{call.name}({preview(call.arguments, _PREVIEW)})" for call in item.tool_calls
+    )
+    if calls:
+        return f"call {calls}"
+    return f"text {preview(item.text, _PREVIEW)}"
+
+
 async def _stream_response(response: ModelResponse) -> AsyncIterator[StreamEvent]:
     for piece in _STREAM_PIECE.findall(response.text):
         yield TextDelta(piece)
@@ -126,6 +144,11 @@ class ScriptedModel:
     A ``str`` in the script is a final text answer; an exception instance is raised when its
     turn comes (to test how callers handle provider failures). When the script runs out,
     :class:`~subagents.errors.ScriptExhaustedError` is raised.
+
+    A run that ends before the script does is just as wrong, and silent: call
+    :meth:`assert_consumed` after the run (or use the model as a context manager, which does on
+    a clean exit) to get :class:`~subagents.errors.ScriptNotConsumedError` naming the leftover
+    responses. ``unconsumed`` lists them without raising.
     """
 
     def __init__(self, responses: Iterable[ScriptItem], *, name: str = "test:scripted") -> None:
@@ -141,6 +164,45 @@ class ScriptedModel:
     def remaining(self) -> int:
         """How many scripted responses are left."""
         return len(self._script)
+
+    @property
+    def unconsumed(self) -> tuple[ScriptItem, ...]:
+        """The scripted responses no request has taken yet, in script order."""
+        return tuple(self._script)
+
+    def assert_consumed(self) -> None:
+        """Raise :class:`~subagents.errors.ScriptNotConsumedError` if responses are left.
+
+        Checked only when called (or on leaving a ``with`` block): never at garbage collection,
+        where an error could not reach the test that caused it.
+        """
+        left = self.unconsumed
+        if not left:
+            return
+        first = self._served + 1
+        shown = "; ".join(
+            f"#{first + index}: {_describe(item)}" for index, item in enumerate(left[:_SHOWN])
+        )
+        more = f"; and {len(left) - _SHOWN} more" if len(left) > _SHOWN else ""
+        raise ScriptNotConsumedError(
+            f"ScriptedModel {self.name!r} answered {self._served} requests and left "
+            f"{len(left)} scripted responses unused: {shown}{more}",
+            hint="the run ended before the script did: the last of .requests shows what the "
+            "model was asked last; drop the extra responses if the early end is intended",
+            unconsumed=left,
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:  # a failing test already says what went wrong
+            self.assert_consumed()
 
     def _next(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(_snapshot(request))

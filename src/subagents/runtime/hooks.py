@@ -21,7 +21,9 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+
+from subagents.status import HookEvent as HookEventName
 
 __all__ = [
     "CommandHook",
@@ -32,8 +34,6 @@ __all__ = [
     "Hooks",
     "compile_matcher",
 ]
-
-HookEventName = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
 
 
 @dataclass(slots=True)

@@ -22,13 +22,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from subagents.messages import message_from_dict, message_to_dict
+from subagents.status import (
+    FINISHED_TASK_STATUSES,
+    TRACE_STATUS_OF_OUTCOME,
+    TRACE_STATUS_OF_SESSION,
+    task_status,
+)
 from subagents.store.base import StepWrite
 from subagents.store.records import (
     CheckpointRecord,
     LedgerStatus,
     SessionRecord,
     TaskRecord,
-    TaskStatus,
     ToolLedgerEntry,
     TraceRecord,
 )
@@ -97,16 +102,11 @@ class Recorder:
     def finish_task(self, result: RunResult) -> None:
         task = self.task
         now = _now()
-        statuses: dict[str, TaskStatus] = {
-            "completed": "completed",
-            "awaiting_human": "awaiting_human",
-            "cancelled": "cancelled",
-        }
-        task.status = statuses.get(result.status, "failed")
+        task.status = task_status(result.status)
         task.result = self.redactor.text(result.output)
         task.error = self.redactor.text(result.error) if result.error else None
         task.updated_at = now
-        task.completed_at = now if task.status in ("completed", "failed", "cancelled") else None
+        task.completed_at = now if task.status in FINISHED_TASK_STATUSES else None
         self.store.update_task(task)
 
     def step(
@@ -266,7 +266,7 @@ class Recorder:
             step_name=call.name,
             message=outcome.status,
             timestamp=_now(),
-            status="error" if failed else "info",
+            status=TRACE_STATUS_OF_OUTCOME[outcome.status],
             agent=session.agent_type,
             duration_ms=outcome.duration_ms,
             data={
@@ -311,7 +311,7 @@ class Recorder:
             step_name=step_name,
             message=self.redactor.text(message),
             timestamp=_now(),
-            status="error" if session.status == "error" else "info",
+            status=TRACE_STATUS_OF_SESSION[session.status],
             agent=session.agent_type,
             duration_ms=None,
             data={

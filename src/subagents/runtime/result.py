@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from subagents.messages import Message, Usage
+from subagents.status import RunStatus
 
 if TYPE_CHECKING:
     from subagents.runtime.pause import HumanQuestion
 
 __all__ = ["RunResult", "RunStatus", "SpawnResult"]
-
-RunStatus = Literal["completed", "max_turns", "failed", "cancelled", "awaiting_human"]
 
 
 @dataclass(slots=True)

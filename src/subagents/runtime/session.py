@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from subagents.messages import (
     AssistantMessage,
@@ -47,6 +47,7 @@ from subagents.runtime.loop_guard import (
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.tool_menu import ToolMenu, description_profile
+from subagents.status import SessionStatus, session_status
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
@@ -65,10 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_TURNS", "Session", "SessionStatus"]
 
 DEFAULT_MAX_TURNS = 50
-
-SessionStatus = Literal[
-    "initializing", "active", "completed", "error", "cancelled", "awaiting_human"
-]
 
 
 @dataclass(slots=True, eq=False)
@@ -671,13 +668,7 @@ class Session:
     def _finish(
         self, status: RunStatus, output: str, started: float, *, error: str | None = None
     ) -> RunResult:
-        self.status = (
-            "completed"
-            if status == "completed"
-            else "cancelled"
-            if status == "cancelled"
-            else "error"
-        )
+        self.status = session_status(status)
         self.summary = output
         result = RunResult(
             output=output,

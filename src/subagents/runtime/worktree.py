@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.errors import SubagentsError
+from subagents.errors import WorktreeError
 
 if TYPE_CHECKING:
     from subagents.tools.permissions import PermissionPolicy
@@ -84,11 +84,6 @@ _NOT_THE_STORE = ":(exclude,glob)**/.subagents/*.db*"
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-class WorktreeError(SubagentsError):
-    """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
-    commit yet) or a git command failed; the message says what to do."""
 
 
 class _GitMissingError(WorktreeError):

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from subagents._preview import preview
+from subagents.status import LedgerStatus, SessionStatus, TaskStatus, TraceStatus
 
 __all__ = [
     "RECORD_SCHEMA_VERSION",
@@ -39,13 +40,6 @@ __all__ = [
 
 RECORD_SCHEMA_VERSION = 1
 """The ``schema_version`` this subagents writes; records above it are refused on read."""
-
-TaskStatus = Literal["pending", "running", "completed", "failed", "awaiting_human", "cancelled"]
-SessionStatus = Literal[
-    "initializing", "active", "completed", "error", "cancelled", "awaiting_human"
-]
-LedgerStatus = Literal["started", "completed", "failed"]
-TraceStatus = Literal["info", "warning", "error"]
 
 
 TASK_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -17,7 +17,7 @@ from collections.abc import Collection, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
@@ -25,6 +25,7 @@ from pydantic_core import to_jsonable_python
 from subagents._preview import preview
 from subagents.errors import ToolError
 from subagents.messages import ToolResultMessage
+from subagents.status import OutcomeStatus
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
     from subagents.tools.permissions import PermissionPolicy
 
 __all__ = ["OutcomeStatus", "ToolOutcome", "execute_tool_call", "render_result"]
-
-OutcomeStatus = Literal["ok", "error", "denied", "timeout"]
 
 
 @dataclass(slots=True)

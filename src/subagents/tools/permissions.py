@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from subagents.errors import ConfigError, ToolError
+from subagents.status import PermissionMode
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
@@ -27,7 +28,6 @@ __all__ = [
     "narrower_mode",
 ]
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 HeadlessPolicy = Literal["allow", "deny"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 
