@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from subagents.errors import ModelError
-from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage
+from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime import events as ev
 from subagents.runtime.events import EventBus
@@ -309,3 +309,36 @@ async def test_notifications_reach_the_model_on_its_next_turn(tmp_path: Path) ->
     await session.run("hello")
     sent = model.requests[0].messages
     assert isinstance(sent[-1], UserMessage) and sent[-1].content == "background job finished"
+
+
+async def test_ids_given_to_calls_without_one_are_derived_and_a_replay_gets_them_again(
+    tmp_path: Path,
+) -> None:
+    """Servers that send no ids (or `call_0` every turn) get ids derived from the session, the
+    turn and the call's place in it: a session replayed from the same point finds the same ids
+    (a subagent's id derives from its Task call's, so a random id would start another)."""
+
+    def script() -> ScriptedModel:
+        idless = (ToolCall("", "add", {"a": 1, "b": 2}), ToolCall("", "add", {"a": 3, "b": 4}))
+        return ScriptedModel(
+            [
+                ModelResponse(tool_calls=idless, stop_reason="tool_use"),
+                tool_call_response("add", {"a": 5, "b": 6}, id="call_0"),
+                tool_call_response("add", {"a": 7, "b": 8}, id="call_0"),
+                "done",
+            ]
+        )
+
+    def ids(session: Session) -> list[str]:
+        return [m.tool_call_id for m in tool_results(session)]
+
+    first = make_session(script(), tmp_path, agent_id="agent-1")
+    replay = make_session(script(), tmp_path, agent_id="agent-1")
+    other = make_session(script(), tmp_path, agent_id="agent-2")
+    for session in (first, replay, other):
+        await session.run("go")
+
+    assert ids(first) == ids(replay)
+    assert len(set(ids(first))) == 4
+    assert ids(first)[2] == "call_0"  # the model's own id, the first time it is used
+    assert set(ids(first)[:2] + ids(first)[3:]).isdisjoint(ids(other))  # derived: per session

@@ -16,6 +16,7 @@ after it runs. :meth:`Session.resume` continues from whatever the history holds.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 import uuid
@@ -287,12 +288,24 @@ class Session:
         for index, call in enumerate(calls):
             call_id = call.id
             if not call_id or call_id in seen:
-                call_id = f"{call.id or 'call'}_{uuid.uuid4().hex[:12]}"
+                call_id = self._derived_call_id(call, index, seen)
                 if unique is None:
                     unique = list(calls)
                 unique[index] = replace(call, id=call_id)
             seen.add(call_id)
         return calls if unique is None else tuple(unique)
+
+    def _derived_call_id(self, call: ToolCall, index: int, seen: set[str]) -> str:
+        """A new id for ``call``, the ``index``-th of this turn, derived from the session, the
+        turn and the position: a replay of the same turn finds the same id (and so the same
+        subagent, whose id derives from it), where a random one would start another."""
+        attempt = 0
+        while True:
+            source = f"{self.agent_id}:{self.turns}:{index}:{call.id}:{attempt}"
+            call_id = f"{call.id or 'call'}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+            if call_id not in seen:
+                return call_id
+            attempt += 1
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.
