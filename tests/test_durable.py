@@ -151,9 +151,21 @@ async def test_human_in_the_loop_at_every_depth(tmp_path: Path, depth: int, acti
         assert "A person rejected this call: not today" in last
     with open_store(store_path) as store:
         ledger = store.ledger(paused.task_id or "")
+        (write_trace,) = [t for t in store.traces(paused.task_id or "") if t.step_name == "Write"]
     assert [(e.tool_name, e.status) for e in ledger] == [
         ("Write", "failed" if action == "reject" else "completed")
     ]
+    # the trace shows what ran: the person's arguments after a modify, and the model's beside
+    ran = written if action != "reject" else "from the model"
+    assert write_trace.data["arguments"] == {"file_path": "out.txt", "content": ran}
+    if action == "modify":
+        assert write_trace.data["modified"] is True
+        assert write_trace.data["model_arguments"] == {
+            "file_path": "out.txt",
+            "content": "from the model",
+        }
+    else:
+        assert "modified" not in write_trace.data
 
 
 async def test_resume_refuses_without_a_decision_and_with_a_needless_one(tmp_path: Path) -> None:

@@ -257,7 +257,8 @@ class Recorder:
     def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> TraceRecord:
         failed = outcome.status != "ok"
         server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
-        arguments, arguments_cut = self._arguments(call.arguments)
+        ran_with = outcome.ran_with
+        arguments, arguments_cut = self._arguments(call.arguments if ran_with is None else ran_with)
         content, content_cut = self._text(outcome.message.content)
         return TraceRecord(
             task_id=self.task.id,
@@ -279,8 +280,17 @@ class Recorder:
                 "error": content if failed else None,
                 "result_preview": content_cut,
                 **self._repairs(call),
+                **self._model_arguments(call, ran_with),
             },
         )
+
+    def _model_arguments(self, call: ToolCall, ran_with: dict[str, Any] | None) -> dict[str, Any]:
+        """For a call a person or an approver modified: what the model asked for (the trace's
+        ``arguments`` are the ones that ran)."""
+        if ran_with is None:
+            return {}
+        model_arguments, cut = self._arguments(call.arguments)
+        return {"modified": True, "model_arguments": model_arguments, "model_arguments_cut": cut}
 
     def _repairs(self, call: ToolCall) -> dict[str, list[str]]:
         """``{"repairs": [...]}`` for a call that was repaired, redacted; else nothing."""

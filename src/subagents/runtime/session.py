@@ -575,8 +575,11 @@ class Session:
                 recorder.write_ledger(recorder.ledger_entry(self, call, tool, outcome))
             return outcome
         if decision.action == "modify" and decision.arguments is not None:
-            call = ToolCall(call.id, call.name, dict(decision.arguments))
-        elif _lost_a_secret(call) and self.recorder is not None:
+            modified = ToolCall(call.id, call.name, dict(decision.arguments))
+            outcome = await self._execute(modified, tool, permissions=False)
+            outcome.ran_with = dict(decision.arguments)
+            return outcome
+        if _lost_a_secret(call) and self.recorder is not None:
             # The stored arguments are not the model's: running them would write
             # "[REDACTED]" where a secret was. Let the model send the call again instead.
             self._approved_again.add((call.name, _stored_form(call.arguments)))

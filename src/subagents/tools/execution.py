@@ -43,12 +43,15 @@ class ToolOutcome:
     tool_name: str
     duration_ms: float
     status: OutcomeStatus
+    ran_with: dict[str, Any] | None = None
+    """The arguments the tool ran with when a person or an approver changed the model's."""
 
 
 @dataclass(slots=True)
 class _Attempt:
     status: OutcomeStatus
     content: str
+    ran_with: dict[str, Any] | None = None
 
 
 async def execute_tool_call(
@@ -87,7 +90,8 @@ def _finish(call: ToolCall, tool_name: str, started: float, attempt: _Attempt) -
     if call.repairs:  # tell the model, so that its next call is right the first time
         content = f"{content}\n\n({'; '.join(call.repairs)}: {_NEXT_TIME})"
     message = ToolResultMessage(call.id, call.name, content, attempt.status != "ok")
-    return ToolOutcome(message, tool_name, (perf_counter() - started) * 1000.0, attempt.status)
+    duration_ms = (perf_counter() - started) * 1000.0
+    return ToolOutcome(message, tool_name, duration_ms, attempt.status, attempt.ran_with)
 
 
 async def _attempt(
@@ -108,6 +112,9 @@ async def _attempt(
             kwargs = _validate(tool, decision.arguments, modified=True)
             if isinstance(kwargs, _Attempt):
                 return kwargs
+            attempt = await _run(tool, kwargs, ctx)
+            attempt.ran_with = dict(decision.arguments)
+            return attempt
     return await _run(tool, kwargs, ctx)
 
 
