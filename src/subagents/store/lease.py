@@ -59,8 +59,9 @@ def lease_lost(lease: TaskLease) -> TaskLeasedError:
 class LeaseKeeper:
     """Renews ``owner``'s lease on ``task_id`` every ``every`` seconds (a quarter of ``ttl`` by
     default) on a worker thread, from :meth:`start` until :meth:`stop`. A renewal that finds
-    the task taken over stops the keeping and leaves the error in :attr:`lost`; any other
-    store error is logged and the next renewal tries again."""
+    the task taken over stops the keeping, leaves the error in :attr:`lost` and calls
+    ``on_lost`` with it (on the event loop); any other store error is logged and the next
+    renewal tries again."""
 
     def __init__(
         self,
@@ -71,6 +72,7 @@ class LeaseKeeper:
         ttl: timedelta = DEFAULT_LEASE_TTL,
         every: float | None = None,
         clock: Callable[[], datetime] = utc_now,
+        on_lost: Callable[[TaskLeasedError], None] | None = None,
     ) -> None:
         self._store = store
         self._task_id = task_id
@@ -78,6 +80,7 @@ class LeaseKeeper:
         self._ttl = ttl
         self._every = every if every is not None else ttl.total_seconds() / 4
         self._clock = clock
+        self._on_lost = on_lost
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.lost: TaskLeasedError | None = None
@@ -118,6 +121,8 @@ class LeaseKeeper:
             except TaskLeasedError as error:
                 self.lost = error
                 _log.warning("%s", error.message)
+                if self._on_lost is not None:
+                    self._on_lost(error)
                 return
             except StoreError as error:
                 _log.warning("could not renew the lease of task %s: %s", self._task_id, error)
