@@ -167,3 +167,32 @@ async def test_the_keeper_renews_until_stopped_and_gives_up_when_taken_over(
     await taken.stop()
     lease = store.task_lease("t")
     assert lease is not None and lease.owner == FAR
+
+
+async def test_a_run_holds_its_task_by_lease_and_gives_it_up_at_the_end(tmp_path: Path) -> None:
+    from subagents.runtime.runtime import Runtime
+    from subagents.testing import FunctionModel, text_response, tool_call_response
+    from subagents.tools.decorator import tool
+
+    store = SQLiteStore(tmp_path / "state.db")
+    seen = []
+
+    @tool(read_only=True)
+    async def Peek() -> str:
+        """Look at who holds the task."""
+        [task] = store.list_tasks()
+        seen.append(store.task_lease(task.id))
+        return "looked"
+
+    def turn(request: object) -> object:
+        return text_response("done") if seen else tool_call_response("Peek", {})
+
+    runtime = Runtime(cwd=tmp_path, model=FunctionModel(turn), tools=[Peek], store=store)
+    result = await runtime.run("look")
+
+    [lease] = seen
+    me = TaskOwner.this_process()
+    assert lease is not None and (lease.owner.host, lease.owner.pid) == (me.host, me.pid)
+    assert lease.expires_at is not None and lease.is_live(lease.expires_at - timedelta(seconds=1))
+    assert store.task_lease(result.task_id) is None  # released once the outcome was written
+    store.close()
