@@ -379,8 +379,8 @@ def test_default_path_is_the_project_then_the_user_home(
     loose.mkdir()
     assert default_store_path(loose) == isolated_home / ".subagents" / "state.db"
     with open_store(cwd=repo) as store:
-        assert store.path == repo / ".subagents" / "state.db"
-        assert store.path.exists()
+        assert store.location == str(repo / ".subagents" / "state.db")
+        assert Path(store.location).exists()
 
 
 def test_meta_and_periodic_claims(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from subagents.errors import TaskLeasedError
-from subagents.store import LeaseKeeper, SQLiteStore, TaskOwner
+from subagents.store import LeaseKeeper, SQLiteStore, TaskLease, TaskOwner
 from subagents.store.lease import lease_refusal
 
 T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
@@ -170,12 +170,13 @@ async def test_the_keeper_renews_until_stopped_and_gives_up_when_taken_over(
 
 
 async def test_a_run_holds_its_task_by_lease_and_gives_it_up_at_the_end(tmp_path: Path) -> None:
+    from subagents.models.base import ModelRequest, ModelResponse
     from subagents.runtime.runtime import Runtime
     from subagents.testing import FunctionModel, text_response, tool_call_response
     from subagents.tools.decorator import tool
 
     store = SQLiteStore(tmp_path / "state.db")
-    seen = []
+    seen: list[TaskLease | None] = []
 
     @tool(read_only=True)
     async def Peek() -> str:
@@ -184,7 +185,7 @@ async def test_a_run_holds_its_task_by_lease_and_gives_it_up_at_the_end(tmp_path
         seen.append(store.task_lease(task.id))
         return "looked"
 
-    def turn(request: object) -> object:
+    def turn(request: ModelRequest) -> ModelResponse:
         return text_response("done") if seen else tool_call_response("Peek", {})
 
     runtime = Runtime(cwd=tmp_path, model=FunctionModel(turn), tools=[Peek], store=store)
@@ -194,5 +195,6 @@ async def test_a_run_holds_its_task_by_lease_and_gives_it_up_at_the_end(tmp_path
     me = TaskOwner.this_process()
     assert lease is not None and (lease.owner.host, lease.owner.pid) == (me.host, me.pid)
     assert lease.expires_at is not None and lease.is_live(lease.expires_at - timedelta(seconds=1))
+    assert result.task_id is not None
     assert store.task_lease(result.task_id) is None  # released once the outcome was written
     store.close()
