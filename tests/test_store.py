@@ -13,7 +13,9 @@ import pytest
 
 from subagents.errors import StoreError, StoreVersionError, SubagentsError
 from subagents.store import StepWrite, TaskRecord, default_store_path, open_store
+from subagents.store.base import TaskLease, TaskOwner
 from subagents.store.sqlite import SQLiteStore
+from subagents.store.sqlite.schema import STORE_SCHEMA_VERSION
 from test_store_support import (
     make_checkpoint,
     make_ledger,
@@ -35,7 +37,8 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 def test_a_new_store_is_in_wal_mode_with_foreign_keys(store: SQLiteStore) -> None:
     raw = sqlite3.connect(store.path)
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
+    version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(STORE_SCHEMA_VERSION),)
     raw.close()
     assert store.integrity_check() == []
 
@@ -376,8 +379,8 @@ def test_default_path_is_the_project_then_the_user_home(
     loose.mkdir()
     assert default_store_path(loose) == isolated_home / ".subagents" / "state.db"
     with open_store(cwd=repo) as store:
-        assert store.path == repo / ".subagents" / "state.db"
-        assert store.path.exists()
+        assert store.location == str(repo / ".subagents" / "state.db")
+        assert Path(store.location).exists()
 
 
 def test_meta_and_periodic_claims(tmp_path: Path) -> None:
@@ -448,8 +451,6 @@ def test_the_store_satisfies_the_protocol(store: SQLiteStore) -> None:
 def test_a_task_has_one_owner_at_a_time(tmp_path: Path) -> None:
     import os
 
-    from subagents.store.base import TaskOwner
-
     me = TaskOwner.this_process()
     other = TaskOwner(me.host, os.getpid(), "another-runtime")  # alive: this very process
     gone = TaskOwner(me.host, _dead_pid(), "crashed")
@@ -457,17 +458,21 @@ def test_a_task_has_one_owner_at_a_time(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "state.db") as store:
         assert store.claim_task("t1", me) is None
         assert store.claim_task("t1", me) is None  # claiming again is fine
-        assert store.claim_task("t1", other) == me  # a live owner keeps it
+        assert _holder(store.claim_task("t1", other)) == me  # a live owner keeps it
         assert store.claim_task("t1", other, force=True) is None
         store.release_task("t1", me)  # not the owner any more: nothing happens
-        assert store.claim_task("t1", me) == other
+        assert _holder(store.claim_task("t1", me)) == other
         store.release_task("t1", other)
         assert store.claim_task("t1", me) is None
         assert store.claim_task("t2", gone) is None
         assert store.claim_task("t2", me) is None  # its owner died: taken over at once
         assert store.claim_task("t3", far) is None
-        assert store.claim_task("t3", me) == far  # another machine cannot be checked
+        assert _holder(store.claim_task("t3", me)) == far  # not expired, cannot be checked
         assert store.claim_task("t3", me, force=True) is None
+
+
+def _holder(lease: TaskLease | None) -> TaskOwner | None:
+    return None if lease is None else lease.owner
 
 
 def _dead_pid() -> int:

@@ -23,6 +23,7 @@ __all__ = [
     "StoreError",
     "StoreVersionError",
     "SubagentsError",
+    "TaskLeasedError",
     "ToolDefinitionError",
     "ToolError",
     "TracingError",
@@ -177,6 +178,10 @@ class StoreCorruptError(StoreError):
 
 class StoreVersionError(StoreError):
     """The store or one of its records was written by a newer subagents."""
+
+
+class TaskLeasedError(StoreError):
+    """Another owner holds a live lease on the task; the message says until when."""
 
 
 class TracingError(SubagentsError):

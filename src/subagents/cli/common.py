@@ -35,12 +35,11 @@ CwdOption = Annotated[
     ),
 ]
 StoreOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--store",
-        help="The store file (default: .subagents/state.db of the project, "
-        "else under SUBAGENTS_HOME or ~).",
-        dir_okay=False,
+        help="The store: a file, or a URL (sqlite:///ABSOLUTE/PATH). Default: "
+        ".subagents/state.db of the project, else under SUBAGENTS_HOME or ~.",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -66,10 +65,11 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_ERROR) from None
 
 
-def store_path(cwd: Path | None, store: Path | None) -> Path:
-    from subagents.store.location import default_store_path
+def store_path(cwd: Path | None, store: str | None) -> Path:
+    """The store file ``--store`` names (a path or URL), else the project's default."""
+    from subagents.store.open import store_file
 
-    return store if store is not None else default_store_path(cwd)
+    return store_file(store, cwd=cwd)
 
 
 def make_console() -> Console:

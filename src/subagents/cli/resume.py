@@ -71,7 +71,7 @@ def resume_command(
     from subagents.inventory import explicit_agents_from_json
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
-    from subagents.store.sqlite import SQLiteStore
+    from subagents.store.open import open_store
     from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
@@ -88,7 +88,7 @@ def resume_command(
                 hint="run 'subagents resume' in the project of the task, or name its store "
                 "with --store",
             )
-        with SQLiteStore(path) as database:
+        with contextlib.closing(open_store(path)) as database:
             record = database.get_task(task)
             workspace, mode, headless = _how_to_continue(record, cwd, permission_mode)
             if workspace != Path(record.workspace):

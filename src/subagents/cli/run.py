@@ -282,8 +282,8 @@ def _prompt_for(runtime: Runtime, prompt: str | None, agent: str | None) -> str:
 
 def _open_store(cwd: Path | None) -> Any:
     """The project's store, after the daily retention clean-up."""
+    from subagents.store.open import open_store
     from subagents.store.retention import load_retention_policy, maybe_cleanup_daily
-    from subagents.store.sqlite import open_store
 
     database = open_store(cwd=cwd)
     try:

@@ -31,9 +31,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.tree import Tree
 
-    from subagents.store.base import UnreadableTask
+    from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
-    from subagents.store.sqlite import SQLiteStore
     from subagents.tracing.redact import Redactor
 
     RecordT = TypeVar("RecordT", bound=BaseModel)
@@ -62,11 +61,14 @@ _STATUS_STYLES = {
 
 
 @contextlib.contextmanager
-def _opened(path: Path) -> Iterator[SQLiteStore]:
-    from subagents.store.sqlite import SQLiteStore
+def _opened(path: Path) -> Iterator[Store]:
+    from subagents.store.open import open_store
 
-    with SQLiteStore(path) as store:
+    store = open_store(path)
+    try:
         yield store
+    finally:
+        store.close()
 
 
 def _print_json(data: object) -> None:
@@ -236,7 +238,7 @@ def _require_store(path: Path) -> None:
 
 
 def _waiting_checkpoints(
-    store: SQLiteStore, task_id: str, sessions: list[SessionRecord]
+    store: Store, task_id: str, sessions: list[SessionRecord]
 ) -> list[CheckpointRecord]:
     """The sessions whose latest checkpoint awaits a person (several when subagents run in
     parallel)."""

@@ -71,7 +71,7 @@ def trace_command(
 def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:
     from subagents.errors import StoreError
     from subagents.secrets import workspace_redactor
-    from subagents.store.sqlite import SQLiteStore
+    from subagents.store.open import open_store
     from subagents.tracing.view import build_trace
 
     if not path.exists():
@@ -79,8 +79,11 @@ def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:
             f"no store at {path}",
             hint="run a task first ('subagents run'), or name the store with --store",
         )
-    with SQLiteStore(path) as opened:
+    opened = open_store(path)
+    try:
         return build_trace(opened, task_id, redactor=workspace_redactor(cwd))
+    finally:
+        opened.close()
 
 
 def render_tree(trace: TaskTrace) -> Tree:

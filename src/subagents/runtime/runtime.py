@@ -29,6 +29,7 @@ from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
 from subagents.runtime.tool_menu import someone_can_answer
 from subagents.store.base import TaskOwner
+from subagents.store.lease import LeaseKeeper, lease_refusal
 from subagents.todos import todos_from_state
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
@@ -622,11 +623,7 @@ class Runtime:
         ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self._owner, force=force)
         if holder is not None:
-            raise StoreError(
-                f"Task {task.id} is being run by process {holder.pid} on {holder.host}.",
-                hint="wait for that process to finish or stop it first; if it is gone for "
-                f"good, take the task over with 'subagents resume {task.id[:8]} --force'",
-            )
+            raise lease_refusal(holder)
         await self.start_mcp()
         delegation = Delegation(self, reask_calls=self._adopt_if_imported(task))
         self.last_delegation = delegation
@@ -683,6 +680,10 @@ class Runtime:
         work: Awaitable[RunResult],
     ) -> RunResult:
         result: RunResult | None = None
+        keeper = None
+        if recorder is not None:  # renews the task's lease while it runs
+            keeper = LeaseKeeper(recorder.store, recorder.task_id, self._owner)
+            keeper.start()
         try:
             try:
                 result = await work
@@ -706,6 +707,8 @@ class Runtime:
                 await delegation.close()
             finally:
                 if recorder is not None:
+                    if keeper is not None:
+                        await keeper.stop()
                     # the outcome is written first, then the task given up, so that a
                     # resumer never finds it free but still marked running
                     if result is not None:

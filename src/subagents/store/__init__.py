@@ -1,5 +1,6 @@
-"""Durable storage of tasks: records, the ``Store`` protocol, the SQLite store, export and
-import, retention.
+"""Durable storage of tasks: records, the ``Store`` / ``AsyncStore`` protocols,
+:func:`open_store` (a path or URL to a store), the SQLite store, leases, export and import,
+retention.
 
 Heavy parts (``sqlite3``) load on first use of :func:`open_store` / :class:`SQLiteStore`.
 """
@@ -8,7 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from subagents.store.base import StepWrite, Store, StoredMessage, TaskBundle
+from subagents.store.base import (
+    DEFAULT_LEASE_TTL,
+    AsyncStore,
+    StepWrite,
+    Store,
+    StoredMessage,
+    TaskBundle,
+    TaskLease,
+    TaskOwner,
+    Transaction,
+)
 from subagents.store.records import (
     CheckpointRecord,
     LedgerStatus,
@@ -22,11 +33,17 @@ from subagents.store.records import (
 )
 
 if TYPE_CHECKING:
+    from subagents.store.lease import LeaseKeeper
     from subagents.store.location import default_store_path
-    from subagents.store.sqlite import SQLiteStore, open_store
+    from subagents.store.open import open_async_store, open_store
+    from subagents.store.sqlite import SQLiteStore
+    from subagents.store.threaded import ThreadedAsyncStore
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
+    "AsyncStore",
     "CheckpointRecord",
+    "LeaseKeeper",
     "LedgerStatus",
     "SQLiteStore",
     "SessionRecord",
@@ -35,18 +52,26 @@ __all__ = [
     "Store",
     "StoredMessage",
     "TaskBundle",
+    "TaskLease",
+    "TaskOwner",
     "TaskRecord",
     "TaskStatus",
+    "ThreadedAsyncStore",
     "ToolLedgerEntry",
     "TraceRecord",
     "TraceStatus",
+    "Transaction",
     "default_store_path",
+    "open_async_store",
     "open_store",
 ]
 
 _LAZY = {
+    "LeaseKeeper": "subagents.store.lease",
     "SQLiteStore": "subagents.store.sqlite",
-    "open_store": "subagents.store.sqlite",
+    "ThreadedAsyncStore": "subagents.store.threaded",
+    "open_async_store": "subagents.store.open",
+    "open_store": "subagents.store.open",
     "default_store_path": "subagents.store.location",
 }
 

@@ -8,11 +8,14 @@ the columns are an index of it).
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "STORE_SCHEMA_VERSION", "TABLES"]
+__all__ = ["MIGRATIONS", "READABLE_SINCE", "STORE_SCHEMA_VERSION", "TABLES"]
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 
-TABLES = ("meta", "tasks", "sessions", "messages", "checkpoints", "ledger", "traces")
+READABLE_SINCE = 1
+"""The oldest schema a read-only store is read in without an upgrade (it cannot migrate)."""
+
+TABLES = ("meta", "tasks", "sessions", "messages", "checkpoints", "ledger", "traces", "leases")
 
 _V1 = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -65,5 +68,20 @@ _V1 = (
     "CREATE INDEX traces_by_task ON traces (task_id, id)",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1}
+# Version 2: who runs a task is a lease with an expiry instead of a pid/host claim in ``meta``
+# (``owner.TASK_ID``). No foreign key: a lease may name a task before it is stored, and
+# delete_task removes it. A claim moved over keeps its pid/host JSON and no expiry
+# (``expires_ts`` NULL), so it holds while its process runs, as it did.
+_V2 = (
+    """CREATE TABLE leases (
+        task_id TEXT PRIMARY KEY,
+        expires_ts REAL,
+        data TEXT NOT NULL
+    )""",
+    "INSERT INTO leases (task_id, expires_ts, data) "
+    "SELECT substr(key, 7), NULL, value FROM meta WHERE key LIKE 'owner.%'",
+    "DELETE FROM meta WHERE key LIKE 'owner.%'",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2}
 """``{from_version: statements}``; applying them yields ``from_version + 1``."""

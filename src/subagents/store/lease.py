@@ -1,0 +1,132 @@
+"""Keeping a task's lease while it runs, and the words for a lease that is in the way.
+
+A runner claims its task (:meth:`Store.claim_task <subagents.store.base.Store.claim_task>`),
+starts a :class:`LeaseKeeper` that renews the lease every quarter of its time to live, and stops
+the keeper before it releases the task. A runner that dies stops renewing: once the lease
+expires another owner may claim the task (at once when the dead process ran on this host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from subagents.errors import StoreError, TaskLeasedError
+from subagents.store.base import DEFAULT_LEASE_TTL, Store, TaskLease, TaskOwner
+from subagents.store.records import utc_now
+
+__all__ = ["LeaseKeeper", "aware", "lease_lost", "lease_refusal"]
+
+_log = logging.getLogger(__name__)
+
+
+def aware(now: datetime | None) -> datetime:
+    """``now`` (the current time when None), read as UTC when it has no zone."""
+    moment = now if now is not None else utc_now()
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def lease_refusal(lease: TaskLease, *, now: datetime | None = None) -> TaskLeasedError:
+    """The error for a claim that ``lease`` (another owner's, live) refuses."""
+    task = lease.task_id
+    holder = f"process {lease.owner.pid} on {lease.owner.host}"
+    if lease.expires_at is None:  # a claim by an older subagents: no expiry
+        until = ", which claimed it before leases existed (it holds while that process runs)"
+        free = ""
+    else:
+        left = max(0, round((lease.expires_at - aware(now)).total_seconds()))
+        until = f"; its lease runs until {_local(lease.expires_at)} ({left} s from now)"
+        free = "; if that process stops, the task is free when its lease expires"
+    return TaskLeasedError(
+        f"Task {task} is being run by {holder}{until}.",
+        hint=f"wait for that process to finish or stop it first{free}; if it is gone for good, "
+        f"take the task over with 'subagents resume {task[:8]} --force'",
+    )
+
+
+def lease_lost(lease: TaskLease) -> TaskLeasedError:
+    """The error for a renewal that finds another owner holding the task."""
+    return TaskLeasedError(
+        f"Task {lease.task_id} was taken over by process {lease.owner.pid} on "
+        f"{lease.owner.host}; this run no longer holds its lease.",
+        hint="let that process run it; see the task with "
+        f"'subagents tasks show {lease.task_id[:8]}'",
+    )
+
+
+class LeaseKeeper:
+    """Renews ``owner``'s lease on ``task_id`` every ``every`` seconds (a quarter of ``ttl`` by
+    default) on a worker thread, from :meth:`start` until :meth:`stop`. A renewal that finds
+    the task taken over stops the keeping, leaves the error in :attr:`lost` and calls
+    ``on_lost`` with it (on the event loop); any other store error is logged and the next
+    renewal tries again."""
+
+    def __init__(
+        self,
+        store: Store,
+        task_id: str,
+        owner: TaskOwner,
+        *,
+        ttl: timedelta = DEFAULT_LEASE_TTL,
+        every: float | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        on_lost: Callable[[TaskLeasedError], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._task_id = task_id
+        self._owner = owner
+        self._ttl = ttl
+        self._every = every if every is not None else ttl.total_seconds() / 4
+        self._clock = clock
+        self._on_lost = on_lost
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.lost: TaskLeasedError | None = None
+        self.renewals = 0
+
+    def start(self) -> None:
+        """Start renewing (on the running event loop)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._keep())
+
+    async def stop(self) -> None:
+        """Stop renewing; a renewal under way finishes first, so none lands after this."""
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is not None:
+            try:
+                await task
+            except Exception:  # the run's outcome matters more than its lease's upkeep
+                _log.exception("the lease keeper of task %s failed", self._task_id)
+
+    def renew(self) -> TaskLease:
+        """One renewal, now (blocking)."""
+        lease = self._store.renew_lease(
+            self._task_id, self._owner, ttl=self._ttl, now=self._clock()
+        )
+        self.renewals += 1
+        return lease
+
+    async def _keep(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                await asyncio.wait_for(self._stopping.wait(), self._every)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await asyncio.to_thread(self.renew)
+            except TaskLeasedError as error:
+                self.lost = error
+                _log.warning("%s", error.message)
+                if self._on_lost is not None:
+                    self._on_lost(error)
+                return
+            except StoreError as error:
+                _log.warning("could not renew the lease of task %s: %s", self._task_id, error)
+
+
+def _local(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")

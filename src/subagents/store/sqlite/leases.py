@@ -1,0 +1,67 @@
+"""Task leases in the SQLite store: one row per claimed task in ``leases`` (schema 2), or,
+in a read-only store of schema 1, the pid/host claim that ``meta`` held then."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+
+from subagents.store.base import TaskLease, TaskOwner
+
+__all__ = ["delete_lease", "read_lease", "write_lease"]
+
+_UPSERT = (
+    "INSERT INTO leases (task_id, expires_ts, data) VALUES (?, ?, ?) "
+    "ON CONFLICT (task_id) DO UPDATE SET expires_ts = excluded.expires_ts, data = excluded.data"
+)
+
+
+def read_lease(connection: sqlite3.Connection, task_id: str, version: int) -> TaskLease | None:
+    if version < 2:
+        row = connection.execute(
+            "SELECT NULL, value FROM meta WHERE key = ?", (f"owner.{task_id}",)
+        ).fetchone()
+    else:
+        row = connection.execute(
+            "SELECT expires_ts, data FROM leases WHERE task_id = ?", (task_id,)
+        ).fetchone()
+    if row is None:
+        return None
+    owner = _owner(row[1])
+    if owner is None:
+        return None  # unreadable: nobody can be shown to hold the task
+    expires_at = None if row[0] is None else datetime.fromtimestamp(row[0], UTC)
+    return TaskLease(task_id, owner, expires_at)
+
+
+def write_lease(
+    connection: sqlite3.Connection, task_id: str, owner: TaskOwner, expires_at: datetime
+) -> TaskLease:
+    data = {
+        "host": owner.host,
+        "pid": owner.pid,
+        "token": owner.token,
+        "expires_at": expires_at.isoformat(),
+    }
+    connection.execute(_UPSERT, (task_id, expires_at.timestamp(), json.dumps(data)))
+    return TaskLease(task_id, owner, expires_at)
+
+
+def delete_lease(
+    connection: sqlite3.Connection, task_id: str, owner: TaskOwner | None = None
+) -> None:
+    """Remove the task's lease; with ``owner``, only when that owner holds it."""
+    if owner is not None:
+        row = connection.execute("SELECT data FROM leases WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None or _owner(row[0]) != owner:
+            return
+    connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+
+
+def _owner(value: str) -> TaskOwner | None:
+    try:
+        data = json.loads(value)
+        return TaskOwner(str(data["host"]), int(data["pid"]), str(data["token"]))
+    except (ValueError, KeyError, TypeError):
+        return None

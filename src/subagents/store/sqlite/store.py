@@ -1,0 +1,511 @@
+"""``SQLiteStore``: the :class:`~subagents.store.base.Store` on one SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from subagents.errors import StoreError
+from subagents.store.base import (
+    DEFAULT_LEASE_TTL,
+    StepWrite,
+    TaskBundle,
+    TaskLease,
+    TaskOwner,
+    TaskScan,
+    Transaction,
+    UnreadableTask,
+)
+from subagents.store.codec import dump_record, load_json, load_record
+from subagents.store.lease import aware, lease_lost
+from subagents.store.records import (
+    CheckpointRecord,
+    SessionRecord,
+    TaskRecord,
+    ToolLedgerEntry,
+    TraceRecord,
+)
+from subagents.store.sqlite import health
+from subagents.store.sqlite.connection import Database, SQLiteTransaction
+from subagents.store.sqlite.leases import delete_lease, read_lease, write_lease
+from subagents.store.sqlite.rows import (
+    INSERT_CHECKPOINT,
+    INSERT_MESSAGE,
+    INSERT_TASK,
+    INSERT_TRACE,
+    LAST_MESSAGE_SEQ,
+    SET_META,
+    UPDATE_TASK,
+    UPSERT_LEDGER,
+    UPSERT_SESSION,
+    UPSERT_TASK,
+    insert_checkpoint,
+    ledger_rows,
+    message,
+    message_rows,
+    require_owner,
+    task_query,
+    task_row,
+    trace_rows,
+)
+
+__all__ = ["MIN_ID_PREFIX", "SQLiteStore"]
+
+MIN_ID_PREFIX = 4
+"""A task may be named by a unique prefix of its id this long or longer, as in git."""
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+
+class SQLiteStore:
+    """The :class:`~subagents.store.base.Store` on one SQLite file (created when missing)."""
+
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        """Open the store at ``path``, creating it when missing. A store that cannot be
+        written here is opened read-only (see :mod:`subagents.store.sqlite`);
+        ``read_only=True`` opens it so in any case (it must exist then)."""
+        self._db = Database(path, read_only=read_only)
+        self._path = self._db.path
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store refuses writes (the file or its folder is not writable here)."""
+        return self._db.read_only_reason is not None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self._path)!r})"
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self, tx: Transaction | None = None) -> Iterator[SQLiteTransaction]:
+        """A transaction: writes given it as ``tx`` (and every write this thread makes inside
+        the block) land together when it ends, or not at all when it raises. With ``tx``, a
+        savepoint inside that transaction, which rolls back alone.
+
+        It keeps the store locked for other threads: hold it only for synchronous code, never
+        across an ``await`` on the event loop that another store call may run on (the
+        :class:`~subagents.store.threaded.ThreadedAsyncStore` may; it keeps the lock on its
+        own thread).
+        """
+        with self._db.transaction(tx) as handle:
+            yield handle
+
+    @contextmanager
+    def join_transaction(self, connection: sqlite3.Connection) -> Iterator[SQLiteTransaction]:
+        """Let the store's writes join a transaction its caller owns on ``connection`` (to
+        this same file, with ``PRAGMA foreign_keys = ON``, after ``BEGIN IMMEDIATE``): each
+        write given the yielded ``tx`` is a savepoint on that connection, and lands when the
+        caller commits. The store never commits or rolls it back."""
+        with self._db.join(connection) as handle:
+            yield handle
+
+    def _decode(self, cls: type[RecordT], text: str, what: str) -> RecordT:
+        return load_record(cls, text, where=f"{what} in {self._path}")
+
+    def _refused(
+        self, connection: sqlite3.Connection, error: sqlite3.IntegrityError, task_id: str
+    ) -> StoreError:
+        text = str(error)
+        if "FOREIGN KEY" in text:
+            if connection.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone():
+                return StoreError(
+                    f"a message of task {task_id} belongs to a session that is not stored",
+                    hint="put the session record in the StepWrite of its first messages",
+                )
+            return StoreError(
+                f"no task {task_id} in {self._path}",
+                hint="create the task with create_task() before writing its steps",
+            )
+        if "sessions.session_id" in text:
+            return StoreError(
+                f"a session id of task {task_id} belongs to another task",
+                hint="give every session a fresh id",
+            )
+        return StoreError(
+            f"{self._path}: the write for task {task_id} was refused ({text})",
+            hint="check the records written; nothing of this step was stored",
+        )
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    def create_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
+        row = task_row(task)
+        with self._db.write(tx) as connection:
+            try:
+                connection.execute(INSERT_TASK, row)
+            except sqlite3.IntegrityError:
+                raise StoreError(
+                    f"task {task.id} already exists in {self._path}",
+                    hint="use update_task() to change it, or create a task with a new id",
+                ) from None
+
+    def get_task(self, task_id: str) -> TaskRecord:
+        with self._db.use() as connection:
+            row = connection.execute("SELECT data FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None and len(task_id) >= MIN_ID_PREFIX:
+                matches = connection.execute(
+                    "SELECT id, data FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+                    (len(task_id), task_id),
+                ).fetchall()
+                if len(matches) > 1:
+                    shown = ", ".join(match[0] for match in matches[:5])
+                    raise StoreError(
+                        f"the task id prefix {task_id!r} matches several tasks ({shown})",
+                        hint="give more characters of the id (see 'subagents tasks list')",
+                    )
+                row = (matches[0][1],) if matches else None
+        if row is None:
+            raise StoreError(
+                f"no task {task_id!r} in {self._path}",
+                hint="run 'subagents tasks list' to see the task ids",
+            )
+        return self._decode(TaskRecord, row[0], f"task {task_id}")
+
+    def list_tasks(self, *, status: str | None = None, limit: int | None = 100) -> list[TaskRecord]:
+        sql, parameters = task_query(status, limit)
+        with self._db.use() as connection:
+            rows = connection.execute(sql, parameters).fetchall()
+        return [self._decode(TaskRecord, data, f"task {task_id}") for task_id, data in rows]
+
+    def scan_tasks(self, *, status: str | None = None, limit: int | None = 100) -> TaskScan:
+        sql, parameters = task_query(status, limit)
+        with self._db.use() as connection:
+            rows = connection.execute(sql, parameters).fetchall()
+        scan = TaskScan()
+        for task_id, data in rows:
+            try:
+                scan.tasks.append(load_record(TaskRecord, data, where="its record"))
+            except StoreError as error:  # damaged, or written by a newer subagents
+                scan.unreadable.append(UnreadableTask(str(task_id), error.message))
+        return scan
+
+    def update_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
+        row = task_row(task)
+        with self._db.write(tx) as connection:
+            cursor = connection.execute(UPDATE_TASK, (*row[1:], row[0]))
+            if cursor.rowcount == 0:
+                raise StoreError(
+                    f"no task {task.id} in {self._path}",
+                    hint="create it with create_task() first",
+                )
+
+    def delete_task(self, task_id: str) -> None:
+        """Remove the task (exact id) and everything of it, its lease too; a missing task is
+        not an error."""
+        with self._db.write() as connection:
+            connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+            delete_lease(connection, task_id)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def commit(self, step: StepWrite, *, tx: Transaction | None = None) -> CheckpointRecord | None:
+        task_id = step.task_id
+        # Encode before taking the lock: another thread may use the store meanwhile.
+        task = None
+        if step.task is not None:
+            require_owner(task_id, step.task.id, "the task record")
+            task = task_row(step.task)
+        session = None
+        if step.session is not None:
+            require_owner(task_id, step.session.task_id, "the session")
+            session = (step.session.session_id, task_id, dump_record(step.session))
+        messages = message_rows(step.messages)
+        checkpoint = step.checkpoint
+        if checkpoint is not None:
+            require_owner(task_id, checkpoint.task_id, "the checkpoint")
+        ledger = ledger_rows(task_id, step.ledger)
+        traces = trace_rows(task_id, step.traces)
+
+        saved = None
+        with self._db.write(tx) as connection:
+            try:
+                if task is not None:
+                    connection.execute(UPSERT_TASK, task)
+                if session is not None:
+                    connection.execute(UPSERT_SESSION, session)
+                if messages:
+                    self._append_messages(connection, messages)
+                if checkpoint is not None:
+                    saved = insert_checkpoint(connection, task_id, checkpoint)
+                if ledger:
+                    connection.executemany(UPSERT_LEDGER, ledger)
+                if traces:
+                    connection.executemany(INSERT_TRACE, traces)
+            except sqlite3.IntegrityError as error:
+                raise self._refused(connection, error, task_id) from error
+        return saved
+
+    def _append_messages(
+        self, connection: sqlite3.Connection, rows: Sequence[tuple[str, int, str]]
+    ) -> None:
+        following: dict[str, int] = {}
+        for session_id, seq, _ in rows:
+            expected = following.get(session_id)
+            if expected is None:
+                (last,) = connection.execute(LAST_MESSAGE_SEQ, (session_id,)).fetchone()
+                expected = 0 if last is None else last + 1
+            if seq < expected:
+                raise StoreError(
+                    f"message {seq} of session {session_id} is already stored "
+                    f"(messages are append-only; the next seq is {expected})",
+                    hint="append new messages with the next seq instead of rewriting history",
+                )
+            if seq > expected:
+                raise StoreError(
+                    f"message {seq} of session {session_id} would leave a gap "
+                    f"(the next seq is {expected})",
+                    hint="commit every message of the session, in order",
+                )
+            following[session_id] = seq + 1
+        connection.executemany(INSERT_MESSAGE, rows)
+
+    # -- reading a task's records -------------------------------------------------------------
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        with self._db.use() as connection:
+            row = connection.execute(
+                "SELECT data FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise StoreError(
+                f"no session {session_id!r} in {self._path}",
+                hint="run 'subagents tasks show TASK' to see a task's sessions",
+            )
+        return self._decode(SessionRecord, row[0], f"session {session_id}")
+
+    def sessions(self, task_id: str) -> list[SessionRecord]:
+        with self._db.use() as connection:
+            rows = connection.execute(
+                "SELECT session_id, data FROM sessions WHERE task_id = ? ORDER BY rowid",
+                (task_id,),
+            ).fetchall()
+        return [self._decode(SessionRecord, data, f"session {sid}") for sid, data in rows]
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        with self._db.use() as connection:
+            rows = connection.execute(
+                "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        where = f"a message of session {session_id} in {self._path}"
+        return [message(load_json(data, where=where), where) for _, data in rows]
+
+    def latest_checkpoint(
+        self, task_id: str, session_id: str | None = None
+    ) -> CheckpointRecord | None:
+        sql = "SELECT data FROM checkpoints WHERE task_id = ?"
+        parameters: tuple[str, ...] = (task_id,)
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            parameters = (task_id, session_id)
+        with self._db.use() as connection:
+            row = connection.execute(f"{sql} ORDER BY sequence DESC LIMIT 1", parameters).fetchone()
+        if row is None:
+            return None
+        return self._decode(CheckpointRecord, row[0], f"a checkpoint of task {task_id}")
+
+    def checkpoints(self, task_id: str) -> list[CheckpointRecord]:
+        with self._db.use() as connection:
+            rows = connection.execute(
+                "SELECT data FROM checkpoints WHERE task_id = ? ORDER BY sequence", (task_id,)
+            ).fetchall()
+        what = f"a checkpoint of task {task_id}"
+        return [self._decode(CheckpointRecord, data, what) for (data,) in rows]
+
+    def ledger(self, task_id: str, session_id: str | None = None) -> list[ToolLedgerEntry]:
+        sql = "SELECT data FROM ledger WHERE task_id = ?"
+        parameters: tuple[str, ...] = (task_id,)
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            parameters = (task_id, session_id)
+        with self._db.use() as connection:
+            rows = connection.execute(f"{sql} ORDER BY rowid", parameters).fetchall()
+        what = f"a ledger entry of task {task_id}"
+        return [self._decode(ToolLedgerEntry, data, what) for (data,) in rows]
+
+    def traces(self, task_id: str) -> list[TraceRecord]:
+        with self._db.use() as connection:
+            rows = connection.execute(
+                "SELECT data FROM traces WHERE task_id = ? ORDER BY id", (task_id,)
+            ).fetchall()
+        what = f"a trace record of task {task_id}"
+        return [self._decode(TraceRecord, data, what) for (data,) in rows]
+
+    # -- whole tasks (export / import) --------------------------------------------------------
+
+    def load_bundle(self, task_id: str) -> TaskBundle:
+        with self._db.read():
+            task = self.get_task(task_id)
+            sessions = self.sessions(task.id)
+            messages = {
+                session.session_id: self.messages(session.session_id) for session in sessions
+            }
+            return TaskBundle(
+                task=task,
+                sessions=sessions,
+                messages=messages,
+                checkpoints=self.checkpoints(task.id),
+                ledger=self.ledger(task.id),
+                traces=self.traces(task.id),
+            )
+
+    def restore_bundle(self, bundle: TaskBundle, *, replace: bool = False) -> None:
+        task_id = bundle.task.id
+        for session in bundle.sessions:
+            require_owner(task_id, session.task_id, "a session")
+        for checkpoint in bundle.checkpoints:
+            require_owner(task_id, checkpoint.task_id, "a checkpoint")
+        checkpoints = sorted(bundle.checkpoints, key=lambda checkpoint: checkpoint.sequence)
+        session_rows = [(s.session_id, task_id, dump_record(s)) for s in bundle.sessions]
+        messages = message_rows(
+            [
+                (session_id, seq, value)
+                for session_id, values in bundle.messages.items()
+                for seq, value in enumerate(values)
+            ],
+        )
+        checkpoint_rows = [
+            (task_id, c.sequence, c.session_id, c.checkpoint_id, dump_record(c))
+            for c in checkpoints
+        ]
+        ledger = ledger_rows(task_id, bundle.ledger)
+        traces = trace_rows(task_id, bundle.traces)
+        with self._db.write() as connection:
+            exists = connection.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if exists is not None:
+                if not replace:
+                    raise StoreError(
+                        f"task {task_id} already exists in {self._path}",
+                        hint="import with --replace (replace=True) to overwrite it",
+                    )
+                connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+            try:
+                connection.execute(INSERT_TASK, task_row(bundle.task))
+                connection.executemany(
+                    "INSERT INTO sessions (session_id, task_id, data) VALUES (?, ?, ?)",
+                    session_rows,
+                )
+                connection.executemany(INSERT_MESSAGE, messages)
+                connection.executemany(INSERT_CHECKPOINT, checkpoint_rows)
+                connection.executemany(UPSERT_LEDGER, ledger)
+                connection.executemany(INSERT_TRACE, traces)
+            except sqlite3.IntegrityError as error:
+                raise self._refused(connection, error, task_id) from error
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._db.use() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        if key == "schema_version":
+            raise StoreError(
+                "the store's schema_version is managed by the store itself",
+                hint="choose another meta key",
+            )
+        with self._db.write() as connection:
+            connection.execute(SET_META, (key, value))
+
+    def claim_periodic(self, name: str, *, every: timedelta, now: datetime) -> bool:
+        key = f"periodic.{name}"
+        now = aware(now)
+        with self._db.write() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            last = _parse_time(row[0]) if row is not None else None
+            # A recorded time in the future (the clock was set back) does not block forever.
+            if last is not None and last <= now < last + every:
+                return False
+            connection.execute(SET_META, (key, now.isoformat()))
+        return True
+
+    # -- task ownership (leases) -------------------------------------------------------------
+
+    def claim_task(
+        self,
+        task_id: str,
+        owner: TaskOwner,
+        *,
+        ttl: timedelta = DEFAULT_LEASE_TTL,
+        now: datetime | None = None,
+        force: bool = False,
+    ) -> TaskLease | None:
+        moment = aware(now)
+        with self._db.write() as connection:
+            current = read_lease(connection, task_id, self._db.version)
+            if (
+                current is not None
+                and current.owner != owner
+                and not force
+                and current.is_live(moment)
+            ):
+                return current
+            write_lease(connection, task_id, owner, moment + ttl)
+        return None
+
+    def renew_lease(
+        self,
+        task_id: str,
+        owner: TaskOwner,
+        *,
+        ttl: timedelta = DEFAULT_LEASE_TTL,
+        now: datetime | None = None,
+    ) -> TaskLease:
+        moment = aware(now)
+        with self._db.write() as connection:
+            current = read_lease(connection, task_id, self._db.version)
+            if current is not None and current.owner != owner and current.is_live(moment):
+                raise lease_lost(current)
+            return write_lease(connection, task_id, owner, moment + ttl)
+
+    def task_lease(self, task_id: str) -> TaskLease | None:
+        with self._db.use() as connection:
+            return read_lease(connection, task_id, self._db.version)
+
+    def release_task(self, task_id: str, owner: TaskOwner) -> None:
+        with self._db.write() as connection:
+            delete_lease(connection, task_id, owner)
+
+    # -- health ------------------------------------------------------------------------------
+
+    def integrity_check(self) -> list[str]:
+        with self._db.read() as connection:
+            return health.problems(connection)
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return aware(value)
