@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
+from subagents.errors import SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
-from subagents.models.endpoint import uses_endpoint
 from subagents.runtime import events as ev
+from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.hooks import HookPayload
-from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import RunPaused
-from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
@@ -40,7 +38,7 @@ from subagents.runtime.worktree import (
     worktree_note,
     worktree_prompt_note,
 )
-from subagents.tools.base import Tool, ToolContext, ToolRegistry
+from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
     TASK_CANCEL_TOOL_NAME,
@@ -53,7 +51,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
-    from subagents.models.base import Model
     from subagents.models.choice import ModelChoice
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
@@ -323,34 +320,15 @@ class Delegation:
                 f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
                 "is reached; do this part of the work yourself"
             )
-        grants = memory_grants(definition, workspace=parent.workspace)
-        tools = self._child_tools(parent, definition, depth)
-        model, resolved_model, fallback = self._child_model(parent, definition, model_override)
-        session = Session(
-            model=model,
-            system_prompt=self._system_prompt(definition, parent.workspace),
-            tools=tools,
-            workspace=parent.workspace,
-            agent_type=definition.name,
-            agent_id=child_session_id(parent.agent_id, tool_call_id),
-            parent=parent,
-            depth=depth,
-            max_turns=definition.max_turns or runtime.config.subagents.max_turns,
-            settings=runtime.model_settings(definition),
-            permissions=runtime.permissions_for(definition, self, parent.permissions),
-            events=parent.events,
-            stream=parent.stream,
-            hooks=runtime.session_hooks(definition, subagent=True),
-            delegation=self,
-            recorder=parent.recorder,
-            parent_tool_call_id=tool_call_id,
+        child = SessionBuilder(runtime, self).child(
+            parent,
+            definition,
+            tool_call_id=tool_call_id,
             description=description,
-            tool_env=parent.tool_env,
-            tool_sandbox=parent.tool_sandbox,
-            file_grants=grants,
+            model_override=model_override,
         )
-        with_memory_tools(definition, session.tools, parent.tools, grants)  # adds to them
-        handle = SubagentHandle(session, definition, parent, resolved_model, description)
+        session, fallback = child.session, child.fallback
+        handle = SubagentHandle(session, definition, parent, child.resolved_model, description)
         if fallback is not None:
             handle.model_fallback = fallback
             if session.recorder is not None:
@@ -403,12 +381,7 @@ class Delegation:
         ]
 
     def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
-        return compose_system_prompt(
-            definition,
-            workspace=workspace,
-            subagent=True,
-            instructions=self.runtime.project_instructions(workspace),
-        )
+        return SessionBuilder(self.runtime, self).subagent_prompt(definition, workspace)
 
     # -- isolation: worktree -----------------------------------------------------------------
 
@@ -500,52 +473,6 @@ class Delegation:
         self.handles[child_id] = handle
         self.adopt_background(session)
         return handle
-
-    def _child_tools(
-        self, parent: Session, definition: AgentDefinition, depth: int
-    ) -> ToolRegistry:
-        from subagents.definitions.validate import effective_tool_names
-
-        available = parent.tools.names()
-        names = effective_tool_names(definition, available, mcp_servers=parent.tools.mcp_servers())
-        if depth >= self.runtime.config.subagents.max_depth or TASK_TOOL_NAME not in names:
-            names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
-        elif TASK_TOOL_NAME in names:
-            names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in available]
-        registry = parent.tools.subset(names)
-        if TASK_TOOL_NAME in registry:
-            types = self.allowed_subagent_types_of(definition, parent)
-            if types is not None:
-                registry.add(self.task_tool_for(types), replace=True)
-        if not names and definition.tools != []:  # an agent may choose to have no tools
-            raise ToolError(
-                f"agent '{definition.name}' has no usable tools here (its tools: "
-                f"{definition.tools}, disallowed: {definition.disallowed_tools}, available to "
-                f"you: {', '.join(available) or 'none'}); pick another agent or fix its `tools` "
-                "list"
-            )
-        return registry
-
-    def _child_model(
-        self, parent: Session, definition: AgentDefinition, override: str | None
-    ) -> tuple[Model, str, ModelChoice | None]:
-        """The child's model, its name, and the choice when it falls back to the parent's."""
-        runtime = self.runtime
-        if not override and uses_endpoint(definition):
-            try:  # the agent names its own server (llm_config.endpoint)
-                return (*runtime.endpoint_model(definition), None)
-            except SubagentsError as error:
-                raise ToolError(f"cannot start '{definition.name}': {error}") from None
-        choice = runtime.model_choice(definition, override)
-        try:
-            if choice is not None and choice.error is not None:
-                raise ModelConfigurationError(choice.error, hint=choice.hint)
-            if choice is None or choice.model is None:  # pinned, or the parent's model
-                model, name = runtime.model_for_agent(definition.name, parent.model)
-                return model, name, choice if choice and choice.fallback is not None else None
-            return (*runtime.model_for(choice.model, agent_name=definition.name), None)
-        except SubagentsError as error:
-            raise ToolError(f"cannot start '{definition.name}': {error}") from None
 
     def _handle_for_resume(
         self, agent_id: str, parent: Session, subagent_type: str

@@ -7,32 +7,25 @@ models (built once per spec), the tool set, permissions, hooks and the event bus
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
-from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings
 from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.agent_hooks import with_stop_hooks
+from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
-from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
-from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
+from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
-from subagents.runtime.tool_menu import someone_can_answer
 from subagents.store.base import TaskOwner
-from subagents.todos import todos_from_state
-from subagents.tools.base import Tool, ToolContext, ToolRegistry
-from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
-from subagents.tools.schema import input_schema
+from subagents.tools.base import Tool, ToolRegistry
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.config import Config
@@ -454,58 +447,9 @@ class Runtime:
     # -- running -----------------------------------------------------------------------------
 
     def main_session(self, delegation: Delegation, agent: str | None = None) -> Session:
-        definition = self.inventory.get(agent).definition if agent else None
-        tools = self.base_tools()
-        wants_task = True
-        if definition is not None:
-            from subagents.definitions.validate import effective_tool_names
-
-            names = effective_tool_names(
-                definition, [*tools.names(), TASK_TOOL_NAME], mcp_servers=tools.mcp_servers()
-            )
-            wants_task = TASK_TOOL_NAME in names
-            tools = tools.subset(names)
-        rules = self.permission_rules()
-        tools = tools.subset([name for name in tools.names() if rules.bare_denied(name) is None])
-        available = self.base_tools()
-        available = available.subset([n for n in available.names() if rules.bare_denied(n) is None])
-        wants_task = wants_task and rules.bare_denied(TASK_TOOL_NAME) is None
-        if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
-            for tool in delegation.tools():
-                tools.add(tool, replace=True)
-            types = delegation.allowed_subagent_types_of(definition)
-            if types is not None:
-                tools.add(delegation.task_tool_for(types), replace=True)
-        if someone_can_answer(self):
-            tools.add(ask_human_tool(), replace=True)
-        grants = memory_grants(definition, workspace=self.workspace)
-        tools = with_memory_tools(definition, tools, available, grants)
-        prompt = compose_system_prompt(
-            definition,
-            workspace=self.workspace,
-            subagent=False,
-            instructions=self.project_instructions(self.workspace),
-        )
-        session = Session(
-            model=self.main_model(definition),
-            system_prompt=prompt,
-            tools=tools,
-            workspace=self.workspace,
-            agent_type=definition.name if definition is not None else "main",
-            max_turns=(definition.max_turns if definition is not None else None)
-            or self.config.subagents.max_turns,
-            settings=self.model_settings(definition),
-            permissions=self.permissions_for(definition, delegation),
-            events=self.events,
-            stream=self.stream,
-            hooks=self.session_hooks(definition, subagent=False),
-            delegation=delegation,
-            tool_env=self.tool_environment(),
-            tool_sandbox=self.bash_sandbox(),
-            file_grants=grants,
-        )
-        delegation.main = session
-        return session
+        """The main session of a new run of ``delegation`` (see
+        :class:`~subagents.runtime.assembly.SessionBuilder`)."""
+        return SessionBuilder(self, delegation).main(agent)
 
     def session_hooks(self, definition: AgentDefinition | None, *, subagent: bool) -> Hooks:
         """The run's hooks plus those of ``definition``'s own file (see
@@ -790,104 +734,18 @@ class Runtime:
         parent: Session | None,
         recorder: Recorder | None = None,
     ) -> Session:
-        """A session as the store left it: same id, history, model and limits.
-
-        What the stored record says about permissions is not taken on trust (the store may
-        come from an imported archive): the tools are the stored ones that the session's
-        current definition and its parent still allow, the depth is counted from the parent,
-        and the permission mode comes from the parent (the run, for the main session).
-        """
+        """A session as the store left it (see
+        :meth:`~subagents.runtime.assembly.SessionBuilder.rebuilt`)."""
         recorder = recorder if recorder is not None else parent.recorder if parent else None
         assert recorder is not None
-        if parent is not None:
-            definition = self._definition_named(record.agent_name)
-        else:
-            agent = recorder.task.assigned_agent
-            definition = self._definition_named(agent) if agent else None
-        grants = memory_grants(definition, workspace=self.workspace)
-        tools = self._rebuilt_tools(record, definition, delegation, parent)
-        if parent is not None:
-            available = parent.tools
-        else:
-            rules = self.permission_rules()
-            available = self.base_tools()
-            available = available.subset(
-                [n for n in available.names() if rules.bare_denied(n) is None]
-            )
-        tools = with_memory_tools(definition, tools, available, grants)
-        messages = recorder.load_messages(record.session_id)
-        state = recorder.checkpoint_state(record.session_id)
-        counts = state.get("usage") or record.usage
-        usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
-        return Session(
-            model=self._model_for_record(record, parent),
-            system_prompt=record.system_prompt,
-            tools=tools,
-            # a subagent works where its parent does (a worktree, for isolation: worktree)
-            workspace=parent.workspace if parent is not None else self.workspace,
-            agent_type=record.agent_name,
-            agent_id=record.session_id,
-            parent=parent,
-            depth=parent.depth + 1 if parent is not None else 0,
-            max_turns=record.max_turns,
-            settings=self.model_settings(definition),
-            permissions=self.permissions_for(
-                definition, delegation, parent.permissions if parent is not None else None
-            ),
-            events=self.events,
-            stream=self.stream,
-            hooks=self.session_hooks(definition, subagent=parent is not None),
-            delegation=delegation,
-            recorder=recorder,
-            parent_tool_call_id=record.parent_tool_call_id,
-            description=record.task_description,
-            background=record.background,
-            messages=messages,
-            usage=usage,
-            turns=int(state.get("turns", record.turns)),
-            run_turns=int(state.get("run_turns", 0)),
-            tool_call_count=int(state.get("tool_calls", record.tool_calls)),
-            todos=todos_from_state(state.get("todos")),
-            persisted_messages=len(messages),
-            recorded_status=record.status,
-            tool_env=self.tool_environment(),
-            tool_sandbox=parent.tool_sandbox if parent is not None else self.bash_sandbox(),
-            file_grants=grants,
-        )
+        return SessionBuilder(self, delegation).rebuilt(record, parent, recorder)
 
-    def _rebuilt_tools(
-        self,
-        record: SessionRecord,
-        definition: AgentDefinition | None,
-        delegation: Delegation,
-        parent: Session | None,
-    ) -> ToolRegistry:
-        """The stored tool names, cut down to what the parent and the definition allow."""
-        from subagents.definitions.validate import effective_tool_names
-
-        tools = self.base_tools()
-        for tool in delegation.tools():
-            tools.add(tool, replace=True)
-        if someone_can_answer(self):
-            tools.add(ask_human_tool(), replace=True)
-        names = [name for name in record.tool_names if name in tools]
-        if parent is not None:
-            names = [name for name in names if name in parent.tools]
-        if definition is not None:
-            names = effective_tool_names(definition, names, mcp_servers=tools.mcp_servers())
-        max_depth = self.config.subagents.max_depth
-        depth = parent.depth + 1 if parent is not None else 0
-        if not self.config.subagents.enabled or depth >= max_depth:
-            names = [name for name in names if name not in DELEGATION_TOOL_NAMES]
-        registry = tools.subset(names)
-        types = delegation.allowed_subagent_types_of(definition, parent)
-        if types is not None and TASK_TOOL_NAME in registry:
-            registry.add(delegation.task_tool_for(types), replace=True)
-        return registry
-
-    def _definition_named(self, name: str) -> AgentDefinition | None:
+    def definition_named(self, name: str) -> AgentDefinition | None:
+        """The current definition of the agent ``name``, if it has one."""
         record = self.inventory.records.get(name)
         return record.definition if record is not None else None
+
+    _definition_named = definition_named
 
     def definition_or_stub(self, name: str, system_prompt: str) -> AgentDefinition:
         """The current definition of ``name``, or a stand-in if it is gone since the run began."""
@@ -900,22 +758,24 @@ class Runtime:
             name=name, description="(restored from the store)", system_prompt=system_prompt
         )
 
-    def _model_for_record(self, record: SessionRecord, parent: Session | None) -> Model:
-        if record.agent_name in self._agent_models:
-            return self._agent_models[record.agent_name]
+    def model_named(self, name: str, agent_name: str, parent: Session | None) -> Model:
+        """The model ``name`` a stored session of ``agent_name`` ran on: the same object as
+        before when this runtime has it (pinned, the main model, the parent's, built)."""
+        if agent_name in self._agent_models:
+            return self._agent_models[agent_name]
         main = self._main_model
-        if parent is None and isinstance(main, Model) and main.name == record.model:
+        if parent is None and isinstance(main, Model) and main.name == name:
             return main
-        if parent is not None and parent.model.name == record.model:
+        if parent is not None and parent.model.name == name:
             return parent.model
-        if record.model in self._models:
-            return self._models[record.model]
-        definition = self._definition_named(record.agent_name)
+        if name in self._models:
+            return self._models[name]
+        definition = self.definition_named(agent_name)
         if definition is not None and definition.endpoint is not None:
-            model, name = self.endpoint_model(definition)
-            if name == record.model:
+            model, resolved = self.endpoint_model(definition)
+            if resolved == name:
                 return model
-        return self.model_for(record.model)[0]
+        return self.model_for(name)[0]
 
     def resume_sync(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
@@ -975,32 +835,3 @@ def _not_adopted(task: TaskRecord) -> bool:
     """Whether ``task`` was imported and never resumed here (see ``_adopt_if_imported``)."""
     imported = task.settings.get("imported")
     return isinstance(imported, dict) and not imported.get("adopted_at")
-
-
-class AskHumanInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(description="The question, with the context a person needs to answer")
-
-
-async def _ask_human(*, ctx: ToolContext, question: str) -> str:
-    session = ctx.session
-    if not isinstance(session, Session):
-        raise RuntimeError("AskHuman only works inside a subagents session")
-    raise session.ask(ctx.tool_call_id, ASK_HUMAN_TOOL_NAME, {"question": question}, "ask_human")
-
-
-@functools.cache
-def ask_human_tool() -> Tool:
-    """AskHuman: pause the run until a person answers (offered when someone can answer:
-    see :func:`~subagents.runtime.tool_menu.someone_can_answer`)."""
-    return Tool(
-        name=ASK_HUMAN_TOOL_NAME,
-        description="Ask the person running this task a question and wait for the answer. "
-        "The run pauses until they reply; use it only when you cannot go on without them.",
-        parameters=input_schema(AskHumanInput),
-        function=_ask_human,
-        input_model=AskHumanInput,
-        takes_context=True,
-        read_only=True,
-    )
