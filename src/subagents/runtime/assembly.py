@@ -310,7 +310,7 @@ class SessionBuilder:
             events=parent.events if parent is not None else runtime.events,
             stream=parent.stream if parent is not None else runtime.stream,
             hooks=runtime.session_hooks(definition, subagent=subagent),
-            delegation=delegation,
+            context=delegation,
             recorder=recorder if recorder is not None or parent is None else parent.recorder,
             parent_tool_call_id=parent_tool_call_id,
             description=description,

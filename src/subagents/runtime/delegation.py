@@ -27,6 +27,7 @@ from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
+from subagents.runtime.tool_menu import description_profile
 from subagents.runtime.worktree import (
     Worktree,
     WorktreeError,
@@ -52,7 +53,10 @@ if TYPE_CHECKING:
 
     from subagents.definitions.model import AgentDefinition
     from subagents.models.choice import ModelChoice
+    from subagents.runtime.context import InterruptedPolicy
+    from subagents.runtime.pause import HumanDecision
     from subagents.runtime.runtime import Runtime
+    from subagents.runtime.tool_menu import DescriptionProfile
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
@@ -142,6 +146,8 @@ class Delegation:
     spawn_results: list[SpawnResult] = field(default_factory=list)
     # calls that were pending when the task was imported: they ask a person before running
     reask_calls: frozenset[str] = frozenset()
+    # the person's decision that resumes a paused run, by tool call id; handed out once
+    decisions: dict[str, HumanDecision] = field(default_factory=dict)
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
@@ -350,7 +356,7 @@ class Delegation:
                     f'subagent_type="{resumed.definition.name}" with resume'
                 )
             else:
-                types = ", ".join(self.agent_types_for(parent)) or "(none available)"
+                types = ", ".join(self._types_for(parent)) or "(none available)"
                 problems.append(f"`subagent_type` is missing: set it to one of: {types}")
         if not description.strip():
             problems.append(
@@ -371,7 +377,7 @@ class Delegation:
                 + " fixed."
             )
 
-    def agent_types_for(self, parent: Session) -> list[str]:
+    def _types_for(self, parent: Session) -> list[str]:
         """The agent types ``parent`` may start, as it can name them in ``subagent_type``."""
         allowed = self.allowed_subagent_types(parent)
         return [
@@ -481,7 +487,7 @@ class Delegation:
 
         handle = self.handles.get(agent_id.strip())
         if handle is None:
-            types = {normalise_name(kind) for kind in self.agent_types_for(parent)}
+            types = {normalise_name(kind) for kind in self._types_for(parent)}
             if normalise_name(agent_id) in types:
                 raise ToolError(
                     f"{agent_id!r} is an agent type, not an agent_id: to start a new "
@@ -660,8 +666,8 @@ class Delegation:
 
     # -- background ------------------------------------------------------------------------
 
-    async def settle_background(self, parent: Session) -> bool:
-        """Wait for a background child of ``parent`` whose result the parent has not seen.
+    async def settle_background(self, session_id: str) -> bool:
+        """Wait for a background child of session ``session_id`` whose result it has not seen.
 
         Returns True when one finished (its notification is then queued), False when there is
         nothing left to wait for, so that no background work is dropped when a parent answers.
@@ -669,18 +675,21 @@ class Delegation:
         waiting = [
             h.task
             for h in self.handles.values()
-            if h.parent is parent and h.background and not h.delivered and h.task is not None
+            if h.parent.agent_id == session_id
+            and h.background
+            and not h.delivered
+            and h.task is not None
         ]
         if not waiting:
             return False
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         return True
 
-    def has_background(self, parent: Session) -> bool:
-        """Whether ``parent`` has a background subagent that is running or whose result it
-        has not seen: only then are TaskOutput and TaskCancel offered to it."""
+    def has_background(self, session_id: str) -> bool:
+        """Whether session ``session_id`` has a background subagent that is running or whose
+        result it has not seen: only then are TaskOutput and TaskCancel offered to it."""
         return any(
-            handle.parent is parent
+            handle.parent.agent_id == session_id
             and handle.background
             and (not handle.delivered or handle.running)
             for handle in self.handles.values()
@@ -688,8 +697,8 @@ class Delegation:
 
     def _background_handle(self, tool: str, agent_id: str, parent: Session) -> SubagentHandle:
         """The background subagent ``agent_id`` of ``parent``, for TaskOutput / TaskCancel."""
-        if not self.has_background(parent):
-            raise ToolError(_no_background(tool, agent_id, self.agent_types_for(parent)))
+        if not self.has_background(parent.agent_id):
+            raise ToolError(_no_background(tool, agent_id, self._types_for(parent)))
         return self._own_handle(agent_id, parent)
 
     async def _task_output_tool(
@@ -763,6 +772,31 @@ class Delegation:
                     handle.delivered = True
             else:
                 handle.task = asyncio.ensure_future(self._run_child(handle, None))
+
+    # -- RunContext: what a session asks of its run ------------------------------------------
+
+    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+        if not self.decisions:
+            return None
+        return self.decisions.pop(tool_call_id, None)
+
+    def must_ask_again(self, tool_call_id: str) -> bool:
+        return tool_call_id in self.reask_calls
+
+    @property
+    def interrupted_tool_calls(self) -> InterruptedPolicy:
+        return self.runtime.config.subagents.interrupted_tool_calls
+
+    @property
+    def max_repeated_failures(self) -> int:
+        return self.runtime.config.subagents.max_repeated_failures
+
+    def description_profile(self, model_name: str) -> DescriptionProfile:
+        return description_profile(model_name, self.runtime.config.providers)
+
+    def agent_types_for(self, session_id: str) -> list[str]:
+        session = self.session_by_id(session_id)
+        return [] if session is None else self._types_for(session)
 
     def session_by_id(self, agent_id: str) -> Session | None:
         if self.main is not None and self.main.agent_id == agent_id:

@@ -114,7 +114,6 @@ class Runtime:
         self.stream = stream
         self.store = store
         self.last_delegation: Delegation | None = None
-        self._decisions: dict[str, HumanDecision] = {}
         self._owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
@@ -545,6 +544,7 @@ class Runtime:
             question = None
         else:
             question = self._pending_question(store, task)
+        decisions: dict[str, HumanDecision] = {}
         if question is not None:
             if decision is None:
                 raise StoreError(
@@ -552,7 +552,7 @@ class Runtime:
                     hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
                     "'--reject REASON' or '--modify JSON'",
                 )
-            self._decisions = {question.tool_call_id: decision}
+            decisions = {question.tool_call_id: decision}
         elif decision is not None:
             raise StoreError(
                 f"Task {task.id} is not waiting for a decision (status {task.status}).",
@@ -572,7 +572,9 @@ class Runtime:
                 f"good, take the task over with 'subagents resume {task.id[:8]} --force'",
             )
         await self.start_mcp()
-        delegation = Delegation(self, reask_calls=self._adopt_if_imported(task))
+        delegation = Delegation(
+            self, reask_calls=self._adopt_if_imported(task), decisions=decisions
+        )
         self.last_delegation = delegation
         recorder = Recorder(store, task, self._redactor())
         main_record = next(
@@ -645,7 +647,7 @@ class Runtime:
                     question=pause.question,
                 )
         finally:
-            self._decisions = {}
+            delegation.decisions.clear()
             try:
                 await delegation.close()
             finally:
@@ -659,12 +661,6 @@ class Runtime:
         return result
 
     # -- durability --------------------------------------------------------------------------
-
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
-        """The person's decision about ``tool_call_id``, handed out once."""
-        if not self._decisions:
-            return None
-        return self._decisions.pop(tool_call_id, None)
 
     def _require_store(self) -> Store:
         if self.store is None:
