@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.base import Model
     from subagents.models.choice import ModelChoice
+    from subagents.runtime.context import RunContext
     from subagents.runtime.delegation import Delegation
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.runtime import Runtime
@@ -155,11 +156,12 @@ class ChildSession:
 class SessionBuilder:
     """Builds the sessions of one run: main, child and rebuilt, the same way."""
 
-    __slots__ = ("delegation", "runtime")
+    __slots__ = ("context", "delegation", "runtime")
 
-    def __init__(self, runtime: Runtime, delegation: Delegation) -> None:
+    def __init__(self, runtime: Runtime, delegation: Delegation, context: RunContext) -> None:
         self.runtime = runtime
         self.delegation = delegation
+        self.context = context
 
     # -- the three ways in -------------------------------------------------------------------
 
@@ -310,7 +312,7 @@ class SessionBuilder:
             events=parent.events if parent is not None else runtime.events,
             stream=parent.stream if parent is not None else runtime.stream,
             hooks=runtime.session_hooks(definition, subagent=subagent),
-            context=delegation,
+            context=self.context,
             recorder=recorder if recorder is not None or parent is None else parent.recorder,
             parent_tool_call_id=parent_tool_call_id,
             description=description,

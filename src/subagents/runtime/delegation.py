@@ -27,7 +27,6 @@ from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
-from subagents.runtime.tool_menu import description_profile
 from subagents.runtime.worktree import (
     Worktree,
     WorktreeError,
@@ -53,10 +52,8 @@ if TYPE_CHECKING:
 
     from subagents.definitions.model import AgentDefinition
     from subagents.models.choice import ModelChoice
-    from subagents.runtime.context import InterruptedPolicy
-    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.context import RunContext
     from subagents.runtime.runtime import Runtime
-    from subagents.runtime.tool_menu import DescriptionProfile
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
@@ -144,10 +141,8 @@ class Delegation:
     main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
-    # calls that were pending when the task was imported: they ask a person before running
-    reask_calls: frozenset[str] = frozenset()
-    # the person's decision that resumes a paused run, by tool call id; handed out once
-    decisions: dict[str, HumanDecision] = field(default_factory=dict)
+    # the run it belongs to, which its sessions ask (set by the Run that owns it)
+    context: RunContext | None = None
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
@@ -326,7 +321,7 @@ class Delegation:
                 f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
                 "is reached; do this part of the work yourself"
             )
-        child = SessionBuilder(runtime, self).child(
+        child = self._builder().child(
             parent,
             definition,
             tool_call_id=tool_call_id,
@@ -387,7 +382,7 @@ class Delegation:
         ]
 
     def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
-        return SessionBuilder(self.runtime, self).subagent_prompt(definition, workspace)
+        return self._builder().subagent_prompt(definition, workspace)
 
     # -- isolation: worktree -----------------------------------------------------------------
 
@@ -472,7 +467,7 @@ class Delegation:
         record = recorder.find_session(child_id)
         if record is None:
             return None
-        session = self.runtime.rebuild_session(record, self, parent)
+        session = self._builder().rebuilt(record, parent, recorder)
         definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
         handle = SubagentHandle(session, definition, parent, record.model, description)
         handle.rebound = True
@@ -757,7 +752,7 @@ class Delegation:
                 continue
             if record.session_id in self.handles:
                 continue
-            session = self.runtime.rebuild_session(record, self, parent)
+            session = self._builder().rebuilt(record, parent, recorder)
             definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
             handle = SubagentHandle(
                 session, definition, parent, record.model, record.task_description, background=True
@@ -773,26 +768,13 @@ class Delegation:
             else:
                 handle.task = asyncio.ensure_future(self._run_child(handle, None))
 
-    # -- RunContext: what a session asks of its run ------------------------------------------
+    # -- for the run's context (see Run) ----------------------------------------------------
 
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
-        if not self.decisions:
-            return None
-        return self.decisions.pop(tool_call_id, None)
-
-    def must_ask_again(self, tool_call_id: str) -> bool:
-        return tool_call_id in self.reask_calls
-
-    @property
-    def interrupted_tool_calls(self) -> InterruptedPolicy:
-        return self.runtime.config.subagents.interrupted_tool_calls
-
-    @property
-    def max_repeated_failures(self) -> int:
-        return self.runtime.config.subagents.max_repeated_failures
-
-    def description_profile(self, model_name: str) -> DescriptionProfile:
-        return description_profile(model_name, self.runtime.config.providers)
+    def _builder(self) -> SessionBuilder:
+        context = self.context
+        if context is None:  # pragma: no cover - a Run sets it when it makes its delegation
+            raise RuntimeError("this Delegation belongs to no Run; create it with Run(runtime)")
+        return SessionBuilder(self.runtime, self, context)
 
     def agent_types_for(self, session_id: str) -> list[str]:
         session = self.session_by_id(session_id)

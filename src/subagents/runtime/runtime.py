@@ -7,21 +7,21 @@ models (built once per spec), the tool set, permissions, hooks and the event bus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
 from subagents.models.base import Model, ModelSettings
 from subagents.models.choice import ModelChoice, is_known_model
-from subagents.runtime.agent_hooks import with_stop_hooks
-from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
-from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
+from subagents.runtime.pause import HumanDecision, HumanQuestion
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
+from subagents.runtime.run import Run
 from subagents.runtime.session import Session
 from subagents.store.base import TaskOwner
 from subagents.tools.base import Tool, ToolRegistry
@@ -113,8 +113,8 @@ class Runtime:
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
-        self.last_delegation: Delegation | None = None
-        self._owner = TaskOwner.this_process()  # what this runtime claims its tasks as
+        self._last_run: Run | None = None  # for last_delegation only (deprecated)
+        self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
@@ -448,7 +448,27 @@ class Runtime:
     def main_session(self, delegation: Delegation, agent: str | None = None) -> Session:
         """The main session of a new run of ``delegation`` (see
         :class:`~subagents.runtime.assembly.SessionBuilder`)."""
-        return SessionBuilder(self, delegation).main(agent)
+        return self._run_of(delegation).builder.main(agent)
+
+    def _run_of(self, delegation: Delegation) -> Run:
+        context = delegation.context
+        return context if isinstance(context, Run) else Run(self, delegation=delegation)
+
+    @property
+    def last_delegation(self) -> Delegation | None:
+        """The delegation of the run this runtime started last (``None`` before any).
+
+        Deprecated: with several runs at once on one runtime it may be another caller's run.
+        Use ``RunResult.subagents``, the subagents of exactly that run.
+        """
+        warnings.warn(
+            "Runtime.last_delegation is deprecated (it is whichever run started last); use "
+            "RunResult.subagents",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        run = self._last_run
+        return run.delegation if run is not None else None
 
     def session_hooks(self, definition: AgentDefinition | None, *, subagent: bool) -> Hooks:
         """The run's hooks plus those of ``definition``'s own file (see
@@ -477,21 +497,14 @@ class Runtime:
             _check_task_id(task_id)
         await self.start_mcp()
         self._announce_instruction_problems()
-        delegation = Delegation(self)
-        self.last_delegation = delegation
-        session = self.main_session(delegation, agent)
-        recorder = None
-        if self.store is not None:
-            recorder = self._new_recorder(
-                self.store, prompt, agent, session, description, tags, retention_days
-            )
-            if task_id is not None:
-                recorder.task.id = task_id
-            session.recorder = recorder
-            recorder.start_task()
-            self.store.claim_task(recorder.task_id, self._owner)
-        return await self._drive(
-            session, delegation, recorder, with_stop_hooks(session, session.run(prompt))
+        run = self._last_run = Run(self)
+        return await run.start(
+            prompt,
+            agent=agent,
+            description=description,
+            tags=tags,
+            retention_days=retention_days,
+            task_id=task_id,
         )
 
     def _announce_instruction_problems(self) -> None:
@@ -564,7 +577,7 @@ class Runtime:
                 hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
             )
         ended = task.status in ("failed", "cancelled")
-        holder = store.claim_task(task.id, self._owner, force=force)
+        holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:
             raise StoreError(
                 f"Task {task.id} is being run by process {holder.pid} on {holder.host}.",
@@ -572,29 +585,10 @@ class Runtime:
                 f"good, take the task over with 'subagents resume {task.id[:8]} --force'",
             )
         await self.start_mcp()
-        delegation = Delegation(
-            self, reask_calls=self._adopt_if_imported(task), decisions=decisions
+        run = self._last_run = Run(
+            self, decisions=decisions, reask_calls=self._adopt_if_imported(task)
         )
-        self.last_delegation = delegation
-        recorder = Recorder(store, task, self._redactor())
-        main_record = next(
-            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
-        )
-        recorder.resume_task()
-        if main_record is None:  # stopped before the first step was written: start over
-            session = self.main_session(delegation, task.assigned_agent)
-            session.recorder = recorder
-            work = with_stop_hooks(session, session.run(task.prompt))
-            return await self._drive(session, delegation, recorder, work)
-        session = self.rebuild_session(main_record, delegation, None, recorder)
-        delegation.main = session
-        delegation.adopt_background(session)
-        if ended:  # a failed run gets a fresh turn budget, and is told how it ended
-            session.run_turns = 0
-            session.note_failure(task.error or task.status)
-        return await self._drive(
-            session, delegation, recorder, with_stop_hooks(session, session.resume())
-        )
+        return await run.resume(Recorder(store, task, self._redactor()), ended=ended)
 
     def _adopt_if_imported(self, task: TaskRecord) -> frozenset[str]:
         """The tool calls that must ask a person again because they were pending when the
@@ -620,45 +614,6 @@ class Runtime:
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
-
-    async def _drive(
-        self,
-        session: Session,
-        delegation: Delegation,
-        recorder: Recorder | None,
-        work: Awaitable[RunResult],
-    ) -> RunResult:
-        result: RunResult | None = None
-        try:
-            try:
-                result = await work
-            except RunPaused as pause:
-                result = RunResult(
-                    output=session._partial_output(),
-                    status="awaiting_human",
-                    agent_id=session.agent_id,
-                    agent_type=session.agent_type,
-                    model_name=session.model.name,
-                    messages=session.messages,
-                    usage=session.usage,
-                    turns=session.turns,
-                    tool_calls=session.tool_call_count,
-                    error=f"waiting for a person: {pause.question.text}",
-                    question=pause.question,
-                )
-        finally:
-            delegation.decisions.clear()
-            try:
-                await delegation.close()
-            finally:
-                if recorder is not None:
-                    # the outcome is written first, then the task given up, so that a
-                    # resumer never finds it free but still marked running
-                    if result is not None:
-                        result.task_id = recorder.task_id
-                        recorder.finish_task(result)
-                    recorder.store.release_task(recorder.task_id, self._owner)
-        return result
 
     # -- durability --------------------------------------------------------------------------
 
@@ -693,7 +648,7 @@ class Runtime:
 
         return Redactor(self.credentials())
 
-    def _new_recorder(
+    def new_recorder(
         self,
         store: Store,
         prompt: str,
@@ -734,7 +689,7 @@ class Runtime:
         :meth:`~subagents.runtime.assembly.SessionBuilder.rebuilt`)."""
         recorder = recorder if recorder is not None else parent.recorder if parent else None
         assert recorder is not None
-        return SessionBuilder(self, delegation).rebuilt(record, parent, recorder)
+        return self._run_of(delegation).builder.rebuilt(record, parent, recorder)
 
     def definition_named(self, name: str) -> AgentDefinition | None:
         """The current definition of the agent ``name``, if it has one."""
