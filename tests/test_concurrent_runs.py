@@ -157,3 +157,31 @@ async def test_last_delegation_still_answers_but_is_deprecated(tmp_path: Path) -
         delegation = runtime.last_delegation
     assert delegation is not None
     assert tuple(delegation.spawn_results) == result.subagents != ()
+
+
+async def test_a_resumed_tasks_rules_stay_with_its_run(tmp_path: Path) -> None:
+    """Resuming a task brings back the rules it was started with, for that run only: the
+    next run of the same Runtime has the Runtime's own rules."""
+
+    def offered(model: FunctionModel) -> set[str]:
+        return {spec.name for spec in model.requests[-1].tools}
+
+    def asking(request: ModelRequest) -> ModelResponse:
+        if results(request):
+            return text_response("done")
+        return tool_call_response("AskHuman", {"question": "Go on?"})
+
+    with open_store(tmp_path / "state.db") as store:
+        first = FunctionModel(asking, name="scripted:first")
+        strict = Runtime(
+            cwd=tmp_path, model=first, store=store, headless="pause", disallowed_tools=["Write"]
+        )
+        paused = await strict.run("go")
+        assert paused.status == "awaiting_human" and "Write" not in offered(first)
+
+        model = FunctionModel(asking, name="scripted:first")
+        runtime = Runtime(cwd=tmp_path, model=model, store=store, headless="pause")
+        resumed = await runtime.resume(paused.task_id or "", HumanDecision("approve"))
+        assert resumed.status == "completed" and "Write" not in offered(model)
+        fresh = await runtime.run("go")
+        assert fresh.status == "awaiting_human" and "Write" in offered(model)

@@ -49,9 +49,10 @@ if TYPE_CHECKING:
     from subagents.runtime.context import RunContext
     from subagents.runtime.delegation import Delegation
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.store.records import SessionRecord
     from subagents.tools.base import ToolRegistry
+    from subagents.tools.rules import PermissionRules
 
 __all__ = ["SESSION_SPEC_VERSION", "SessionBuilder", "SessionRole", "SessionSpec"]
 
@@ -156,12 +157,24 @@ class ChildSession:
 class SessionBuilder:
     """Builds the sessions of one run: main, child and rebuilt, the same way."""
 
-    __slots__ = ("context", "delegation", "runtime")
+    __slots__ = ("context", "delegation", "rule_arguments", "runtime")
 
-    def __init__(self, runtime: Runtime, delegation: Delegation, context: RunContext) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        delegation: Delegation,
+        context: RunContext,
+        rule_arguments: RuleArguments | None = None,
+    ) -> None:
         self.runtime = runtime
         self.delegation = delegation
-        self.context = context
+        self.context = context  # what the sessions it builds ask of their run
+        self.rule_arguments = rule_arguments  # None: the runtime's own
+
+    @property
+    def rules(self) -> PermissionRules:
+        """The run's permission rules (read once per set of rule arguments)."""
+        return self.runtime.permission_rules(self.rule_arguments)
 
     # -- the three ways in -------------------------------------------------------------------
 
@@ -293,6 +306,8 @@ class SessionBuilder:
         runtime = self.runtime
         delegation = self.delegation
         subagent = parent is not None
+        if delegation.run_policy is None:  # the run's own, before any agent narrows it
+            delegation.run_policy = runtime.run_permissions(delegation, self.rules)
         if agent_type is None:
             agent_type = definition.name if definition is not None else "main"
         session = Session(
@@ -345,7 +360,7 @@ class SessionBuilder:
         if parent is not None:
             return parent.tools
         runtime = self.runtime
-        rules = runtime.permission_rules()
+        rules = self.rules
         available = runtime.base_tools()
         return available.subset([n for n in available.names() if rules.bare_denied(n) is None])
 
@@ -359,7 +374,7 @@ class SessionBuilder:
         limits = runtime.config.subagents
         available = self._available(parent)
         if parent is None:
-            rules = runtime.permission_rules()
+            rules = self.rules
             names = [*available.names(), TASK_TOOL_NAME]
             if definition is not None:
                 names = effective_tool_names(definition, names, mcp_servers=available.mcp_servers())

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
     from subagents.definitions.model import AgentDefinition
     from subagents.models.choice import ModelChoice
-    from subagents.runtime.context import RunContext
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
@@ -141,8 +140,8 @@ class Delegation:
     main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
-    # the run it belongs to, which its sessions ask (set by the Run that owns it)
-    context: RunContext | None = None
+    # builds its subagents' sessions for the run it belongs to (set by that Run)
+    builder: SessionBuilder | None = None
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
@@ -771,10 +770,10 @@ class Delegation:
     # -- for the run's context (see Run) ----------------------------------------------------
 
     def _builder(self) -> SessionBuilder:
-        context = self.context
-        if context is None:  # pragma: no cover - a Run sets it when it makes its delegation
+        builder = self.builder
+        if builder is None:  # pragma: no cover - a Run sets it when it makes its delegation
             raise RuntimeError("this Delegation belongs to no Run; create it with Run(runtime)")
-        return SessionBuilder(self.runtime, self, context)
+        return builder
 
     def agent_types_for(self, session_id: str) -> list[str]:
         session = self.session_by_id(session_id)

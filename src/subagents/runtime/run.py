@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
     from subagents.runtime.pause import HumanDecision
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.runtime.session import Session
     from subagents.runtime.tool_menu import DescriptionProfile
 
@@ -36,7 +36,15 @@ __all__ = ["Run"]
 class Run:
     """One run: its delegation, decisions, recorder and result (see the module docstring)."""
 
-    __slots__ = ("decisions", "delegation", "reask_calls", "recorder", "result", "runtime")
+    __slots__ = (
+        "builder",
+        "decisions",
+        "delegation",
+        "reask_calls",
+        "recorder",
+        "result",
+        "runtime",
+    )
 
     def __init__(
         self,
@@ -45,6 +53,7 @@ class Run:
         decisions: dict[str, HumanDecision] | None = None,
         reask_calls: frozenset[str] = frozenset(),
         delegation: Delegation | None = None,
+        rule_arguments: RuleArguments | None = None,
     ) -> None:
         self.runtime = runtime
         # the person's decision that resumes a paused run, by tool call id; handed out once
@@ -52,13 +61,11 @@ class Run:
         # calls that were pending when the task was imported: they ask a person before running
         self.reask_calls = reask_calls
         self.delegation = delegation if delegation is not None else Delegation(runtime)
-        self.delegation.context = self
+        # rule_arguments: allowed_tools / disallowed_tools of a resumed task, with its own
+        self.builder = SessionBuilder(runtime, self.delegation, self, rule_arguments)
+        self.delegation.builder = self.builder
         self.recorder: Recorder | None = None
         self.result: RunResult | None = None
-
-    @property
-    def builder(self) -> SessionBuilder:
-        return SessionBuilder(self.runtime, self.delegation, self)
 
     @property
     def main(self) -> Session | None:

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from subagents.tools.rules import PermissionRules
     from subagents.tools.sandbox import BashSandbox
 
+RuleArguments = tuple[tuple[str, ...], tuple[str, ...]]
+"""allowed_tools and disallowed_tools, as a run is given them."""
+
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
 
 
@@ -122,8 +125,9 @@ class Runtime:
         self._mcp_tools: tuple[Tool, ...] = ()
         self._tool_env: dict[str, str] | None = None
         # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
-        self._rule_arguments = (tuple(allowed_tools), tuple(disallowed_tools))
-        self._permission_rules: PermissionRules | None = None
+        self._rule_arguments: RuleArguments = (tuple(allowed_tools), tuple(disallowed_tools))
+        # by rule arguments: a resumed task brings its own (see restored_rule_arguments)
+        self._permission_rules: dict[RuleArguments, PermissionRules] = {}
         self.permission_warnings: list[str] = []
         if headless == "pause" and store is None:
             raise ConfigError(
@@ -393,36 +397,43 @@ class Runtime:
         rules = agent_permission_rules(definition, main=parent is None)
         return base.narrowed(definition.permission_mode, rules=rules)
 
-    def permission_rules(self) -> PermissionRules:
-        """The run's permission rules: ``allowed_tools`` / ``disallowed_tools`` and the
-        ``permissions`` of Claude Code's settings files, read once. What cannot be used is in
+    def permission_rules(self, arguments: RuleArguments | None = None) -> PermissionRules:
+        """A run's permission rules: ``allowed_tools`` / ``disallowed_tools`` (``arguments``,
+        for a resumed task: with those it kept) and the ``permissions`` of Claude Code's
+        settings files, read once. What cannot be used of this runtime's own is in
         :attr:`permission_warnings` (and logged)."""
-        if self._permission_rules is None:
+        own = arguments is None or arguments == self._rule_arguments
+        key = self._rule_arguments if arguments is None else arguments
+        rules = self._permission_rules.get(key)
+        if rules is None:
             from subagents.tools.rule_sources import run_permission_rules
 
-            rules, warnings = run_permission_rules(self.workspace, *self._rule_arguments)
-            self._permission_rules, self.permission_warnings = rules, warnings
-        return self._permission_rules
+            rules, warnings = run_permission_rules(self.workspace, *key)
+            self._permission_rules[key] = rules
+            if own:
+                self.permission_warnings = warnings
+        return rules
 
-    def _rule_settings(self) -> dict[str, list[str]]:
-        """The run's own rules (allowed_tools / disallowed_tools), kept with its task so that
+    def _rule_settings(self, arguments: RuleArguments | None = None) -> dict[str, list[str]]:
+        """A run's own rules (allowed_tools / disallowed_tools), kept with its task so that
         a resume is never more permissive than the run was."""
         from subagents.tools.rule_sources import rule_settings
 
-        return rule_settings(*self._rule_arguments)
+        return rule_settings(*(self._rule_arguments if arguments is None else arguments))
 
-    def _restore_rule_arguments(self, task: TaskRecord) -> None:
-        """Add the stored rules of ``task`` to this runtime's; an imported task not resumed
-        here yet keeps only its deny rules (an archive grants nothing)."""
+    def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
+        """This runtime's rules plus the stored rules of ``task``, for its resumed run only;
+        an imported task not resumed here yet keeps only its deny rules (an archive grants
+        nothing)."""
         from subagents.tools.rule_sources import restored_rule_arguments
 
-        restored = restored_rule_arguments(
+        return restored_rule_arguments(
             task.settings, *self._rule_arguments, trusted=not _not_adopted(task)
         )
-        if restored != self._rule_arguments:
-            self._rule_arguments, self._permission_rules = restored, None
 
-    def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
+    def run_permissions(
+        self, delegation: Delegation, rules: PermissionRules | None = None
+    ) -> PermissionPolicy:
         """The policy of the run itself: its mode, who approves, and the protected paths."""
         from subagents.tools.permissions import PermissionPolicy
         from subagents.tools.protected import ProtectedPaths
@@ -440,7 +451,7 @@ class Runtime:
             approver=approver,
             headless=headless,  # type: ignore[arg-type]
             protected=protected,
-            rules=self.permission_rules(),
+            rules=rules if rules is not None else self.permission_rules(),
         )
 
     # -- running -----------------------------------------------------------------------------
@@ -451,7 +462,8 @@ class Runtime:
         return self._run_of(delegation).builder.main(agent)
 
     def _run_of(self, delegation: Delegation) -> Run:
-        context = delegation.context
+        builder = delegation.builder
+        context = builder.context if builder is not None else None
         return context if isinstance(context, Run) else Run(self, delegation=delegation)
 
     @property
@@ -543,7 +555,7 @@ class Runtime:
         store = self._require_store()
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
-        self._restore_rule_arguments(task)
+        rule_arguments = self._restored_rule_arguments(task)
         if _not_adopted(task):
             # Someone else's question about someone else's call: not the person's to answer
             # blind. The first resume asks again, in this runtime's words and settings.
@@ -586,11 +598,14 @@ class Runtime:
             )
         await self.start_mcp()
         run = self._last_run = Run(
-            self, decisions=decisions, reask_calls=self._adopt_if_imported(task)
+            self,
+            decisions=decisions,
+            reask_calls=self._adopt_if_imported(task, rule_arguments),
+            rule_arguments=rule_arguments,
         )
         return await run.resume(Recorder(store, task, self._redactor()), ended=ended)
 
-    def _adopt_if_imported(self, task: TaskRecord) -> frozenset[str]:
+    def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
         """The tool calls that must ask a person again because they were pending when the
         task was imported (see :func:`subagents.store.export.import_task`).
 
@@ -610,7 +625,7 @@ class Runtime:
             task.settings = {
                 "permission_mode": self.permission_mode,
                 "headless": self.headless,
-                **self._rule_settings(),
+                **self._rule_settings(rules),
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
