@@ -185,3 +185,29 @@ async def test_a_resumed_tasks_rules_stay_with_its_run(tmp_path: Path) -> None:
         assert resumed.status == "completed" and "Write" not in offered(model)
         fresh = await runtime.run("go")
         assert fresh.status == "awaiting_human" and "Write" in offered(model)
+
+
+async def test_runs_that_start_at_once_share_one_start_of_the_mcp_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the second run saw the manager of the first before its servers were up, and
+    ran without their tools."""
+    from mcp_servers.harness import stdio_calc
+
+    requests: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return text_response("done")
+
+    runtime = Runtime(
+        cwd=tmp_path, model=FunctionModel(answer, name="scripted:main"), mcp_servers=[stdio_calc()]
+    )
+    try:
+        first, second = await asyncio.gather(runtime.run("one"), runtime.run("two"))
+        assert first.status == second.status == "completed"
+        assert runtime.mcp is not None and len(runtime.mcp.tools()) > 0
+        for request in requests:
+            assert "mcp__calc__add" in {spec.name for spec in request.tools}
+    finally:
+        await runtime.aclose()

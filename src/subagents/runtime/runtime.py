@@ -122,6 +122,7 @@ class Runtime:
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
         self.mcp: MCPManager | None = None
+        self._mcp_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
         self._tool_env: dict[str, str] | None = None
         # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
@@ -238,20 +239,32 @@ class Runtime:
     async def start_mcp(self) -> None:
         """Start the configured MCP servers once (nothing, not even the SDK import, without
         any); their tools join :meth:`base_tools`. A server that fails is left out with a
-        warning (see ``runtime.mcp.failures``)."""
+        warning (see ``runtime.mcp.failures``). Runs started at once wait for the same start:
+        each of them gets the servers' tools."""
         if self.mcp is not None:
             return
         config = self.mcp_config()
         if not config.enabled() and not config.problems:
             return
+        loop = asyncio.get_running_loop()
+        if self._mcp_lock is None or self._mcp_lock[0] is not loop:
+            self._mcp_lock = (loop, asyncio.Lock())  # a lock belongs to one event loop
+        async with self._mcp_lock[1]:
+            if self.mcp is None:  # else started by the run this one waited for
+                await self._start_mcp(config)
+
+    async def _start_mcp(self, config: MCPServersConfig) -> None:
         from subagents.mcp.connection import MCPManager
 
-        self.mcp = MCPManager(config, workspace=self.workspace)
-        await self.mcp.start()
-        self._mcp_tools = tuple(self.mcp.tools())
-        self._base_tools = None
+        manager = MCPManager(config, workspace=self.workspace)
+        try:
+            await manager.start()
+        except BaseException:  # cancelled while starting: stop what did start
+            await asyncio.shield(manager.aclose())
+            raise
+        self.mcp, self._mcp_tools, self._base_tools = manager, tuple(manager.tools()), None
         if self.events.active:
-            failures = {**config.problems, **{k: str(v) for k, v in self.mcp.failures.items()}}
+            failures = {**config.problems, **{k: str(v) for k, v in manager.failures.items()}}
             for server, error in failures.items():
                 self.events.emit(MCPServerFailed(server, error))
 
