@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from subagents.tools.base import ToolRegistry
     from subagents.tools.rules import PermissionRules
 
-__all__ = ["SESSION_SPEC_VERSION", "SessionBuilder", "SessionRole", "SessionSpec"]
+__all__ = ["SESSION_SPEC_VERSION", "ChildSession", "SessionBuilder", "SessionRole", "SessionSpec"]
 
 SESSION_SPEC_VERSION = 1
 
