@@ -146,8 +146,7 @@ def main() -> None:
     table = Table(title="Subagents")
     for column in ("agent", "agent_id", "model", "status", "tool calls", "duration"):
         table.add_column(column)
-    assert runtime.last_delegation is not None
-    for spawn in runtime.last_delegation.spawn_results:
+    for spawn in result.subagents:
         table.add_row(
             spawn.subagent_type,
             spawn.agent_id[:8],

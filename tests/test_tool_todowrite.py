@@ -30,7 +30,7 @@ from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.todos import TodoItem, todo_counts, todos_from_state
-from subagents.tools.base import ToolContext, ToolRegistry
+from subagents.tools.base import ToolContext, ToolRegistry, ToolSession
 from subagents.tools.builtin import builtin_tools
 from subagents.tools.builtin.todowrite import MAX_TODO_CHARS, MAX_TODO_LIST_CHARS, MAX_TODOS
 from subagents.tools.execution import execute_tool_call
@@ -91,7 +91,7 @@ _PLANS: dict[str, Plan] = {
 # --- the tool on its own -------------------------------------------------------------------------
 
 
-async def call_todo_write(arguments: dict[str, Any], session: object = None) -> Any:
+async def call_todo_write(arguments: dict[str, Any], session: ToolSession | None = None) -> Any:
     registry = ToolRegistry(builtin_tools())
     ctx = ToolContext(workspace=Path.cwd(), session=session)
     return await execute_tool_call(ToolCall("c1", "TodoWrite", arguments), registry, ctx)

@@ -195,7 +195,7 @@ def run_command(
         if database is not None:
             database.close()
     if as_json:
-        spawns = runtime.last_delegation.spawn_results if runtime.last_delegation else []
+        spawns = result.subagents
         question = result.question.to_dict() if result.question is not None else None
         payload: dict[str, Any] = {
             "task_id": result.task_id,

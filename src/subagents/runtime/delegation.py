@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
+from subagents.errors import SubagentsError, ToolError
 from subagents.messages import ToolResultMessage, UserMessage
-from subagents.models.endpoint import uses_endpoint
 from subagents.runtime import events as ev
+from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.hooks import HookPayload
-from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.pause import RunPaused
-from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
@@ -40,7 +38,7 @@ from subagents.runtime.worktree import (
     worktree_note,
     worktree_prompt_note,
 )
-from subagents.tools.base import Tool, ToolContext, ToolRegistry
+from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
     TASK_CANCEL_TOOL_NAME,
@@ -53,7 +51,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
-    from subagents.models.base import Model
     from subagents.models.choice import ModelChoice
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
@@ -143,8 +140,8 @@ class Delegation:
     main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
-    # calls that were pending when the task was imported: they ask a person before running
-    reask_calls: frozenset[str] = frozenset()
+    # builds its subagents' sessions for the run it belongs to (set by that Run)
+    builder: SessionBuilder | None = None
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
@@ -323,34 +320,15 @@ class Delegation:
                 f"cannot start '{definition.name}': the delegation depth limit of {max_depth} "
                 "is reached; do this part of the work yourself"
             )
-        grants = memory_grants(definition, workspace=parent.workspace)
-        tools = self._child_tools(parent, definition, depth)
-        model, resolved_model, fallback = self._child_model(parent, definition, model_override)
-        session = Session(
-            model=model,
-            system_prompt=self._system_prompt(definition, parent.workspace),
-            tools=tools,
-            workspace=parent.workspace,
-            agent_type=definition.name,
-            agent_id=child_session_id(parent.agent_id, tool_call_id),
-            parent=parent,
-            depth=depth,
-            max_turns=definition.max_turns or runtime.config.subagents.max_turns,
-            settings=runtime.model_settings(definition),
-            permissions=runtime.permissions_for(definition, self, parent.permissions),
-            events=parent.events,
-            stream=parent.stream,
-            hooks=runtime.session_hooks(definition, subagent=True),
-            delegation=self,
-            recorder=parent.recorder,
-            parent_tool_call_id=tool_call_id,
+        child = self._builder().child(
+            parent,
+            definition,
+            tool_call_id=tool_call_id,
             description=description,
-            tool_env=parent.tool_env,
-            tool_sandbox=parent.tool_sandbox,
-            file_grants=grants,
+            model_override=model_override,
         )
-        with_memory_tools(definition, session.tools, parent.tools, grants)  # adds to them
-        handle = SubagentHandle(session, definition, parent, resolved_model, description)
+        session, fallback = child.session, child.fallback
+        handle = SubagentHandle(session, definition, parent, child.resolved_model, description)
         if fallback is not None:
             handle.model_fallback = fallback
             if session.recorder is not None:
@@ -372,7 +350,7 @@ class Delegation:
                     f'subagent_type="{resumed.definition.name}" with resume'
                 )
             else:
-                types = ", ".join(self.agent_types_for(parent)) or "(none available)"
+                types = ", ".join(self._types_for(parent)) or "(none available)"
                 problems.append(f"`subagent_type` is missing: set it to one of: {types}")
         if not description.strip():
             problems.append(
@@ -393,7 +371,7 @@ class Delegation:
                 + " fixed."
             )
 
-    def agent_types_for(self, parent: Session) -> list[str]:
+    def _types_for(self, parent: Session) -> list[str]:
         """The agent types ``parent`` may start, as it can name them in ``subagent_type``."""
         allowed = self.allowed_subagent_types(parent)
         return [
@@ -403,12 +381,7 @@ class Delegation:
         ]
 
     def _system_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
-        return compose_system_prompt(
-            definition,
-            workspace=workspace,
-            subagent=True,
-            instructions=self.runtime.project_instructions(workspace),
-        )
+        return self._builder().subagent_prompt(definition, workspace)
 
     # -- isolation: worktree -----------------------------------------------------------------
 
@@ -493,59 +466,13 @@ class Delegation:
         record = recorder.find_session(child_id)
         if record is None:
             return None
-        session = self.runtime.rebuild_session(record, self, parent)
+        session = self._builder().rebuilt(record, parent, recorder)
         definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
         handle = SubagentHandle(session, definition, parent, record.model, description)
         handle.rebound = True
         self.handles[child_id] = handle
         self.adopt_background(session)
         return handle
-
-    def _child_tools(
-        self, parent: Session, definition: AgentDefinition, depth: int
-    ) -> ToolRegistry:
-        from subagents.definitions.validate import effective_tool_names
-
-        available = parent.tools.names()
-        names = effective_tool_names(definition, available, mcp_servers=parent.tools.mcp_servers())
-        if depth >= self.runtime.config.subagents.max_depth or TASK_TOOL_NAME not in names:
-            names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
-        elif TASK_TOOL_NAME in names:
-            names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in available]
-        registry = parent.tools.subset(names)
-        if TASK_TOOL_NAME in registry:
-            types = self.allowed_subagent_types_of(definition, parent)
-            if types is not None:
-                registry.add(self.task_tool_for(types), replace=True)
-        if not names and definition.tools != []:  # an agent may choose to have no tools
-            raise ToolError(
-                f"agent '{definition.name}' has no usable tools here (its tools: "
-                f"{definition.tools}, disallowed: {definition.disallowed_tools}, available to "
-                f"you: {', '.join(available) or 'none'}); pick another agent or fix its `tools` "
-                "list"
-            )
-        return registry
-
-    def _child_model(
-        self, parent: Session, definition: AgentDefinition, override: str | None
-    ) -> tuple[Model, str, ModelChoice | None]:
-        """The child's model, its name, and the choice when it falls back to the parent's."""
-        runtime = self.runtime
-        if not override and uses_endpoint(definition):
-            try:  # the agent names its own server (llm_config.endpoint)
-                return (*runtime.endpoint_model(definition), None)
-            except SubagentsError as error:
-                raise ToolError(f"cannot start '{definition.name}': {error}") from None
-        choice = runtime.model_choice(definition, override)
-        try:
-            if choice is not None and choice.error is not None:
-                raise ModelConfigurationError(choice.error, hint=choice.hint)
-            if choice is None or choice.model is None:  # pinned, or the parent's model
-                model, name = runtime.model_for_agent(definition.name, parent.model)
-                return model, name, choice if choice and choice.fallback is not None else None
-            return (*runtime.model_for(choice.model, agent_name=definition.name), None)
-        except SubagentsError as error:
-            raise ToolError(f"cannot start '{definition.name}': {error}") from None
 
     def _handle_for_resume(
         self, agent_id: str, parent: Session, subagent_type: str
@@ -554,7 +481,7 @@ class Delegation:
 
         handle = self.handles.get(agent_id.strip())
         if handle is None:
-            types = {normalise_name(kind) for kind in self.agent_types_for(parent)}
+            types = {normalise_name(kind) for kind in self._types_for(parent)}
             if normalise_name(agent_id) in types:
                 raise ToolError(
                     f"{agent_id!r} is an agent type, not an agent_id: to start a new "
@@ -733,8 +660,8 @@ class Delegation:
 
     # -- background ------------------------------------------------------------------------
 
-    async def settle_background(self, parent: Session) -> bool:
-        """Wait for a background child of ``parent`` whose result the parent has not seen.
+    async def settle_background(self, session_id: str) -> bool:
+        """Wait for a background child of session ``session_id`` whose result it has not seen.
 
         Returns True when one finished (its notification is then queued), False when there is
         nothing left to wait for, so that no background work is dropped when a parent answers.
@@ -742,18 +669,21 @@ class Delegation:
         waiting = [
             h.task
             for h in self.handles.values()
-            if h.parent is parent and h.background and not h.delivered and h.task is not None
+            if h.parent.agent_id == session_id
+            and h.background
+            and not h.delivered
+            and h.task is not None
         ]
         if not waiting:
             return False
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         return True
 
-    def has_background(self, parent: Session) -> bool:
-        """Whether ``parent`` has a background subagent that is running or whose result it
-        has not seen: only then are TaskOutput and TaskCancel offered to it."""
+    def has_background(self, session_id: str) -> bool:
+        """Whether session ``session_id`` has a background subagent that is running or whose
+        result it has not seen: only then are TaskOutput and TaskCancel offered to it."""
         return any(
-            handle.parent is parent
+            handle.parent.agent_id == session_id
             and handle.background
             and (not handle.delivered or handle.running)
             for handle in self.handles.values()
@@ -761,8 +691,8 @@ class Delegation:
 
     def _background_handle(self, tool: str, agent_id: str, parent: Session) -> SubagentHandle:
         """The background subagent ``agent_id`` of ``parent``, for TaskOutput / TaskCancel."""
-        if not self.has_background(parent):
-            raise ToolError(_no_background(tool, agent_id, self.agent_types_for(parent)))
+        if not self.has_background(parent.agent_id):
+            raise ToolError(_no_background(tool, agent_id, self._types_for(parent)))
         return self._own_handle(agent_id, parent)
 
     async def _task_output_tool(
@@ -821,7 +751,7 @@ class Delegation:
                 continue
             if record.session_id in self.handles:
                 continue
-            session = self.runtime.rebuild_session(record, self, parent)
+            session = self._builder().rebuilt(record, parent, recorder)
             definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
             handle = SubagentHandle(
                 session, definition, parent, record.model, record.task_description, background=True
@@ -836,6 +766,18 @@ class Delegation:
                     handle.delivered = True
             else:
                 handle.task = asyncio.ensure_future(self._run_child(handle, None))
+
+    # -- for the run's context (see Run) ----------------------------------------------------
+
+    def _builder(self) -> SessionBuilder:
+        builder = self.builder
+        if builder is None:  # pragma: no cover - a Run sets it when it makes its delegation
+            raise RuntimeError("this Delegation belongs to no Run; create it with Run(runtime)")
+        return builder
+
+    def agent_types_for(self, session_id: str) -> list[str]:
+        session = self.session_by_id(session_id)
+        return [] if session is None else self._types_for(session)
 
     def session_by_id(self, agent_id: str) -> Session | None:
         if self.main is not None and self.main.agent_id == agent_id:

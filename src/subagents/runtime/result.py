@@ -21,7 +21,9 @@ class RunResult:
     ``output`` is the final answer in full. When the run stopped early (``max_turns``,
     ``failed``), it holds the partial output so far and ``error`` says why. A run that waits
     for a person has status ``awaiting_human`` and says what it asks in ``question``;
-    ``task_id`` names the stored task to resume (runs with a store only).
+    ``task_id`` names the stored task to resume (runs with a store only). The result of a
+    run (:meth:`Runtime.run` / :meth:`Runtime.resume`) lists its ``subagents``: one
+    :class:`SpawnResult` per subagent run, in the order they finished.
     """
 
     output: str
@@ -37,6 +39,8 @@ class RunResult:
     error: str | None = None
     task_id: str | None = None
     question: HumanQuestion | None = None
+    # the run's subagents, one result each (every session's own result leaves it empty)
+    subagents: tuple[SpawnResult, ...] = ()
 
     @property
     def success(self) -> bool:

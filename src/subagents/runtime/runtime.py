@@ -7,33 +7,26 @@ models (built once per spec), the tool set, permissions, hooks and the event bus
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from subagents.errors import ConfigError, ModelConfigurationError, StoreError
-from subagents.messages import Usage
 from subagents.models.base import Model, ModelSettings, close_model
 from subagents.models.choice import ModelChoice, is_known_model
-from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
-from subagents.runtime.memory import memory_grants, with_memory_tools
-from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
-from subagents.runtime.prompt import MAIN_AGENT_PROMPT, compose_system_prompt
+from subagents.runtime.pause import HumanDecision, HumanQuestion
+from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
+from subagents.runtime.run import Run
 from subagents.runtime.session import Session
-from subagents.runtime.tool_menu import someone_can_answer
 from subagents.store.base import TaskOwner
-from subagents.store.lease import LeaseKeeper, lease_refusal
-from subagents.todos import todos_from_state
-from subagents.tools.base import Tool, ToolContext, ToolRegistry
-from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
-from subagents.tools.schema import input_schema
+from subagents.store.lease import lease_refusal
+from subagents.tools.base import Tool, ToolRegistry
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.config import Config
@@ -49,6 +42,9 @@ if TYPE_CHECKING:
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
     from subagents.tools.rules import PermissionRules
     from subagents.tools.sandbox import BashSandbox
+
+RuleArguments = tuple[tuple[str, ...], tuple[str, ...]]
+"""allowed_tools and disallowed_tools, as a run is given them."""
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
 
@@ -121,18 +117,19 @@ class Runtime:
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
-        self.last_delegation: Delegation | None = None
-        self._decisions: dict[str, HumanDecision] = {}
-        self._owner = TaskOwner.this_process()  # what this runtime claims its tasks as
+        self._last_run: Run | None = None  # for last_delegation only (deprecated)
+        self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
         self.mcp: MCPManager | None = None
+        self._mcp_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
         self._tool_env: dict[str, str] | None = None
         # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
-        self._rule_arguments = (tuple(allowed_tools), tuple(disallowed_tools))
-        self._permission_rules: PermissionRules | None = None
+        self._rule_arguments: RuleArguments = (tuple(allowed_tools), tuple(disallowed_tools))
+        # by rule arguments: a resumed task brings its own (see restored_rule_arguments)
+        self._permission_rules: dict[RuleArguments, PermissionRules] = {}
         self.permission_warnings: list[str] = []
         if headless == "pause" and store is None:
             raise ConfigError(
@@ -243,20 +240,32 @@ class Runtime:
     async def start_mcp(self) -> None:
         """Start the configured MCP servers once (nothing, not even the SDK import, without
         any); their tools join :meth:`base_tools`. A server that fails is left out with a
-        warning (see ``runtime.mcp.failures``)."""
+        warning (see ``runtime.mcp.failures``). Runs started at once wait for the same start:
+        each of them gets the servers' tools."""
         if self.mcp is not None:
             return
         config = self.mcp_config()
         if not config.enabled() and not config.problems:
             return
+        loop = asyncio.get_running_loop()
+        if self._mcp_lock is None or self._mcp_lock[0] is not loop:
+            self._mcp_lock = (loop, asyncio.Lock())  # a lock belongs to one event loop
+        async with self._mcp_lock[1]:
+            if self.mcp is None:  # else started by the run this one waited for
+                await self._start_mcp(config)
+
+    async def _start_mcp(self, config: MCPServersConfig) -> None:
         from subagents.mcp.connection import MCPManager
 
-        self.mcp = MCPManager(config, workspace=self.workspace)
-        await self.mcp.start()
-        self._mcp_tools = tuple(self.mcp.tools())
-        self._base_tools = None
+        manager = MCPManager(config, workspace=self.workspace)
+        try:
+            await manager.start()
+        except BaseException:  # cancelled while starting: stop what did start
+            await asyncio.shield(manager.aclose())
+            raise
+        self.mcp, self._mcp_tools, self._base_tools = manager, tuple(manager.tools()), None
         if self.events.active:
-            failures = {**config.problems, **{k: str(v) for k, v in self.mcp.failures.items()}}
+            failures = {**config.problems, **{k: str(v) for k, v in manager.failures.items()}}
             for server, error in failures.items():
                 self.events.emit(MCPServerFailed(server, error))
 
@@ -402,36 +411,43 @@ class Runtime:
         rules = agent_permission_rules(definition, main=parent is None)
         return base.narrowed(definition.permission_mode, rules=rules)
 
-    def permission_rules(self) -> PermissionRules:
-        """The run's permission rules: ``allowed_tools`` / ``disallowed_tools`` and the
-        ``permissions`` of Claude Code's settings files, read once. What cannot be used is in
+    def permission_rules(self, arguments: RuleArguments | None = None) -> PermissionRules:
+        """A run's permission rules: ``allowed_tools`` / ``disallowed_tools`` (``arguments``,
+        for a resumed task: with those it kept) and the ``permissions`` of Claude Code's
+        settings files, read once. What cannot be used of this runtime's own is in
         :attr:`permission_warnings` (and logged)."""
-        if self._permission_rules is None:
+        own = arguments is None or arguments == self._rule_arguments
+        key = self._rule_arguments if arguments is None else arguments
+        rules = self._permission_rules.get(key)
+        if rules is None:
             from subagents.tools.rule_sources import run_permission_rules
 
-            rules, warnings = run_permission_rules(self.workspace, *self._rule_arguments)
-            self._permission_rules, self.permission_warnings = rules, warnings
-        return self._permission_rules
+            rules, warnings = run_permission_rules(self.workspace, *key)
+            self._permission_rules[key] = rules
+            if own:
+                self.permission_warnings = warnings
+        return rules
 
-    def _rule_settings(self) -> dict[str, list[str]]:
-        """The run's own rules (allowed_tools / disallowed_tools), kept with its task so that
+    def _rule_settings(self, arguments: RuleArguments | None = None) -> dict[str, list[str]]:
+        """A run's own rules (allowed_tools / disallowed_tools), kept with its task so that
         a resume is never more permissive than the run was."""
         from subagents.tools.rule_sources import rule_settings
 
-        return rule_settings(*self._rule_arguments)
+        return rule_settings(*(self._rule_arguments if arguments is None else arguments))
 
-    def _restore_rule_arguments(self, task: TaskRecord) -> None:
-        """Add the stored rules of ``task`` to this runtime's; an imported task not resumed
-        here yet keeps only its deny rules (an archive grants nothing)."""
+    def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
+        """This runtime's rules plus the stored rules of ``task``, for its resumed run only;
+        an imported task not resumed here yet keeps only its deny rules (an archive grants
+        nothing)."""
         from subagents.tools.rule_sources import restored_rule_arguments
 
-        restored = restored_rule_arguments(
+        return restored_rule_arguments(
             task.settings, *self._rule_arguments, trusted=not _not_adopted(task)
         )
-        if restored != self._rule_arguments:
-            self._rule_arguments, self._permission_rules = restored, None
 
-    def run_permissions(self, delegation: Delegation) -> PermissionPolicy:
+    def run_permissions(
+        self, delegation: Delegation, rules: PermissionRules | None = None
+    ) -> PermissionPolicy:
         """The policy of the run itself: its mode, who approves, and the protected paths."""
         from subagents.tools.permissions import PermissionPolicy
         from subagents.tools.protected import ProtectedPaths
@@ -449,64 +465,36 @@ class Runtime:
             approver=approver,
             headless=headless,  # type: ignore[arg-type]
             protected=protected,
-            rules=self.permission_rules(),
+            rules=rules if rules is not None else self.permission_rules(),
         )
 
     # -- running -----------------------------------------------------------------------------
 
     def main_session(self, delegation: Delegation, agent: str | None = None) -> Session:
-        definition = self.inventory.get(agent).definition if agent else None
-        tools = self.base_tools()
-        wants_task = True
-        if definition is not None:
-            from subagents.definitions.validate import effective_tool_names
+        """The main session of a new run of ``delegation`` (see
+        :class:`~subagents.runtime.assembly.SessionBuilder`)."""
+        return self._run_of(delegation).builder.main(agent)
 
-            names = effective_tool_names(
-                definition, [*tools.names(), TASK_TOOL_NAME], mcp_servers=tools.mcp_servers()
-            )
-            wants_task = TASK_TOOL_NAME in names
-            tools = tools.subset(names)
-        rules = self.permission_rules()
-        tools = tools.subset([name for name in tools.names() if rules.bare_denied(name) is None])
-        available = self.base_tools()
-        available = available.subset([n for n in available.names() if rules.bare_denied(n) is None])
-        wants_task = wants_task and rules.bare_denied(TASK_TOOL_NAME) is None
-        if wants_task and self.config.subagents.enabled and self.config.subagents.max_depth > 0:
-            for tool in delegation.tools():
-                tools.add(tool, replace=True)
-            types = delegation.allowed_subagent_types_of(definition)
-            if types is not None:
-                tools.add(delegation.task_tool_for(types), replace=True)
-        if someone_can_answer(self):
-            tools.add(ask_human_tool(), replace=True)
-        grants = memory_grants(definition, workspace=self.workspace)
-        tools = with_memory_tools(definition, tools, available, grants)
-        prompt = compose_system_prompt(
-            definition,
-            workspace=self.workspace,
-            subagent=False,
-            instructions=self.project_instructions(self.workspace),
+    def _run_of(self, delegation: Delegation) -> Run:
+        builder = delegation.builder
+        context = builder.context if builder is not None else None
+        return context if isinstance(context, Run) else Run(self, delegation=delegation)
+
+    @property
+    def last_delegation(self) -> Delegation | None:
+        """The delegation of the run this runtime started last (``None`` before any).
+
+        Deprecated: with several runs at once on one runtime it may be another caller's run.
+        Use ``RunResult.subagents``, the subagents of exactly that run.
+        """
+        warnings.warn(
+            "Runtime.last_delegation is deprecated (it is whichever run started last); use "
+            "RunResult.subagents",
+            DeprecationWarning,
+            stacklevel=2,
         )
-        session = Session(
-            model=self.main_model(definition),
-            system_prompt=prompt,
-            tools=tools,
-            workspace=self.workspace,
-            agent_type=definition.name if definition is not None else "main",
-            max_turns=(definition.max_turns if definition is not None else None)
-            or self.config.subagents.max_turns,
-            settings=self.model_settings(definition),
-            permissions=self.permissions_for(definition, delegation),
-            events=self.events,
-            stream=self.stream,
-            hooks=self.session_hooks(definition, subagent=False),
-            delegation=delegation,
-            tool_env=self.tool_environment(),
-            tool_sandbox=self.bash_sandbox(),
-            file_grants=grants,
-        )
-        delegation.main = session
-        return session
+        run = self._last_run
+        return run.delegation if run is not None else None
 
     def session_hooks(self, definition: AgentDefinition | None, *, subagent: bool) -> Hooks:
         """The run's hooks plus those of ``definition``'s own file (see
@@ -535,21 +523,14 @@ class Runtime:
             _check_task_id(task_id)
         await self.start_mcp()
         self._announce_instruction_problems()
-        delegation = Delegation(self)
-        self.last_delegation = delegation
-        session = self.main_session(delegation, agent)
-        recorder = None
-        if self.store is not None:
-            recorder = self._new_recorder(
-                self.store, prompt, agent, session, description, tags, retention_days
-            )
-            if task_id is not None:
-                recorder.task.id = task_id
-            session.recorder = recorder
-            recorder.start_task()
-            self.store.claim_task(recorder.task_id, self._owner)
-        return await self._drive(
-            session, delegation, recorder, with_stop_hooks(session, session.run(prompt))
+        run = self._last_run = Run(self)
+        return await run.start(
+            prompt,
+            agent=agent,
+            description=description,
+            tags=tags,
+            retention_days=retention_days,
+            task_id=task_id,
         )
 
     def _announce_instruction_problems(self) -> None:
@@ -588,7 +569,7 @@ class Runtime:
         store = self._require_store()
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
-        self._restore_rule_arguments(task)
+        rule_arguments = self._restored_rule_arguments(task)
         if _not_adopted(task):
             # Someone else's question about someone else's call: not the person's to answer
             # blind. The first resume asks again, in this runtime's words and settings.
@@ -602,6 +583,7 @@ class Runtime:
             question = None
         else:
             question = self._pending_question(store, task)
+        decisions: dict[str, HumanDecision] = {}
         if question is not None:
             if decision is None:
                 raise StoreError(
@@ -609,7 +591,7 @@ class Runtime:
                     hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
                     "'--reject REASON' or '--modify JSON'",
                 )
-            self._decisions = {question.tool_call_id: decision}
+            decisions = {question.tool_call_id: decision}
         elif decision is not None:
             raise StoreError(
                 f"Task {task.id} is not waiting for a decision (status {task.status}).",
@@ -621,33 +603,19 @@ class Runtime:
                 hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
             )
         ended = task.status in ("failed", "cancelled")
-        holder = store.claim_task(task.id, self._owner, force=force)
+        holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:
             raise lease_refusal(holder)
         await self.start_mcp()
-        delegation = Delegation(self, reask_calls=self._adopt_if_imported(task))
-        self.last_delegation = delegation
-        recorder = Recorder(store, task, self._redactor())
-        main_record = next(
-            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
+        run = self._last_run = Run(
+            self,
+            decisions=decisions,
+            reask_calls=self._adopt_if_imported(task, rule_arguments),
+            rule_arguments=rule_arguments,
         )
-        recorder.resume_task()
-        if main_record is None:  # stopped before the first step was written: start over
-            session = self.main_session(delegation, task.assigned_agent)
-            session.recorder = recorder
-            work = with_stop_hooks(session, session.run(task.prompt))
-            return await self._drive(session, delegation, recorder, work)
-        session = self.rebuild_session(main_record, delegation, None, recorder)
-        delegation.main = session
-        delegation.adopt_background(session)
-        if ended:  # a failed run gets a fresh turn budget, and is told how it ended
-            session.run_turns = 0
-            session.note_failure(task.error or task.status)
-        return await self._drive(
-            session, delegation, recorder, with_stop_hooks(session, session.resume())
-        )
+        return await run.resume(Recorder(store, task, self._redactor()), ended=ended)
 
-    def _adopt_if_imported(self, task: TaskRecord) -> frozenset[str]:
+    def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
         """The tool calls that must ask a person again because they were pending when the
         task was imported (see :func:`subagents.store.export.import_task`).
 
@@ -667,63 +635,12 @@ class Runtime:
             task.settings = {
                 "permission_mode": self.permission_mode,
                 "headless": self.headless,
-                **self._rule_settings(),
+                **self._rule_settings(rules),
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
 
-    async def _drive(
-        self,
-        session: Session,
-        delegation: Delegation,
-        recorder: Recorder | None,
-        work: Awaitable[RunResult],
-    ) -> RunResult:
-        result: RunResult | None = None
-        keeper = None
-        if recorder is not None:  # renews the task's lease while it runs
-            keeper = LeaseKeeper(recorder.store, recorder.task_id, self._owner)
-            keeper.start()
-        try:
-            try:
-                result = await work
-            except RunPaused as pause:
-                result = RunResult(
-                    output=session._partial_output(),
-                    status="awaiting_human",
-                    agent_id=session.agent_id,
-                    agent_type=session.agent_type,
-                    model_name=session.model.name,
-                    messages=session.messages,
-                    usage=session.usage,
-                    turns=session.turns,
-                    tool_calls=session.tool_call_count,
-                    error=f"waiting for a person: {pause.question.text}",
-                    question=pause.question,
-                )
-        finally:
-            self._decisions = {}
-            try:
-                await delegation.close()
-            finally:
-                if recorder is not None:
-                    if keeper is not None:
-                        await keeper.stop()
-                    # the outcome is written first, then the task given up, so that a
-                    # resumer never finds it free but still marked running
-                    if result is not None:
-                        result.task_id = recorder.task_id
-                        recorder.finish_task(result)
-                    recorder.store.release_task(recorder.task_id, self._owner)
-        return result
-
     # -- durability --------------------------------------------------------------------------
-
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
-        """The person's decision about ``tool_call_id``, handed out once."""
-        if not self._decisions:
-            return None
-        return self._decisions.pop(tool_call_id, None)
 
     def _require_store(self) -> Store:
         if self.store is None:
@@ -756,7 +673,7 @@ class Runtime:
 
         return Redactor(self.credentials())
 
-    def _new_recorder(
+    def new_recorder(
         self,
         store: Store,
         prompt: str,
@@ -793,104 +710,18 @@ class Runtime:
         parent: Session | None,
         recorder: Recorder | None = None,
     ) -> Session:
-        """A session as the store left it: same id, history, model and limits.
-
-        What the stored record says about permissions is not taken on trust (the store may
-        come from an imported archive): the tools are the stored ones that the session's
-        current definition and its parent still allow, the depth is counted from the parent,
-        and the permission mode comes from the parent (the run, for the main session).
-        """
+        """A session as the store left it (see
+        :meth:`~subagents.runtime.assembly.SessionBuilder.rebuilt`)."""
         recorder = recorder if recorder is not None else parent.recorder if parent else None
         assert recorder is not None
-        if parent is not None:
-            definition = self._definition_named(record.agent_name)
-        else:
-            agent = recorder.task.assigned_agent
-            definition = self._definition_named(agent) if agent else None
-        grants = memory_grants(definition, workspace=self.workspace)
-        tools = self._rebuilt_tools(record, definition, delegation, parent)
-        if parent is not None:
-            available = parent.tools
-        else:
-            rules = self.permission_rules()
-            available = self.base_tools()
-            available = available.subset(
-                [n for n in available.names() if rules.bare_denied(n) is None]
-            )
-        tools = with_memory_tools(definition, tools, available, grants)
-        messages = recorder.load_messages(record.session_id)
-        state = recorder.checkpoint_state(record.session_id)
-        counts = state.get("usage") or record.usage
-        usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
-        return Session(
-            model=self._model_for_record(record, parent),
-            system_prompt=record.system_prompt,
-            tools=tools,
-            # a subagent works where its parent does (a worktree, for isolation: worktree)
-            workspace=parent.workspace if parent is not None else self.workspace,
-            agent_type=record.agent_name,
-            agent_id=record.session_id,
-            parent=parent,
-            depth=parent.depth + 1 if parent is not None else 0,
-            max_turns=record.max_turns,
-            settings=self.model_settings(definition),
-            permissions=self.permissions_for(
-                definition, delegation, parent.permissions if parent is not None else None
-            ),
-            events=self.events,
-            stream=self.stream,
-            hooks=self.session_hooks(definition, subagent=parent is not None),
-            delegation=delegation,
-            recorder=recorder,
-            parent_tool_call_id=record.parent_tool_call_id,
-            description=record.task_description,
-            background=record.background,
-            messages=messages,
-            usage=usage,
-            turns=int(state.get("turns", record.turns)),
-            run_turns=int(state.get("run_turns", 0)),
-            tool_call_count=int(state.get("tool_calls", record.tool_calls)),
-            todos=todos_from_state(state.get("todos")),
-            persisted_messages=len(messages),
-            recorded_status=record.status,
-            tool_env=self.tool_environment(),
-            tool_sandbox=parent.tool_sandbox if parent is not None else self.bash_sandbox(),
-            file_grants=grants,
-        )
+        return self._run_of(delegation).builder.rebuilt(record, parent, recorder)
 
-    def _rebuilt_tools(
-        self,
-        record: SessionRecord,
-        definition: AgentDefinition | None,
-        delegation: Delegation,
-        parent: Session | None,
-    ) -> ToolRegistry:
-        """The stored tool names, cut down to what the parent and the definition allow."""
-        from subagents.definitions.validate import effective_tool_names
-
-        tools = self.base_tools()
-        for tool in delegation.tools():
-            tools.add(tool, replace=True)
-        if someone_can_answer(self):
-            tools.add(ask_human_tool(), replace=True)
-        names = [name for name in record.tool_names if name in tools]
-        if parent is not None:
-            names = [name for name in names if name in parent.tools]
-        if definition is not None:
-            names = effective_tool_names(definition, names, mcp_servers=tools.mcp_servers())
-        max_depth = self.config.subagents.max_depth
-        depth = parent.depth + 1 if parent is not None else 0
-        if not self.config.subagents.enabled or depth >= max_depth:
-            names = [name for name in names if name not in DELEGATION_TOOL_NAMES]
-        registry = tools.subset(names)
-        types = delegation.allowed_subagent_types_of(definition, parent)
-        if types is not None and TASK_TOOL_NAME in registry:
-            registry.add(delegation.task_tool_for(types), replace=True)
-        return registry
-
-    def _definition_named(self, name: str) -> AgentDefinition | None:
+    def definition_named(self, name: str) -> AgentDefinition | None:
+        """The current definition of the agent ``name``, if it has one."""
         record = self.inventory.records.get(name)
         return record.definition if record is not None else None
+
+    _definition_named = definition_named
 
     def definition_or_stub(self, name: str, system_prompt: str) -> AgentDefinition:
         """The current definition of ``name``, or a stand-in if it is gone since the run began."""
@@ -903,22 +734,24 @@ class Runtime:
             name=name, description="(restored from the store)", system_prompt=system_prompt
         )
 
-    def _model_for_record(self, record: SessionRecord, parent: Session | None) -> Model:
-        if record.agent_name in self._agent_models:
-            return self._agent_models[record.agent_name]
+    def model_named(self, name: str, agent_name: str, parent: Session | None) -> Model:
+        """The model ``name`` a stored session of ``agent_name`` ran on: the same object as
+        before when this runtime has it (pinned, the main model, the parent's, built)."""
+        if agent_name in self._agent_models:
+            return self._agent_models[agent_name]
         main = self._main_model
-        if parent is None and not isinstance(main, str | None) and main.name == record.model:
+        if parent is None and not isinstance(main, str | None) and main.name == name:
             return main
-        if parent is not None and parent.model.name == record.model:
+        if parent is not None and parent.model.name == name:
             return parent.model
-        if record.model in self._models:
-            return self._models[record.model]
-        definition = self._definition_named(record.agent_name)
+        if name in self._models:
+            return self._models[name]
+        definition = self.definition_named(agent_name)
         if definition is not None and definition.endpoint is not None:
-            model, name = self.endpoint_model(definition)
-            if name == record.model:
+            model, resolved = self.endpoint_model(definition)
+            if resolved == name:
                 return model
-        return self.model_for(record.model)[0]
+        return self.model_for(name)[0]
 
     def resume_sync(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
@@ -975,32 +808,3 @@ def _not_adopted(task: TaskRecord) -> bool:
     """Whether ``task`` was imported and never resumed here (see ``_adopt_if_imported``)."""
     imported = task.settings.get("imported")
     return isinstance(imported, dict) and not imported.get("adopted_at")
-
-
-class AskHumanInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(description="The question, with the context a person needs to answer")
-
-
-async def _ask_human(*, ctx: ToolContext, question: str) -> str:
-    session = ctx.session
-    if not isinstance(session, Session):
-        raise RuntimeError("AskHuman only works inside a subagents session")
-    raise session.ask(ctx.tool_call_id, ASK_HUMAN_TOOL_NAME, {"question": question}, "ask_human")
-
-
-@functools.cache
-def ask_human_tool() -> Tool:
-    """AskHuman: pause the run until a person answers (offered when someone can answer:
-    see :func:`~subagents.runtime.tool_menu.someone_can_answer`)."""
-    return Tool(
-        name=ASK_HUMAN_TOOL_NAME,
-        description="Ask the person running this task a question and wait for the answer. "
-        "The run pauses until they reply; use it only when you cannot go on without them.",
-        parameters=input_schema(AskHumanInput),
-        function=_ask_human,
-        input_model=AskHumanInput,
-        takes_context=True,
-        read_only=True,
-    )

@@ -47,7 +47,7 @@ from subagents.runtime.loop_guard import (
 )
 from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
 from subagents.runtime.result import RunResult, RunStatus
-from subagents.runtime.tool_menu import ToolMenu, description_profile
+from subagents.runtime.tool_menu import ToolMenu, default_profile
 from subagents.status import SessionStatus, session_status
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolContext, ToolRegistry
@@ -57,7 +57,7 @@ from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
 
 if TYPE_CHECKING:
     from subagents.models.base import Model, ToolSpec
-    from subagents.runtime.delegation import Delegation
+    from subagents.runtime.context import InterruptedPolicy, RunContext
     from subagents.runtime.recorder import Recorder
     from subagents.store.records import ToolLedgerEntry, TraceRecord
     from subagents.tools.base import Tool
@@ -91,7 +91,7 @@ class Session:
     events: ev.EventBus = field(default_factory=ev.EventBus)
     stream: bool = False
     hooks: Hooks | None = None
-    delegation: Delegation | None = None
+    context: RunContext | None = None  # the run this session belongs to
     recorder: Recorder | None = None
     parent_tool_call_id: str | None = None
     description: str = ""
@@ -229,8 +229,8 @@ class Session:
                 if not calls:
                     if self._inbox:  # a background result arrived while the model answered
                         continue
-                    delegation = self.delegation
-                    if delegation is not None and await delegation.settle_background(self):
+                    context = self.context
+                    if context is not None and await context.settle_background(self.agent_id):
                         continue  # a background subagent finished: show the model its result
                     if response.stop_reason == "max_tokens":
                         return self._finish(
@@ -361,21 +361,27 @@ class Session:
         """The tool specs this turn offers the model (see :mod:`subagents.runtime.tool_menu`)."""
         menu = self._menu
         if menu is None:
-            menu = self._menu = ToolMenu.of(self.tools, description_profile(self))
+            context, name = self.context, self.model.name
+            profile = (
+                default_profile(name) if context is None else context.description_profile(name)
+            )
+            menu = self._menu = ToolMenu.of(self.tools, profile)
         if not menu.varies:
             return menu.everything
-        delegation = self.delegation
-        return menu.for_turn(background=delegation is not None and delegation.has_background(self))
+        context = self.context
+        return menu.for_turn(
+            background=context is not None and context.has_background(self.agent_id)
+        )
 
     def _offered_names(self) -> list[str]:
         return [spec.name for spec in self._offered()]
 
     def _agent_types(self) -> list[str]:
         """The agent types this session may start, when it has the Task tool."""
-        delegation = self.delegation
-        if delegation is None or self.tools.get("Task") is None:
+        context = self.context
+        if context is None or self.tools.get("Task") is None:
             return []
-        return delegation.agent_types_for(self)
+        return context.agent_types_for(self.agent_id)
 
     async def _stream_model(self, request: ModelRequest) -> ModelResponse:
         final: ModelResponse | None = None
@@ -441,10 +447,8 @@ class Session:
         return replace(outcome, message=noted)
 
     def _max_repeated_failures(self) -> int:
-        delegation = self.delegation
-        if delegation is None:
-            return DEFAULT_MAX_REPEATED_FAILURES
-        return delegation.runtime.config.subagents.max_repeated_failures
+        context = self.context
+        return DEFAULT_MAX_REPEATED_FAILURES if context is None else context.max_repeated_failures
 
     def _stop_for_loop(self, started: float) -> RunResult:
         """End the run on the repeated failure the loop guard found; a later run of this
@@ -498,14 +502,12 @@ class Session:
         return await self._execute(call, tool)
 
     def _imported_call(self, call: ToolCall) -> bool:
-        delegation = self.delegation
-        return delegation is not None and call.id in delegation.reask_calls
+        context = self.context
+        return context is not None and context.must_ask_again(call.id)
 
-    def _interrupted_policy(self) -> str:
-        delegation = self.delegation
-        if delegation is None:
-            return "ask"
-        return delegation.runtime.config.subagents.interrupted_tool_calls
+    def _interrupted_policy(self) -> InterruptedPolicy:
+        context = self.context
+        return "ask" if context is None else context.interrupted_tool_calls
 
     async def _execute(
         self,
@@ -555,10 +557,8 @@ class Session:
     # -- people ------------------------------------------------------------------------------
 
     def _decision_for(self, call: ToolCall) -> HumanDecision | None:
-        delegation = self.delegation
-        if delegation is None:
-            return None
-        return delegation.runtime.take_decision(call.id)
+        context = self.context
+        return None if context is None else context.take_decision(call.id)
 
     async def _apply_decision(
         self, call: ToolCall, tool: Tool | None, decision: HumanDecision

@@ -19,6 +19,7 @@ Both lists of specs are built once per session; a turn only picks one of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,8 +27,8 @@ from subagents.tools.names import TASK_CANCEL_TOOL_NAME, TASK_OUTPUT_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.models.base import ToolSpec
+    from subagents.models.settings import ProviderSettings
     from subagents.runtime.runtime import Runtime
-    from subagents.runtime.session import Session
     from subagents.tools.base import Tool, ToolRegistry
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "DescriptionProfile",
     "ToolMenu",
     "compact_spec",
+    "default_profile",
     "description_profile",
     "first_sentence",
     "someone_can_answer",
@@ -87,20 +89,30 @@ class ToolMenu:
         return self.everything if background else self.quiet
 
 
-def description_profile(session: Session) -> DescriptionProfile:
-    """The profile configured for the provider of ``session``'s model (``"full"`` without one).
+def description_profile(
+    model_name: str, providers: Mapping[str, ProviderSettings]
+) -> DescriptionProfile:
+    """The profile configured for the provider of ``model_name`` (``"full"`` without one).
 
     The provider is the part of the model's name before ``:`` (``ollama:qwen2.5`` ->
     ``[providers.ollama]``); to use the compact profile for some models of a server only,
     give that server a second provider name with the same ``base_url``. Without the setting,
     the providers of :data:`COMPACT_BY_DEFAULT` (small models run in-process) are compact.
     """
-    provider = session.model.name.partition(":")[0].strip().lower()
-    delegation = session.delegation
-    settings = delegation.runtime.config.providers.get(provider) if delegation else None
+    provider = _provider_of(model_name)
+    settings = providers.get(provider)
     if settings is not None and settings.tool_descriptions is not None:
         return settings.tool_descriptions
-    return "compact" if provider in COMPACT_BY_DEFAULT else "full"
+    return default_profile(model_name)
+
+
+def default_profile(model_name: str) -> DescriptionProfile:
+    """The profile of ``model_name`` when no setting chooses one."""
+    return "compact" if _provider_of(model_name) in COMPACT_BY_DEFAULT else "full"
+
+
+def _provider_of(model_name: str) -> str:
+    return model_name.partition(":")[0].strip().lower()
 
 
 def someone_can_answer(runtime: Runtime) -> bool:

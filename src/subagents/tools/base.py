@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from subagents.errors import ToolDefinitionError
 
@@ -13,11 +13,20 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from subagents.models.base import ToolSpec
+    from subagents.todos import TodoItem
     from subagents.tools.sandbox import BashSandbox
 
-__all__ = ["Tool", "ToolContext", "ToolFunction", "ToolRegistry"]
+__all__ = ["Tool", "ToolContext", "ToolFunction", "ToolRegistry", "ToolSession"]
 
 ToolFunction = Callable[..., Awaitable[Any] | Any]
+
+
+class ToolSession(Protocol):
+    """What a tool may ask of the session that called it: where to keep the todo list
+    (TodoWrite). The runtime's :class:`~subagents.runtime.session.Session` is one; the tools
+    that belong to the runtime (Task, TaskOutput, TaskCancel, AskHuman) narrow it to that."""
+
+    def set_todos(self, todos: tuple[TodoItem, ...]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -37,7 +46,7 @@ class ToolContext:
     agent_id: str = ""
     agent_type: str = ""
     tool_call_id: str = ""
-    session: Any = None
+    session: ToolSession | None = None
     env: Mapping[str, str] | None = None
     sandbox: BashSandbox | None = None
     grants: tuple[Path, ...] = ()

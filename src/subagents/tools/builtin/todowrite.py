@@ -58,8 +58,7 @@ def write_todos(
     ctx: ToolContext,
 ) -> str:
     session = ctx.session
-    replace = getattr(session, "set_todos", None)
-    if replace is None:
+    if session is None:
         raise ToolError(
             "TodoWrite only works inside an agent session, which keeps the list; it was called "
             "outside one, so no list was kept."
@@ -74,7 +73,7 @@ def write_todos(
             f"The todo list holds {size:,} characters, more than the limit of "
             f"{MAX_TODO_LIST_CHARS:,}; the previous list is kept. Write shorter items."
         )
-    replace(items)
+    session.set_todos(items)
     if not items:
         return "The todo list is now empty."
     marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}

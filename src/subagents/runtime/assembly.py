@@ -1,0 +1,440 @@
+"""Assembly: the one place a session is put together.
+
+A session is built in three situations: the main session of a new run, a subagent started by
+a Task call, and either of them rebuilt from the store on resume. All three go through
+:class:`SessionBuilder`, which resolves the same things the same way (tools, model, system
+prompt, limits, permissions, hooks, where it works) and records them in a :class:`SessionSpec`:
+the serialisable description of a session that the store keeps (as its session record) and a
+rebuild starts from.
+
+Rules the three paths share:
+
+- **Tools** are resolved from the definition and the parent (the run's tools for the main
+  session) in one function. A rebuilt session gets that same resolution cut down to the names
+  the store recorded: it never gains a tool it did not have, and loses one its definition, its
+  parent or the run's rules no longer allow (the store may come from an imported archive).
+- **AskHuman** is the harness's: the main session gets it whenever someone can answer, whatever
+  its definition's ``tools`` list says; a subagent gets it when its definition allows it (no
+  ``tools`` list, or one that names it), like any tool its parent has.
+- **max_turns** is the definition's ``maxTurns``, else ``[subagents] max_turns``; a rebuilt
+  session keeps the limit it was started with (the store's), as it keeps its history.
+- **The system prompt**: a subagent is told where it works (the ``<env>`` block), since it
+  starts with nothing but its prompt; the main session is not (it has the user). A rebuilt
+  session keeps the prompt it was started with, so the model sees the same conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
+from subagents.messages import Usage
+from subagents.models.endpoint import uses_endpoint
+from subagents.runtime.ask_human import ask_human_tool
+from subagents.runtime.memory import memory_grants, with_memory_tools
+from subagents.runtime.prompt import compose_system_prompt
+from subagents.runtime.recorder import child_session_id
+from subagents.runtime.session import Session
+from subagents.runtime.tool_menu import someone_can_answer
+from subagents.todos import todos_from_state
+from subagents.tools.names import DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from subagents.definitions.model import AgentDefinition
+    from subagents.models.base import Model
+    from subagents.models.choice import ModelChoice
+    from subagents.runtime.context import RunContext
+    from subagents.runtime.delegation import Delegation
+    from subagents.runtime.recorder import Recorder
+    from subagents.runtime.runtime import RuleArguments, Runtime
+    from subagents.store.records import SessionRecord
+    from subagents.tools.base import ToolRegistry
+    from subagents.tools.rules import PermissionRules
+
+__all__ = ["SESSION_SPEC_VERSION", "ChildSession", "SessionBuilder", "SessionRole", "SessionSpec"]
+
+SESSION_SPEC_VERSION = 1
+
+SessionRole = Literal["main", "subagent"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """What a session is, in plain values: enough to build it again in any process.
+
+    ``agent_type`` is the definition's name (``"main"`` for the default main agent);
+    ``definition`` is the name to look the definition up by (``None``: the default main agent).
+    ``permission_mode`` is the mode the session's policy resolved to when it was built: shown,
+    never trusted on a rebuild (the policy is derived again from the run and the definition).
+    """
+
+    agent_id: str
+    agent_type: str
+    role: SessionRole
+    model_name: str
+    tool_names: tuple[str, ...]
+    system_prompt: str
+    max_turns: int
+    depth: int
+    workspace: str | None = None
+    definition: str | None = None
+    parent_id: str | None = None
+    parent_tool_call_id: str | None = None
+    description: str = ""
+    background: bool = False
+    permission_mode: str | None = None
+    schema_version: int = SESSION_SPEC_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tool_names"] = list(self.tool_names)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionSpec:
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        known["tool_names"] = tuple(known.get("tool_names", ()))
+        return cls(**known)
+
+    @classmethod
+    def of(cls, session: Session) -> SessionSpec:
+        """The spec of a built session."""
+        parent = session.parent
+        permissions = session.permissions
+        default_main = parent is None and session.agent_type == "main"
+        return cls(
+            agent_id=session.agent_id,
+            agent_type=session.agent_type,
+            role="main" if parent is None else "subagent",
+            model_name=session.model.name,
+            tool_names=tuple(session.tools.names()),
+            system_prompt=session.system_prompt,
+            max_turns=session.max_turns,
+            depth=session.depth,
+            workspace=str(session.workspace),
+            definition=None if default_main else session.agent_type,
+            parent_id=parent.agent_id if parent is not None else None,
+            parent_tool_call_id=session.parent_tool_call_id,
+            description=session.description,
+            background=session.background,
+            permission_mode=permissions.mode if permissions is not None else None,
+        )
+
+    @classmethod
+    def from_record(cls, record: SessionRecord, *, definition: str | None) -> SessionSpec:
+        """The spec the store kept for a session (``definition``: the main session's agent,
+        which the task record names)."""
+        return cls(
+            agent_id=record.session_id,
+            agent_type=record.agent_name,
+            role="main" if record.parent_session_id is None else "subagent",
+            model_name=record.model,
+            tool_names=tuple(record.tool_names),
+            system_prompt=record.system_prompt,
+            max_turns=record.max_turns,
+            depth=record.depth,
+            definition=definition,
+            parent_id=record.parent_session_id,
+            parent_tool_call_id=record.parent_tool_call_id,
+            description=record.task_description,
+            background=record.background,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSession:
+    """A new subagent's session, the model it resolved to, and why it runs on its parent's
+    model when it does."""
+
+    session: Session
+    resolved_model: str
+    fallback: ModelChoice | None
+
+
+class SessionBuilder:
+    """Builds the sessions of one run: main, child and rebuilt, the same way."""
+
+    __slots__ = ("context", "delegation", "rule_arguments", "runtime")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        delegation: Delegation,
+        context: RunContext,
+        rule_arguments: RuleArguments | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.delegation = delegation
+        self.context = context  # what the sessions it builds ask of their run
+        self.rule_arguments = rule_arguments  # None: the runtime's own
+
+    @property
+    def rules(self) -> PermissionRules:
+        """The run's permission rules (read once per set of rule arguments)."""
+        return self.runtime.permission_rules(self.rule_arguments)
+
+    # -- the three ways in -------------------------------------------------------------------
+
+    def main(self, agent: str | None = None) -> Session:
+        """The main session of a new run (``agent``: run that agent as the main one)."""
+        runtime = self.runtime
+        definition = runtime.inventory.get(agent).definition if agent else None
+        workspace = runtime.workspace
+        grants = memory_grants(definition, workspace=workspace)
+        prompt = compose_system_prompt(
+            definition,
+            workspace=workspace,
+            subagent=False,
+            instructions=runtime.project_instructions(workspace),
+        )
+        session = self._session(
+            definition,
+            parent=None,
+            agent_id=None,
+            model=runtime.main_model(definition),
+            system_prompt=prompt,
+            tools=self.tools_for(definition, None, grants),
+            max_turns=self._max_turns(definition),
+            grants=grants,
+        )
+        self.delegation.main = session
+        return session
+
+    def child(
+        self,
+        parent: Session,
+        definition: AgentDefinition,
+        *,
+        tool_call_id: str,
+        description: str,
+        model_override: str | None = None,
+    ) -> ChildSession:
+        """A new subagent of ``parent`` started by its Task call ``tool_call_id``; a problem
+        the parent's model can act on is a :class:`ToolError`."""
+        workspace = parent.workspace
+        grants = memory_grants(definition, workspace=workspace)
+        tools = self._own_tools(definition, parent)
+        if not tools.names() and definition.tools != []:  # an agent may choose to have no tools
+            available = parent.tools.names()
+            raise ToolError(
+                f"agent '{definition.name}' has no usable tools here (its tools: "
+                f"{definition.tools}, disallowed: {definition.disallowed_tools}, available to "
+                f"you: {', '.join(available) or 'none'}); pick another agent or fix its `tools` "
+                "list"
+            )
+        tools = with_memory_tools(definition, tools, parent.tools, grants)
+        model, resolved, fallback = self._child_model(parent, definition, model_override)
+        session = self._session(
+            definition,
+            parent=parent,
+            agent_id=child_session_id(parent.agent_id, tool_call_id),
+            model=model,
+            system_prompt=self.subagent_prompt(definition, workspace),
+            tools=tools,
+            max_turns=self._max_turns(definition),
+            grants=grants,
+            parent_tool_call_id=tool_call_id,
+            description=description,
+        )
+        return ChildSession(session, resolved, fallback)
+
+    def rebuilt(self, record: SessionRecord, parent: Session | None, recorder: Recorder) -> Session:
+        """A session as the store left it: same id, history, model, prompt and limits.
+
+        What the stored record says about permissions is not taken on trust: the tools are
+        the stored ones that a fresh resolution still allows, the depth is counted from the
+        parent, and the permission mode comes from the parent (the run, for the main session).
+        """
+        runtime = self.runtime
+        name = record.agent_name if parent is not None else recorder.task.assigned_agent
+        spec = SessionSpec.from_record(record, definition=name)
+        definition = runtime.definition_named(name) if name else None
+        workspace = parent.workspace if parent is not None else runtime.workspace
+        grants = memory_grants(definition, workspace=workspace)
+        stored = set(spec.tool_names)
+        tools = self.tools_for(definition, parent, grants)
+        tools = tools.subset([n for n in tools.names() if n in stored])
+        state = recorder.checkpoint_state(spec.agent_id)
+        messages = recorder.load_messages(spec.agent_id)
+        counts = state.get("usage") or record.usage
+        session = self._session(
+            definition,
+            parent=parent,
+            agent_id=spec.agent_id,
+            agent_type=spec.agent_type,
+            model=self._model_for_spec(spec, parent),
+            system_prompt=spec.system_prompt,
+            tools=tools,
+            max_turns=spec.max_turns,
+            grants=grants,
+            parent_tool_call_id=spec.parent_tool_call_id,
+            description=spec.description,
+            recorder=recorder,
+        )
+        session.background = spec.background
+        session.messages = messages
+        session.persisted_messages = len(messages)
+        session.usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
+        session.turns = int(state.get("turns", record.turns))
+        session.run_turns = int(state.get("run_turns", 0))
+        session.tool_call_count = int(state.get("tool_calls", record.tool_calls))
+        session.todos = todos_from_state(state.get("todos"))
+        session.recorded_status = record.status
+        return session
+
+    # -- the one constructor -----------------------------------------------------------------
+
+    def _session(
+        self,
+        definition: AgentDefinition | None,
+        *,
+        parent: Session | None,
+        agent_id: str | None,
+        model: Model,
+        system_prompt: str,
+        tools: ToolRegistry,
+        max_turns: int,
+        grants: tuple[Path, ...],
+        agent_type: str | None = None,
+        parent_tool_call_id: str | None = None,
+        description: str = "",
+        recorder: Recorder | None = None,
+    ) -> Session:
+        runtime = self.runtime
+        delegation = self.delegation
+        subagent = parent is not None
+        if delegation.run_policy is None:  # the run's own, before any agent narrows it
+            delegation.run_policy = runtime.run_permissions(delegation, self.rules)
+        if agent_type is None:
+            agent_type = definition.name if definition is not None else "main"
+        session = Session(
+            model=model,
+            system_prompt=system_prompt,
+            tools=tools,
+            # a subagent works where its parent does (a worktree, for isolation: worktree)
+            workspace=parent.workspace if parent is not None else runtime.workspace,
+            agent_type=agent_type,
+            parent=parent,
+            depth=parent.depth + 1 if parent is not None else 0,
+            max_turns=max_turns,
+            settings=runtime.model_settings(definition),
+            permissions=runtime.permissions_for(
+                definition, delegation, parent.permissions if parent is not None else None
+            ),
+            events=parent.events if parent is not None else runtime.events,
+            stream=parent.stream if parent is not None else runtime.stream,
+            hooks=runtime.session_hooks(definition, subagent=subagent),
+            context=self.context,
+            recorder=recorder if recorder is not None or parent is None else parent.recorder,
+            parent_tool_call_id=parent_tool_call_id,
+            description=description,
+            tool_env=parent.tool_env if parent is not None else runtime.tool_environment(),
+            tool_sandbox=parent.tool_sandbox if parent is not None else runtime.bash_sandbox(),
+            file_grants=grants,
+        )
+        if agent_id is not None:
+            session.agent_id = agent_id
+        return session
+
+    # -- what goes into it -------------------------------------------------------------------
+
+    def tools_for(
+        self,
+        definition: AgentDefinition | None,
+        parent: Session | None,
+        grants: tuple[Path, ...],
+    ) -> ToolRegistry:
+        """The tools of a session running ``definition`` under ``parent`` (``None``: the main
+        session, whose tools are the run's): what the definition allows of what the parent
+        has, the delegation tools while the depth allows, and the memory tools it is owed."""
+        return with_memory_tools(
+            definition, self._own_tools(definition, parent), self._available(parent), grants
+        )
+
+    def _available(self, parent: Session | None) -> ToolRegistry:
+        """The tools a session may be given: its parent's, or the run's (less what its rules
+        deny outright) for the main session."""
+        if parent is not None:
+            return parent.tools
+        runtime = self.runtime
+        rules = self.rules
+        available = runtime.base_tools()
+        return available.subset([n for n in available.names() if rules.bare_denied(n) is None])
+
+    def _own_tools(
+        self, definition: AgentDefinition | None, parent: Session | None
+    ) -> ToolRegistry:
+        from subagents.definitions.validate import effective_tool_names
+
+        runtime = self.runtime
+        delegation = self.delegation
+        limits = runtime.config.subagents
+        available = self._available(parent)
+        if parent is None:
+            rules = self.rules
+            names = [*available.names(), TASK_TOOL_NAME]
+            if definition is not None:
+                names = effective_tool_names(definition, names, mcp_servers=available.mcp_servers())
+            tools = available.subset(names)
+            wants_task = TASK_TOOL_NAME in names and rules.bare_denied(TASK_TOOL_NAME) is None
+            if wants_task and limits.enabled and limits.max_depth > 0:
+                for tool in delegation.tools():
+                    tools.add(tool, replace=True)
+            if someone_can_answer(runtime):
+                tools.add(ask_human_tool(), replace=True)
+        else:
+            have = available.names()
+            names = have
+            if definition is not None:
+                names = effective_tool_names(definition, have, mcp_servers=available.mcp_servers())
+            if parent.depth + 1 >= limits.max_depth or TASK_TOOL_NAME not in names:
+                names = [n for n in names if n not in DELEGATION_TOOL_NAMES]
+            else:
+                names += [n for n in DELEGATION_TOOL_NAMES if n not in names and n in have]
+            tools = available.subset(names)
+        if TASK_TOOL_NAME in tools:
+            types = delegation.allowed_subagent_types_of(definition, parent)
+            if types is not None:
+                tools.add(delegation.task_tool_for(types), replace=True)
+        return tools
+
+    def subagent_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
+        """A subagent's system prompt, for work in ``workspace``."""
+        return compose_system_prompt(
+            definition,
+            workspace=workspace,
+            subagent=True,
+            instructions=self.runtime.project_instructions(workspace),
+        )
+
+    def _max_turns(self, definition: AgentDefinition | None) -> int:
+        own = definition.max_turns if definition is not None else None
+        return own or self.runtime.config.subagents.max_turns
+
+    def _child_model(
+        self, parent: Session, definition: AgentDefinition, override: str | None
+    ) -> tuple[Model, str, ModelChoice | None]:
+        """The child's model, its name, and the choice when it falls back to the parent's."""
+        runtime = self.runtime
+        if not override and uses_endpoint(definition):
+            try:  # the agent names its own server (llm_config.endpoint)
+                return (*runtime.endpoint_model(definition), None)
+            except SubagentsError as error:
+                raise ToolError(f"cannot start '{definition.name}': {error}") from None
+        choice = runtime.model_choice(definition, override)
+        try:
+            if choice is not None and choice.error is not None:
+                raise ModelConfigurationError(choice.error, hint=choice.hint)
+            if choice is None or choice.model is None:  # pinned, or the parent's model
+                model, name = runtime.model_for_agent(definition.name, parent.model)
+                return model, name, choice if choice and choice.fallback is not None else None
+            return (*runtime.model_for(choice.model, agent_name=definition.name), None)
+        except SubagentsError as error:
+            raise ToolError(f"cannot start '{definition.name}': {error}") from None
+
+    def _model_for_spec(self, spec: SessionSpec, parent: Session | None) -> Model:
+        """The model a stored session ran on: the same object when this process has it."""
+        return self.runtime.model_named(spec.model_name, spec.agent_type, parent)

@@ -1,0 +1,70 @@
+"""RunContext: everything a session may ask of the run it belongs to.
+
+A session runs its own loop; what it cannot know alone it asks its run through this protocol:
+a person's decision about one of its calls, how to treat a side-effecting call a crash left
+open, the settings that shape its loop, and the background subagents it started. Sessions are
+named by id, so the protocol holds nothing but plain values and could be answered by a run
+in another process. A session without a run (``Session(context=None)``, as tests and benches
+build them) gets the defaults: no decisions, ask about interrupted calls, no background work.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.tool_menu import DescriptionProfile
+
+__all__ = ["InterruptedPolicy", "RunContext"]
+
+InterruptedPolicy = Literal["ask", "rerun", "fail"]
+"""What a resumed session does with a side-effecting call that started and never reported:
+ask a person, run it again, or answer the model that it did not complete."""
+
+
+class RunContext(Protocol):
+    """All a :class:`~subagents.runtime.session.Session` may ask of its run."""
+
+    # -- people ------------------------------------------------------------------------------
+
+    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+        """The person's decision about ``tool_call_id``, handed out once (``None``: none)."""
+        ...
+
+    def must_ask_again(self, tool_call_id: str) -> bool:
+        """Whether ``tool_call_id`` was pending when the task was imported, so that a person
+        of this runtime must approve it before it runs."""
+        ...
+
+    # -- settings the loop reads ---------------------------------------------------------------
+
+    @property
+    def interrupted_tool_calls(self) -> InterruptedPolicy:
+        """``[subagents] interrupted_tool_calls``."""
+        ...
+
+    @property
+    def max_repeated_failures(self) -> int:
+        """``[subagents] max_repeated_failures`` (0: the loop guard never stops a run)."""
+        ...
+
+    def description_profile(self, model_name: str) -> DescriptionProfile:
+        """How tools are described to ``model_name`` (``[providers.NAME] tool_descriptions``)."""
+        ...
+
+    # -- background subagents -------------------------------------------------------------------
+
+    def has_background(self, session_id: str) -> bool:
+        """Whether the session has a background subagent running or whose result it has not
+        seen (only then are TaskOutput and TaskCancel offered)."""
+        ...
+
+    async def settle_background(self, session_id: str) -> bool:
+        """Wait until one of the session's unseen background subagents finishes: True when one
+        did (its notification is queued for the session), False when none is left."""
+        ...
+
+    def agent_types_for(self, session_id: str) -> list[str]:
+        """The agent types the session may start, as it names them in ``subagent_type``."""
+        ...

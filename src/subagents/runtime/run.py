@@ -1,0 +1,194 @@
+"""Run: one run of a :class:`~subagents.runtime.runtime.Runtime`, from prompt to result.
+
+A :class:`Run` owns everything that belongs to that one run and to no other: its delegation
+(the subagents it starts), the person's decisions that resume it, the re-asked calls of an
+imported task, its recorder and its result. The runtime it comes from holds configuration
+only (config, inventory, models, tools), so any number of runs may go on at once on one
+runtime without seeing each other's state.
+
+A run is also what its sessions ask for what they cannot know alone: it is their
+:class:`~subagents.runtime.context.RunContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING
+
+from subagents.runtime.agent_hooks import with_stop_hooks
+from subagents.runtime.assembly import SessionBuilder
+from subagents.runtime.delegation import Delegation
+from subagents.runtime.pause import RunPaused
+from subagents.runtime.result import RunResult
+from subagents.runtime.tool_menu import description_profile
+from subagents.store.lease import LeaseKeeper
+
+if TYPE_CHECKING:
+    from subagents.runtime.context import InterruptedPolicy
+    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.recorder import Recorder
+    from subagents.runtime.runtime import RuleArguments, Runtime
+    from subagents.runtime.session import Session
+    from subagents.runtime.tool_menu import DescriptionProfile
+
+__all__ = ["Run"]
+
+
+class Run:
+    """One run: its delegation, decisions, recorder and result (see the module docstring)."""
+
+    __slots__ = (
+        "builder",
+        "decisions",
+        "delegation",
+        "reask_calls",
+        "recorder",
+        "result",
+        "runtime",
+    )
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        decisions: dict[str, HumanDecision] | None = None,
+        reask_calls: frozenset[str] = frozenset(),
+        delegation: Delegation | None = None,
+        rule_arguments: RuleArguments | None = None,
+    ) -> None:
+        self.runtime = runtime
+        # the person's decision that resumes a paused run, by tool call id; handed out once
+        self.decisions: dict[str, HumanDecision] = dict(decisions or {})
+        # calls that were pending when the task was imported: they ask a person before running
+        self.reask_calls = reask_calls
+        self.delegation = delegation if delegation is not None else Delegation(runtime)
+        # rule_arguments: allowed_tools / disallowed_tools of a resumed task, with its own
+        self.builder = SessionBuilder(runtime, self.delegation, self, rule_arguments)
+        self.delegation.builder = self.builder
+        self.recorder: Recorder | None = None
+        self.result: RunResult | None = None
+
+    @property
+    def main(self) -> Session | None:
+        return self.delegation.main
+
+    # -- starting and resuming ---------------------------------------------------------------
+
+    async def start(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        retention_days: int | None = None,
+        task_id: str | None = None,
+    ) -> RunResult:
+        """Run ``prompt`` with the main agent (or the agent ``agent``) to the end."""
+        runtime = self.runtime
+        session = self.builder.main(agent)
+        store = runtime.store
+        if store is not None:
+            recorder = self.recorder = runtime.new_recorder(
+                store, prompt, agent, session, description, tags, retention_days
+            )
+            if task_id is not None:
+                recorder.task.id = task_id
+            session.recorder = recorder
+            recorder.start_task()
+            store.claim_task(recorder.task_id, runtime.owner)
+        return await self._drive(session, with_stop_hooks(session, session.run(prompt)))
+
+    async def resume(self, recorder: Recorder, *, ended: bool) -> RunResult:
+        """Continue the task of ``recorder``, claimed by this process, where it stopped
+        (``ended``: it failed or was cancelled, and gets a fresh turn budget)."""
+        self.recorder = recorder
+        store, task = recorder.store, recorder.task
+        main_record = next(
+            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
+        )
+        recorder.resume_task()
+        if main_record is None:  # stopped before the first step was written: start over
+            session = self.builder.main(task.assigned_agent)
+            session.recorder = recorder
+            return await self._drive(session, with_stop_hooks(session, session.run(task.prompt)))
+        session = self.builder.rebuilt(main_record, None, recorder)
+        self.delegation.main = session
+        self.delegation.adopt_background(session)
+        if ended:  # a failed run gets a fresh turn budget, and is told how it ended
+            session.run_turns = 0
+            session.note_failure(task.error or task.status)
+        return await self._drive(session, with_stop_hooks(session, session.resume()))
+
+    async def _drive(self, session: Session, work: Awaitable[RunResult]) -> RunResult:
+        result: RunResult | None = None
+        recorder = self.recorder
+        keeper = None
+        if recorder is not None:  # renews the task's lease while it runs
+            keeper = LeaseKeeper(recorder.store, recorder.task_id, self.runtime.owner)
+            keeper.start()
+        try:
+            try:
+                result = await work
+            except RunPaused as pause:
+                result = RunResult(
+                    output=session._partial_output(),
+                    status="awaiting_human",
+                    agent_id=session.agent_id,
+                    agent_type=session.agent_type,
+                    model_name=session.model.name,
+                    messages=session.messages,
+                    usage=session.usage,
+                    turns=session.turns,
+                    tool_calls=session.tool_call_count,
+                    error=f"waiting for a person: {pause.question.text}",
+                    question=pause.question,
+                )
+        finally:
+            self.decisions.clear()
+            try:
+                await self.delegation.close()
+            finally:
+                if result is not None:
+                    result.subagents = tuple(self.delegation.spawn_results)
+                if recorder is not None:
+                    if keeper is not None:
+                        await keeper.stop()
+                    # the outcome is written first, then the task given up, so that a
+                    # resumer never finds it free but still marked running
+                    if result is not None:
+                        result.task_id = recorder.task_id
+                        recorder.finish_task(result)
+                    recorder.store.release_task(recorder.task_id, self.runtime.owner)
+        self.result = result
+        return result
+
+    # -- RunContext: what a session asks of its run ------------------------------------------
+
+    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+        if not self.decisions:
+            return None
+        return self.decisions.pop(tool_call_id, None)
+
+    def must_ask_again(self, tool_call_id: str) -> bool:
+        return tool_call_id in self.reask_calls
+
+    @property
+    def interrupted_tool_calls(self) -> InterruptedPolicy:
+        return self.runtime.config.subagents.interrupted_tool_calls
+
+    @property
+    def max_repeated_failures(self) -> int:
+        return self.runtime.config.subagents.max_repeated_failures
+
+    def description_profile(self, model_name: str) -> DescriptionProfile:
+        return description_profile(model_name, self.runtime.config.providers)
+
+    def has_background(self, session_id: str) -> bool:
+        return self.delegation.has_background(session_id)
+
+    async def settle_background(self, session_id: str) -> bool:
+        return await self.delegation.settle_background(session_id)
+
+    def agent_types_for(self, session_id: str) -> list[str]:
+        return self.delegation.agent_types_for(session_id)
