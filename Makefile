@@ -28,8 +28,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One worker per core: the suite waits on subprocesses and servers as much as it computes.
 unit: $(STAMP) system-packages
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 # Debian's bubblewrap, for the tests of the Bash sandbox. Where it cannot be installed (no
 # apt-get, not root) those tests skip and say why; nothing else needs it.
