@@ -19,9 +19,11 @@ from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.pause import RunPaused
+from subagents.runtime.recorder import main_session_id
 from subagents.runtime.result import RunResult
 from subagents.runtime.tool_menu import description_profile
 from subagents.store.lease import LeaseKeeper
+from subagents.store.records import new_id
 
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
@@ -86,8 +88,12 @@ class Run:
     ) -> RunResult:
         """Run ``prompt`` with the main agent (or the agent ``agent``) to the end."""
         runtime = self.runtime
-        session = self.builder.main(agent)
         store = runtime.store
+        if store is not None and task_id is None:
+            task_id = new_id()  # a root: the ids below it derive from it
+        session = self.builder.main(
+            agent, agent_id=main_session_id(task_id) if task_id is not None else None
+        )
         if store is not None:
             recorder = self.recorder = runtime.new_recorder(
                 store, prompt, agent, session, description, tags, retention_days
@@ -109,7 +115,7 @@ class Run:
         )
         recorder.resume_task()
         if main_record is None:  # stopped before the first step was written: start over
-            session = self.builder.main(task.assigned_agent)
+            session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
             session.recorder = recorder
             return await self._drive(session, with_stop_hooks(session, session.run(task.prompt)))
         session = self.builder.rebuilt(main_record, None, recorder)
