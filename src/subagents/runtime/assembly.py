@@ -285,6 +285,12 @@ class SessionBuilder:
         session.todos = todos_from_state(state.get("todos"))
         session.recorded_status = record.status
         session.checkpoints = _checkpoints_written(recorder, spec.agent_id, state)
+        # a person's approval of a call whose secret did not survive outlives a restart
+        session.approved_again = {
+            (str(key[0]), str(key[1]))
+            for key in state.get("approved_again") or ()
+            if isinstance(key, list) and len(key) == 2
+        }
         return session
 
     # -- the one constructor -----------------------------------------------------------------

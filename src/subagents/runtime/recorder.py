@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from subagents.messages import Message, ToolCall
     from subagents.models.base import ModelResponse
     from subagents.models.choice import ModelChoice
-    from subagents.runtime.pause import HumanQuestion
+    from subagents.runtime.pause import DeliveredDecision, HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.runtime.session import Session
     from subagents.runtime.snapshot import SessionSnapshot
@@ -65,6 +65,10 @@ _CHILD_NAMESPACE = uuid.UUID("6f1d2c8e-3b7a-4f5e-9c1d-2a8b7e6f5d4c")
 def child_session_id(parent_session_id: str, tool_call_id: str) -> str:
     """The id of the subagent a Task call starts: derived, so that a replay finds it again."""
     return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_session_id}:{tool_call_id}"))
+
+
+QUESTION_VERSION = 1
+"""The ``schema_version`` of a checkpoint's question (it carries its wait point)."""
 
 
 def main_session_id(task_id: str) -> str:
@@ -125,9 +129,10 @@ class Recorder:
         traces: Sequence[TraceRecord] = (),
         ledger: Sequence[ToolLedgerEntry] = (),
         question: HumanQuestion | None = None,
+        decisions: Sequence[DeliveredDecision] = (),
     ) -> CheckpointRecord:
         """Commit what ``snapshot`` holds, with a checkpoint at ``position``; returns the
-        checkpoint as stored."""
+        checkpoint as stored. ``decisions``: a person's, delivered in this step."""
         first = snapshot.first_message
         value = self.redactor.value
         new = [
@@ -145,6 +150,10 @@ class Recorder:
         }
         if snapshot.todos:
             state["todos"] = value(todos_to_state(snapshot.todos))
+        if snapshot.approved_again:
+            state["approved_again"] = value([list(key) for key in snapshot.approved_again])
+        if decisions:
+            state["decisions"] = [self._decision(delivered) for delivered in decisions]
         task_id = self.task.id
         checkpoint = CheckpointRecord(
             checkpoint_id=checkpoint_id(task_id, snapshot.session_id, snapshot.checkpoint_index),
@@ -230,6 +239,17 @@ class Recorder:
         data = question.to_dict()
         data["arguments"], data["arguments_preview"] = self._arguments(question.arguments)
         data["text"] = self.redactor.text(question.text)
+        data["schema_version"] = QUESTION_VERSION
+        data["wait_point"] = question.wait_point.to_dict()
+        return data
+
+    def _decision(self, delivered: DeliveredDecision) -> dict[str, Any]:
+        """A decision as stored: redacted, its arguments (for modify) previewed too."""
+        data = delivered.to_dict()
+        data["reason"] = self.redactor.text(data["reason"]) if data["reason"] else None
+        data["values"] = self.redactor.value(data["values"])
+        if data["arguments"] is not None:
+            data["arguments"], data["arguments_preview"] = self._arguments(data["arguments"])
         return data
 
     def write_ledger(self, entry: ToolLedgerEntry) -> None:
@@ -305,6 +325,40 @@ class Recorder:
         if not call.repairs:
             return {}
         return {"repairs": [self.redactor.text(note) for note in call.repairs]}
+
+    def wait_trace(self, session: Session, question: HumanQuestion) -> TraceRecord:
+        """The run waits for a person at the question's wait point."""
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="wait",
+            step_name="waiting",
+            message=question.kind,
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            data={
+                "question_kind": question.kind,
+                "wait_point": question.wait_point.to_dict(),
+                "tool_name": question.tool_name,
+                "text": self.redactor.text(question.text),
+            },
+        )
+
+    def decision_trace(self, session: Session, delivered: DeliveredDecision) -> TraceRecord:
+        """A person's decision reached its wait point: what it was, and where."""
+        data = self._decision(delivered)
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="wait",
+            step_name="decided",
+            message=str(data["what"]),
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            data=data,
+        )
 
     def todos_trace(self, session: Session) -> TraceRecord:
         """TodoWrite replaced the session's list: the list itself, redacted."""

@@ -27,7 +27,7 @@ from subagents.store.records import new_id
 
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
-    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.pause import HumanDecision, WaitPoint
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.runtime.session import Session
@@ -53,14 +53,14 @@ class Run:
         self,
         runtime: Runtime,
         *,
-        decisions: dict[str, HumanDecision] | None = None,
+        decisions: dict[WaitPoint, HumanDecision] | None = None,
         reask_calls: frozenset[str] = frozenset(),
         delegation: Delegation | None = None,
         rule_arguments: RuleArguments | None = None,
     ) -> None:
         self.runtime = runtime
-        # the person's decision that resumes a paused run, by tool call id; handed out once
-        self.decisions: dict[str, HumanDecision] = dict(decisions or {})
+        # the person's decision that resumes a paused run, by where it waits; handed out once
+        self.decisions: dict[WaitPoint, HumanDecision] = dict(decisions or {})
         # calls that were pending when the task was imported: they ask a person before running
         self.reask_calls = reask_calls
         self.delegation = delegation if delegation is not None else Delegation(runtime)
@@ -171,10 +171,10 @@ class Run:
 
     # -- RunContext: what a session asks of its run ------------------------------------------
 
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+    def take_decision(self, wait_point: WaitPoint) -> HumanDecision | None:
         if not self.decisions:
             return None
-        return self.decisions.pop(tool_call_id, None)
+        return self.decisions.pop(wait_point, None)
 
     def must_ask_again(self, tool_call_id: str) -> bool:
         return tool_call_id in self.reask_calls

@@ -42,7 +42,7 @@ from subagents.runtime.loop_guard import (
     loop_trace,
     resume_note,
 )
-from subagents.runtime.pause import HumanQuestion, RunPaused
+from subagents.runtime.pause import DeliveredDecision, HumanQuestion, RunPaused, WaitPoint
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.snapshot import snapshot_of
 from subagents.runtime.steps import (
@@ -254,9 +254,10 @@ class Session:
         except RunPaused as pause:
             self.status = "awaiting_human"
             if recorder is not None:
-                self._commit(
-                    recorder, "awaiting_human", self._take_traces(), question=pause.question
-                )
+                traces = self._take_traces()
+                if pause.question.session_id == self.agent_id:  # where it waits: traced once
+                    traces.append(recorder.wait_trace(self, pause.question))
+                self._commit(recorder, "awaiting_human", traces, question=pause.question)
             if events.active:
                 events.emit(ev.SessionPaused(self.agent_id, pause.question))
             raise
@@ -294,10 +295,14 @@ class Session:
         traces: Sequence[TraceRecord],
         *,
         question: HumanQuestion | None = None,
+        decisions: tuple[DeliveredDecision, ...] = (),
     ) -> None:
         """Run the commit step: a checkpoint of this session at ``position``."""
         snapshot = snapshot_of(self)
-        commit_step(recorder, CommitStepInput(snapshot, position, tuple(traces), question=question))
+        step = CommitStepInput(
+            snapshot, position, tuple(traces), question=question, decisions=decisions
+        )
+        commit_step(recorder, step)
         self.persisted_messages = snapshot.message_count
         if snapshot.write_record or position == "finished":
             self.recorded_status = snapshot.status
@@ -387,7 +392,8 @@ class Session:
                 traces.extend(output.traces)
             if findings:
                 traces.extend(loop_trace(recorder, self, finding) for finding in findings)
-            self._commit(recorder, "after_tools", traces)
+            decisions = tuple(o.decision for o in outputs if o.decision is not None)
+            self._commit(recorder, "after_tools", traces, decisions=decisions)
 
     def _watch_for_loops(
         self, calls: tuple[ToolCall, ...], outputs: list[ToolStepOutput]
@@ -433,6 +439,11 @@ class Session:
         )
         error = str(finding.error_for(task_id))
         return self._finish("failed", self._partial_output(), started, error=error)
+
+    def wait_point(self, key: str) -> WaitPoint:
+        """Where this session waits for a person about ``key`` (a tool call id)."""
+        task_id = self.recorder.task_id if self.recorder is not None else ""
+        return WaitPoint(task_id, tuple(self.path), key)
 
     def question(self, call: ToolCall, kind: str, detail: str | None = None) -> HumanQuestion:
         """The question to ask a person about ``call`` (``kind``: see QuestionKind)."""

@@ -53,6 +53,7 @@ class SessionSnapshot:
     todos: tuple[TodoItem, ...]
     checkpoint_index: int
     write_record: bool
+    approved_again: tuple[tuple[str, str], ...]
     parent_id: str | None
     parent_tool_call_id: str | None
     description: str
@@ -77,6 +78,7 @@ class SessionSnapshot:
         data["todos"] = todos_to_state(self.todos)
         data["tool_names"] = list(self.tool_names)
         data["usage"] = dict(self.usage)
+        data["approved_again"] = [list(key) for key in self.approved_again]
         data["created_at"] = self.created_at.isoformat()
         return data
 
@@ -87,6 +89,9 @@ class SessionSnapshot:
         known["todos"] = todos_from_state(data.get("todos"))
         known["tool_names"] = tuple(data.get("tool_names", ()))
         known["usage"] = dict(data.get("usage", {}))
+        known["approved_again"] = tuple(
+            (str(name), str(form)) for name, form in data.get("approved_again", ())
+        )
         known["created_at"] = datetime.fromisoformat(data["created_at"])
         return cls(**known)
 
@@ -117,6 +122,7 @@ def snapshot_of(session: Session) -> SessionSnapshot:
         todos=session.todos,
         checkpoint_index=session.checkpoints,
         write_record=session.recorded_status != session.status,
+        approved_again=tuple(sorted(session.approved_again)) if session.approved_again else (),
         parent_id=parent.agent_id if parent is not None else None,
         parent_tool_call_id=session.parent_tool_call_id,
         description=session.description,

@@ -44,7 +44,7 @@ from subagents.models.base import (
 )
 from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
 from subagents.runtime import events as ev
-from subagents.runtime.pause import HumanDecision, HumanQuestion, RunPaused
+from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, RunPaused
 from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
 from subagents.tools.base import ToolContext
 from subagents.tools.execution import ToolOutcome, execute_tool_call
@@ -256,11 +256,13 @@ class ToolStepInput:
 
 @dataclass(slots=True)
 class ToolStepOutput:
-    """What came of the call, its trace record and the ledger entries written for it."""
+    """What came of the call, its trace records, the ledger entries written for it and the
+    person's decision it delivered, if one resumed it."""
 
     outcome: ToolOutcome
     traces: tuple[TraceRecord, ...] = ()
     ledger: tuple[ToolLedgerEntry, ...] = ()
+    decision: DeliveredDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         outcome = self.outcome
@@ -274,6 +276,7 @@ class ToolStepOutput:
             },
             "traces": _traces_to_list(self.traces),
             "ledger": [entry.model_dump(mode="json") for entry in self.ledger],
+            "decision": self.decision.to_dict() if self.decision is not None else None,
         }
 
     @classmethod
@@ -285,10 +288,12 @@ class ToolStepOutput:
             message, str(raw["tool_name"]), float(raw["duration_ms"]), raw["status"]
         )
         outcome.ran_with = raw.get("ran_with")
+        decision = data.get("decision")
         return cls(
             outcome=outcome,
             traces=_traces_from_list(data["traces"]),
             ledger=tuple(ToolLedgerEntry.model_validate(e) for e in data["ledger"]),
+            decision=DeliveredDecision.from_dict(decision) if decision is not None else None,
         )
 
 
@@ -303,20 +308,26 @@ async def tool_step(session: Session, step: ToolStepInput) -> ToolStepOutput:
     if events.active:
         events.emit(ev.ToolCallFinished(session.agent_id, call, outcome))
     recorder = session.recorder
-    traces = (recorder.tool_trace(session, call, outcome),) if recorder is not None else ()
-    return ToolStepOutput(outcome, traces, tuple(settling.ledger))
+    delivered = settling.delivered
+    traces: tuple[TraceRecord, ...] = ()
+    if recorder is not None:
+        traces = (recorder.tool_trace(session, call, outcome),)
+        if delivered is not None:
+            traces = (recorder.decision_trace(session, delivered), *traces)
+    return ToolStepOutput(outcome, traces, tuple(settling.ledger), delivered)
 
 
 class _CallStep:
     """One tool call being settled, and the ledger entries written on the way."""
 
-    __slots__ = ("call", "ledger", "recovering", "session")
+    __slots__ = ("call", "delivered", "ledger", "recovering", "session")
 
     def __init__(self, session: Session, call: ToolCall, recovering: bool) -> None:
         self.session = session
         self.call = call
         self.recovering = recovering
         self.ledger: list[ToolLedgerEntry] = []
+        self.delivered: DeliveredDecision | None = None
 
     def _write_ledger(self, entry: ToolLedgerEntry) -> None:
         recorder = self.session.recorder
@@ -327,12 +338,17 @@ class _CallStep:
     async def settle(self) -> ToolOutcome:
         session, call, recovering = self.session, self.call, self.recovering
         tool = session.tools.get(call.name)
-        if session.approved_again and self._approved_before():
+        # a call the model sends again after a person approved it (never the stored one a
+        # pause or a crash left open: its arguments are the redacted ones)
+        if not recovering and session.approved_again and self._approved_before():
             return await self.execute(call, tool, permissions=False)
         context = session.context
-        decision = None if context is None else context.take_decision(call.id)
-        if decision is not None:
-            return await self.apply_decision(tool, decision)
+        if context is not None:
+            wait_point = session.wait_point(call.id)
+            decision = context.take_decision(wait_point)
+            if decision is not None:
+                self.delivered = DeliveredDecision(wait_point, decision, call.name)
+                return await self.apply_decision(tool, decision)
         if recovering and tool is not None and lost_a_secret(call):
             return self.not_run(tool, _SECRET_LOST)
         if recovering and tool is not None and not tool.read_only and self._imported():
@@ -498,13 +514,15 @@ async def _post_tool_use(session: Session, call: ToolCall, outcome: ToolOutcome)
 @dataclass(frozen=True, slots=True)
 class CommitStepInput:
     """A checkpoint to write: the session as it stands, where in the loop, and the trace
-    records, ledger entries and question that go with it."""
+    records, ledger entries, question (where it waits) and decisions (delivered in this step)
+    that go with it."""
 
     snapshot: SessionSnapshot
     position: str
     traces: tuple[TraceRecord, ...] = ()
     ledger: tuple[ToolLedgerEntry, ...] = ()
     question: HumanQuestion | None = None
+    decisions: tuple[DeliveredDecision, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -513,6 +531,7 @@ class CommitStepInput:
             "traces": _traces_to_list(self.traces),
             "ledger": [entry.model_dump(mode="json") for entry in self.ledger],
             "question": self.question.to_dict() if self.question is not None else None,
+            "decisions": [delivered.to_dict() for delivered in self.decisions],
         }
 
     @classmethod
@@ -526,6 +545,7 @@ class CommitStepInput:
             traces=_traces_from_list(data.get("traces", ())),
             ledger=tuple(ToolLedgerEntry.model_validate(e) for e in data.get("ledger", ())),
             question=HumanQuestion.from_dict(question) if question is not None else None,
+            decisions=tuple(DeliveredDecision.from_dict(d) for d in data.get("decisions", ())),
         )
 
 
@@ -537,6 +557,7 @@ def commit_step(recorder: Recorder, step: CommitStepInput) -> CheckpointRecord:
         traces=step.traces,
         ledger=step.ledger,
         question=step.question,
+        decisions=step.decisions,
     )
 
 
