@@ -144,7 +144,7 @@ class Recorder:
             "turns": snapshot.turns,
             "run_turns": snapshot.run_turns,
             "tool_calls": snapshot.tool_calls,
-            "usage": dict(snapshot.usage),
+            "usage": snapshot.usage,
             "status": snapshot.status,
             "checkpoint": snapshot.checkpoint_index,
         }

@@ -9,6 +9,7 @@ fields of the session record, which is written only when ``write_record`` says s
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,17 +26,23 @@ __all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "checkpoint_id", "snapshot_of"
 
 SNAPSHOT_VERSION = 1
 
-_CHECKPOINT_NAMESPACE = uuid.UUID("0b7c5a52-8e43-4d51-9a3f-6c2e1d4b8f70")
+_CHECKPOINT_NAMESPACE = uuid.UUID("0b7c5a52-8e43-4d51-9a3f-6c2e1d4b8f70").bytes
 
 
 def checkpoint_id(task_id: str, session_id: str, index: int) -> str:
-    """The id of a session's ``index``-th checkpoint: derived, so a replay writes the same."""
-    return str(uuid.uuid5(_CHECKPOINT_NAMESPACE, f"{task_id}:{session_id}:{index}"))
+    """The id of a session's ``index``-th checkpoint: derived, so a replay writes the same.
+
+    It is ``uuid.uuid5`` of the name in the checkpoint namespace, spelled out to skip the
+    namespace's conversion on every step (one is written per step)."""
+    name = f"{task_id}:{session_id}:{index}".encode()
+    digest = hashlib.sha1(_CHECKPOINT_NAMESPACE + name, usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SessionSnapshot:
-    """One session as a checkpoint stores it (see the module docstring).
+    """One session as a checkpoint stores it (see the module docstring); not to be changed
+    once made (not frozen: one is made per step, and frozen dataclasses are slow to build).
 
     ``first_message`` is the sequence number of ``new_messages[0]``; ``checkpoint_index``
     counts the session's checkpoints, from 0, and derives the checkpoint's id.
@@ -108,7 +115,7 @@ def snapshot_of(session: Session) -> SessionSnapshot:
         agent_type=session.agent_type,
         status=session.status,
         first_message=first,
-        new_messages=tuple(messages[first:]),
+        new_messages=tuple(messages[first:]) if first < len(messages) else (),
         turns=session.turns,
         run_turns=session.run_turns,
         tool_calls=session.tool_call_count,

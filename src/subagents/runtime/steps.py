@@ -82,7 +82,7 @@ def _traces_from_list(data: Sequence[dict[str, Any]]) -> tuple[TraceRecord, ...]
 # -- the model step --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelStepInput:
     """One turn's request: the system prompt, the history so far, the tools on offer."""
 
@@ -112,7 +112,7 @@ class ModelStepInput:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelStepOutput:
     """The model's answer, the tool calls to run (cleaned up: see :func:`model_step`), the
     trace records of the request and how long it took."""
@@ -239,7 +239,7 @@ def derived_call_id(session_id: str, turn: int, index: int, sent: str, seen: set
 # -- the tool step ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolStepInput:
     """One tool call to settle; ``recovering``: it was left open by a crash or a pause."""
 
@@ -511,7 +511,7 @@ async def _post_tool_use(session: Session, call: ToolCall, outcome: ToolOutcome)
 # -- the commit step -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CommitStepInput:
     """A checkpoint to write: the session as it stands, where in the loop, and the trace
     records, ledger entries, question (where it waits) and decisions (delivered in this step)
