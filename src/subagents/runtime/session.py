@@ -2,15 +2,19 @@
 
 The loop is: request (system prompt, history, tool schemas) -> response -> run every tool call
 of the turn concurrently -> append the results -> repeat, until the model answers without tool
-calls or the turn limit is reached. The loop guard (:mod:`subagents.runtime.loop_guard`) watches
-the results: a call repeated gets a note, a failing call repeated too often ends the run.
-Anything a model or a tool can get wrong becomes a tool result or a ``failed`` RunResult; the
-loop itself raises only for cancellation and for a pause
-(:class:`~subagents.runtime.pause.RunPaused`), which travels up to the run.
+calls or the turn limit is reached. The work itself is done by the steps of
+:mod:`subagents.runtime.steps` (model, tool, commit), which the loop sequences; this module
+keeps the session's state and the order of things. The loop guard
+(:mod:`subagents.runtime.loop_guard`) watches the results: a call repeated gets a note, a
+failing call repeated too often ends the run. Anything a model or a tool can get wrong becomes
+a tool result or a ``failed`` RunResult; the loop itself raises only for cancellation and for
+a pause (:class:`~subagents.runtime.pause.RunPaused`), which travels up to the run.
 
 With a recorder, each step is committed to the store: the model's answer (``after_model``),
 the turn's tool results (``after_tools``), and a side-effecting tool's ledger entry before and
-after it runs. :meth:`Session.resume` continues from whatever the history holds.
+after it runs. A commit writes a :class:`~subagents.runtime.snapshot.SessionSnapshot`, with the
+trace records the steps returned and those others added since (:meth:`Session.add_trace`).
+:meth:`Session.resume` continues from whatever the history holds.
 """
 
 from __future__ import annotations
