@@ -84,7 +84,12 @@ def _traces_from_list(data: Sequence[dict[str, Any]]) -> tuple[TraceRecord, ...]
 
 @dataclass(slots=True)
 class ModelStepInput:
-    """One turn's request: the system prompt, the history so far, the tools on offer."""
+    """One turn's request: the system prompt, the history so far, the tools on offer.
+
+    ``messages`` is the session's own list, not a copy (a copy per turn would cost every run
+    for the sake of an engine): serialise the input when the step starts, before the session
+    appends the answer.
+    """
 
     system: str
     messages: Sequence[Message]
