@@ -20,6 +20,8 @@ __all__ = [
     "UserMessage",
     "message_from_dict",
     "message_to_dict",
+    "tool_call_from_dict",
+    "tool_call_to_dict",
 ]
 
 
@@ -112,7 +114,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         data: dict[str, Any] = {
             "role": "assistant",
             "content": message.content,
-            "tool_calls": [_call_to_dict(call) for call in message.tool_calls],
+            "tool_calls": [tool_call_to_dict(call) for call in message.tool_calls],
         }
         if message.reasoning:
             data["reasoning"] = [dict(block) for block in message.reasoning]
@@ -128,7 +130,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def _call_to_dict(call: ToolCall) -> dict[str, Any]:
+def tool_call_to_dict(call: ToolCall) -> dict[str, Any]:
+    """A JSON-ready dict of ``call``, as an assistant message stores it."""
     data: dict[str, Any] = {
         "id": call.id,
         "name": call.name,
@@ -149,17 +152,7 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     if role == "user":
         return UserMessage(str(data["content"]))
     if role == "assistant":
-        calls = tuple(
-            ToolCall(
-                id=str(call["id"]),
-                name=str(call["name"]),
-                arguments=dict(call.get("arguments") or {}),
-                raw_arguments=call.get("raw_arguments"),
-                arguments_error=call.get("arguments_error"),
-                repairs=tuple(str(note) for note in call.get("repairs") or ()),
-            )
-            for call in data.get("tool_calls") or ()
-        )
+        calls = tuple(tool_call_from_dict(call) for call in data.get("tool_calls") or ())
         reasoning = tuple(
             dict(block) for block in data.get("reasoning") or () if isinstance(block, dict)
         )
@@ -174,3 +167,15 @@ def message_from_dict(data: dict[str, Any]) -> Message:
             is_error=bool(data.get("is_error", False)),
         )
     raise ValueError(f"unknown message role {role!r}")
+
+
+def tool_call_from_dict(data: dict[str, Any]) -> ToolCall:
+    """Inverse of :func:`tool_call_to_dict`."""
+    return ToolCall(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        arguments=dict(data.get("arguments") or {}),
+        raw_arguments=data.get("raw_arguments"),
+        arguments_error=data.get("arguments_error"),
+        repairs=tuple(str(note) for note in data.get("repairs") or ()),
+    )

@@ -178,8 +178,9 @@ class SessionBuilder:
 
     # -- the three ways in -------------------------------------------------------------------
 
-    def main(self, agent: str | None = None) -> Session:
-        """The main session of a new run (``agent``: run that agent as the main one)."""
+    def main(self, agent: str | None = None, *, agent_id: str | None = None) -> Session:
+        """The main session of a new run (``agent``: run that agent as the main one;
+        ``agent_id``: its id, derived from the task's when the run is stored)."""
         runtime = self.runtime
         definition = runtime.inventory.get(agent).definition if agent else None
         workspace = runtime.workspace
@@ -193,7 +194,7 @@ class SessionBuilder:
         session = self._session(
             definition,
             parent=None,
-            agent_id=None,
+            agent_id=agent_id,
             model=runtime.main_model(definition),
             system_prompt=prompt,
             tools=self.tools_for(definition, None, grants),
@@ -283,6 +284,13 @@ class SessionBuilder:
         session.tool_call_count = int(state.get("tool_calls", record.tool_calls))
         session.todos = todos_from_state(state.get("todos"))
         session.recorded_status = record.status
+        session.checkpoints = _checkpoints_written(recorder, spec.agent_id, state)
+        # a person's approval of a call whose secret did not survive outlives a restart
+        session.approved_again = {
+            (str(key[0]), str(key[1]))
+            for key in state.get("approved_again") or ()
+            if isinstance(key, list) and len(key) == 2
+        }
         return session
 
     # -- the one constructor -----------------------------------------------------------------
@@ -438,3 +446,15 @@ class SessionBuilder:
     def _model_for_spec(self, spec: SessionSpec, parent: Session | None) -> Model:
         """The model a stored session ran on: the same object when this process has it."""
         return self.runtime.model_named(spec.model_name, spec.agent_type, parent)
+
+
+def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, Any]) -> int:
+    """How many checkpoints the session has: its next one's index (a checkpoint written
+    before indexes were stored does not say, so the store's are counted)."""
+    index = state.get("checkpoint")
+    if isinstance(index, int):
+        return index + 1
+    if not state:
+        return 0
+    checkpoints = recorder.store.checkpoints(recorder.task_id)
+    return sum(1 for checkpoint in checkpoints if checkpoint.session_id == session_id)

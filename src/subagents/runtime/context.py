@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.pause import HumanDecision, WaitPoint
     from subagents.runtime.tool_menu import DescriptionProfile
 
 __all__ = ["InterruptedPolicy", "RunContext"]
@@ -28,8 +28,9 @@ class RunContext(Protocol):
 
     # -- people ------------------------------------------------------------------------------
 
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
-        """The person's decision about ``tool_call_id``, handed out once (``None``: none)."""
+    def take_decision(self, wait_point: WaitPoint) -> HumanDecision | None:
+        """The person's decision that resumes ``wait_point``, handed out once (``None``:
+        none)."""
         ...
 
     def must_ask_again(self, tool_call_id: str) -> bool:

@@ -446,7 +446,7 @@ class Delegation:
                 worktree_kept=outcome.kept,
                 worktree_changes=list(outcome.changes),
             )
-            handle.parent._traces.append(trace)  # committed with the parent's next step
+            handle.parent.add_trace(trace)  # committed with the parent's next step
 
     def _rebind(
         self, parent: Session, tool_call_id: str, description: str

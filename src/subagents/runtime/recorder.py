@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from subagents.messages import message_from_dict, message_to_dict
+from subagents.runtime.snapshot import checkpoint_id
 from subagents.status import (
     FINISHED_TASK_STATUSES,
     TRACE_STATUS_OF_OUTCOME,
@@ -44,15 +45,16 @@ if TYPE_CHECKING:
     from subagents.messages import Message, ToolCall
     from subagents.models.base import ModelResponse
     from subagents.models.choice import ModelChoice
-    from subagents.runtime.pause import HumanQuestion
+    from subagents.runtime.pause import DeliveredDecision, HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.runtime.session import Session
+    from subagents.runtime.snapshot import SessionSnapshot
     from subagents.store.base import Store
     from subagents.tools.base import Tool
     from subagents.tools.execution import ToolOutcome
     from subagents.tracing.redact import Redactor
 
-__all__ = ["MODEL_FALLBACK_STEP", "Recorder", "child_session_id"]
+__all__ = ["MODEL_FALLBACK_STEP", "Recorder", "child_session_id", "main_session_id"]
 
 MODEL_FALLBACK_STEP = "model_fallback"
 """The trace step of a subagent that runs on its parent's model instead of its own."""
@@ -63,6 +65,16 @@ _CHILD_NAMESPACE = uuid.UUID("6f1d2c8e-3b7a-4f5e-9c1d-2a8b7e6f5d4c")
 def child_session_id(parent_session_id: str, tool_call_id: str) -> str:
     """The id of the subagent a Task call starts: derived, so that a replay finds it again."""
     return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_session_id}:{tool_call_id}"))
+
+
+QUESTION_VERSION = 1
+"""The ``schema_version`` of a checkpoint's question (it carries its wait point)."""
+
+
+def main_session_id(task_id: str) -> str:
+    """The id of a task's main session: derived from the task's, so that a run rebuilt or
+    started over from the store alone has the same one."""
+    return str(uuid.uuid5(_CHILD_NAMESPACE, f"{task_id}:main"))
 
 
 def _now() -> datetime:
@@ -109,36 +121,44 @@ class Recorder:
         task.completed_at = now if task.status in FINISHED_TASK_STATUSES else None
         self.store.update_task(task)
 
-    def step(
+    def commit(
         self,
-        session: Session,
+        snapshot: SessionSnapshot,
         position: str,
         *,
         traces: Sequence[TraceRecord] = (),
         ledger: Sequence[ToolLedgerEntry] = (),
         question: HumanQuestion | None = None,
-    ) -> None:
-        """Commit what ``session`` did since its last step, with a checkpoint at ``position``."""
-        messages = session.messages
-        first = session.persisted_messages
+        decisions: Sequence[DeliveredDecision] = (),
+    ) -> CheckpointRecord:
+        """Commit what ``snapshot`` holds, with a checkpoint at ``position``; returns the
+        checkpoint as stored. ``decisions``: a person's, delivered in this step."""
+        first = snapshot.first_message
+        value = self.redactor.value
         new = [
-            (session.agent_id, seq, self.redactor.value(message_to_dict(messages[seq])))
-            for seq in range(first, len(messages))
+            (snapshot.session_id, first + offset, value(message_to_dict(message)))
+            for offset, message in enumerate(snapshot.new_messages)
         ]
         state: dict[str, Any] = {
-            "message_count": len(messages),
-            "turns": session.turns,
-            "run_turns": session.run_turns,
-            "tool_calls": session.tool_call_count,
-            "usage": _usage(session),
-            "status": session.status,
+            "message_count": snapshot.message_count,
+            "turns": snapshot.turns,
+            "run_turns": snapshot.run_turns,
+            "tool_calls": snapshot.tool_calls,
+            "usage": snapshot.usage,
+            "status": snapshot.status,
+            "checkpoint": snapshot.checkpoint_index,
         }
-        if session.todos:
-            state["todos"] = self.redactor.value(todos_to_state(session.todos))
+        if snapshot.todos:
+            state["todos"] = value(todos_to_state(snapshot.todos))
+        if snapshot.approved_again:
+            state["approved_again"] = value([list(key) for key in snapshot.approved_again])
+        if decisions:
+            state["decisions"] = [self._decision(delivered) for delivered in decisions]
+        task_id = self.task.id
         checkpoint = CheckpointRecord(
-            checkpoint_id=str(uuid.uuid4()),
-            task_id=self.task.id,
-            session_id=session.agent_id,
+            checkpoint_id=checkpoint_id(task_id, snapshot.session_id, snapshot.checkpoint_index),
+            task_id=task_id,
+            session_id=snapshot.session_id,
             sequence=0,
             position=position,
             state=state,
@@ -149,12 +169,11 @@ class Recorder:
         # The session record changes rarely (its turns and usage are in every checkpoint):
         # write it with the first step, when the status changes, and at the end.
         record = None
-        if session.recorded_status != session.status or position == "finished":
-            record = self.session_record(session)
-            session.recorded_status = session.status
-        self.store.commit(
+        if snapshot.write_record or position == "finished":
+            record = self.session_record(snapshot)
+        saved = self.store.commit(
             StepWrite(
-                task_id=self.task.id,
+                task_id=task_id,
                 session=record,
                 messages=new,
                 checkpoint=checkpoint,
@@ -162,31 +181,29 @@ class Recorder:
                 traces=traces,
             )
         )
-        session.persisted_messages = len(messages)
+        return saved if saved is not None else checkpoint
 
-    def session_record(self, session: Session) -> SessionRecord:
-        parent = session.parent
-        now = _now()
+    def session_record(self, snapshot: SessionSnapshot) -> SessionRecord:
         return SessionRecord(
-            session_id=session.agent_id,
+            session_id=snapshot.session_id,
             task_id=self.task.id,
-            parent_session_id=parent.agent_id if parent is not None else None,
-            parent_tool_call_id=session.parent_tool_call_id,
-            agent_name=session.agent_type,
-            task_description=self.redactor.text(session.description),
-            status=session.status,
-            summary=self.redactor.text(session.summary) if session.summary else None,
-            model=session.model.name,
-            tool_names=session.tools.names(),
-            system_prompt=self.redactor.text(session.system_prompt),
-            depth=session.depth,
-            max_turns=session.max_turns,
-            turns=session.turns,
-            tool_calls=session.tool_call_count,
-            usage=_usage(session),
-            background=session.background,
-            created_at=session.created_at,
-            updated_at=now,
+            parent_session_id=snapshot.parent_id,
+            parent_tool_call_id=snapshot.parent_tool_call_id,
+            agent_name=snapshot.agent_type,
+            task_description=self.redactor.text(snapshot.description),
+            status=snapshot.status,
+            summary=self.redactor.text(snapshot.summary) if snapshot.summary else None,
+            model=snapshot.model_name,
+            tool_names=list(snapshot.tool_names),
+            system_prompt=self.redactor.text(snapshot.system_prompt),
+            depth=snapshot.depth,
+            max_turns=snapshot.max_turns,
+            turns=snapshot.turns,
+            tool_calls=snapshot.tool_calls,
+            usage=dict(snapshot.usage),
+            background=snapshot.background,
+            created_at=snapshot.created_at,
+            updated_at=_now(),
         )
 
     def ledger_entry(
@@ -222,6 +239,17 @@ class Recorder:
         data = question.to_dict()
         data["arguments"], data["arguments_preview"] = self._arguments(question.arguments)
         data["text"] = self.redactor.text(question.text)
+        data["schema_version"] = QUESTION_VERSION
+        data["wait_point"] = question.wait_point.to_dict()
+        return data
+
+    def _decision(self, delivered: DeliveredDecision) -> dict[str, Any]:
+        """A decision as stored: redacted, its arguments (for modify) previewed too."""
+        data = delivered.to_dict()
+        data["reason"] = self.redactor.text(data["reason"]) if data["reason"] else None
+        data["values"] = self.redactor.value(data["values"])
+        if data["arguments"] is not None:
+            data["arguments"], data["arguments_preview"] = self._arguments(data["arguments"])
         return data
 
     def write_ledger(self, entry: ToolLedgerEntry) -> None:
@@ -298,6 +326,40 @@ class Recorder:
             return {}
         return {"repairs": [self.redactor.text(note) for note in call.repairs]}
 
+    def wait_trace(self, session: Session, question: HumanQuestion) -> TraceRecord:
+        """The run waits for a person at the question's wait point."""
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="wait",
+            step_name="waiting",
+            message=question.kind,
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            data={
+                "question_kind": question.kind,
+                "wait_point": question.wait_point.to_dict(),
+                "tool_name": question.tool_name,
+                "text": self.redactor.text(question.text),
+            },
+        )
+
+    def decision_trace(self, session: Session, delivered: DeliveredDecision) -> TraceRecord:
+        """A person's decision reached its wait point: what it was, and where."""
+        data = self._decision(delivered)
+        return TraceRecord(
+            task_id=self.task.id,
+            session_id=session.agent_id,
+            kind="wait",
+            step_name="decided",
+            message=str(data["what"]),
+            timestamp=_now(),
+            status="info",
+            agent=session.agent_type,
+            data=data,
+        )
+
     def todos_trace(self, session: Session) -> TraceRecord:
         """TodoWrite replaced the session's list: the list itself, redacted."""
         return TraceRecord(
@@ -373,17 +435,6 @@ class Recorder:
     def checkpoint_state(self, session_id: str) -> dict[str, Any]:
         checkpoint = self.store.latest_checkpoint(self.task.id, session_id)
         return dict(checkpoint.state) if checkpoint is not None else {}
-
-
-def _usage(session: Session) -> dict[str, int]:
-    usage = session.usage
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "requests": usage.requests,
-    }
 
 
 def _model_message(response: ModelResponse) -> str:

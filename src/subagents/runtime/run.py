@@ -19,13 +19,15 @@ from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.pause import RunPaused
+from subagents.runtime.recorder import main_session_id
 from subagents.runtime.result import RunResult
 from subagents.runtime.tool_menu import description_profile
 from subagents.store.lease import LeaseKeeper
+from subagents.store.records import new_id
 
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
-    from subagents.runtime.pause import HumanDecision
+    from subagents.runtime.pause import HumanDecision, WaitPoint
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.runtime.session import Session
@@ -51,14 +53,14 @@ class Run:
         self,
         runtime: Runtime,
         *,
-        decisions: dict[str, HumanDecision] | None = None,
+        decisions: dict[WaitPoint, HumanDecision] | None = None,
         reask_calls: frozenset[str] = frozenset(),
         delegation: Delegation | None = None,
         rule_arguments: RuleArguments | None = None,
     ) -> None:
         self.runtime = runtime
-        # the person's decision that resumes a paused run, by tool call id; handed out once
-        self.decisions: dict[str, HumanDecision] = dict(decisions or {})
+        # the person's decision that resumes a paused run, by where it waits; handed out once
+        self.decisions: dict[WaitPoint, HumanDecision] = dict(decisions or {})
         # calls that were pending when the task was imported: they ask a person before running
         self.reask_calls = reask_calls
         self.delegation = delegation if delegation is not None else Delegation(runtime)
@@ -86,8 +88,12 @@ class Run:
     ) -> RunResult:
         """Run ``prompt`` with the main agent (or the agent ``agent``) to the end."""
         runtime = self.runtime
-        session = self.builder.main(agent)
         store = runtime.store
+        if store is not None and task_id is None:
+            task_id = new_id()  # a root: the ids below it derive from it
+        session = self.builder.main(
+            agent, agent_id=main_session_id(task_id) if task_id is not None else None
+        )
         if store is not None:
             recorder = self.recorder = runtime.new_recorder(
                 store, prompt, agent, session, description, tags, retention_days
@@ -109,7 +115,7 @@ class Run:
         )
         recorder.resume_task()
         if main_record is None:  # stopped before the first step was written: start over
-            session = self.builder.main(task.assigned_agent)
+            session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
             session.recorder = recorder
             return await self._drive(session, with_stop_hooks(session, session.run(task.prompt)))
         session = self.builder.rebuilt(main_record, None, recorder)
@@ -165,10 +171,10 @@ class Run:
 
     # -- RunContext: what a session asks of its run ------------------------------------------
 
-    def take_decision(self, tool_call_id: str) -> HumanDecision | None:
+    def take_decision(self, wait_point: WaitPoint) -> HumanDecision | None:
         if not self.decisions:
             return None
-        return self.decisions.pop(tool_call_id, None)
+        return self.decisions.pop(wait_point, None)
 
     def must_ask_again(self, tool_call_id: str) -> bool:
         return tool_call_id in self.reask_calls

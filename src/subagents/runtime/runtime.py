@@ -18,7 +18,7 @@ from subagents.models.choice import ModelChoice, is_known_model
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
-from subagents.runtime.pause import HumanDecision, HumanQuestion
+from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
 from subagents.runtime.run import Run
@@ -583,7 +583,7 @@ class Runtime:
             question = None
         else:
             question = self._pending_question(store, task)
-        decisions: dict[str, HumanDecision] = {}
+        decisions: dict[WaitPoint, HumanDecision] = {}
         if question is not None:
             if decision is None:
                 raise StoreError(
@@ -591,7 +591,7 @@ class Runtime:
                     hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
                     "'--reject REASON' or '--modify JSON'",
                 )
-            decisions = {question.tool_call_id: decision}
+            decisions = {question.wait_point: decision}
         elif decision is not None:
             raise StoreError(
                 f"Task {task.id} is not waiting for a decision (status {task.status}).",

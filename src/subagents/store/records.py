@@ -177,14 +177,14 @@ class ToolLedgerEntry(BaseModel):
 
 
 class TraceRecord(BaseModel):
-    """One trace entry: a step, a tool call or a session event."""
+    """One trace entry: a step, a tool call, a session event or a wait for a person."""
 
     model_config = _RECORD_CONFIG
 
     schema_version: int = RECORD_SCHEMA_VERSION
     task_id: str
     session_id: str | None = None
-    kind: Literal["step", "tool_call", "session"]
+    kind: Literal["step", "tool_call", "session", "wait"]
     step_name: str
     message: str = ""
     timestamp: Timestamp = Field(default_factory=utc_now)
