@@ -3,12 +3,14 @@ rebuilt from the store alone, or run again after a crash, finds the very same on
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from subagents.definitions.model import AgentDefinition
+from subagents.errors import StoreVersionError
 from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.events import Event, ToolCallStarted
@@ -183,3 +185,25 @@ async def test_a_crash_between_the_model_and_the_tools_replays_the_same_turn(
     children = [s for s, call in after["sessions"].items() if call is not None]
     assert children == [child_session_id(main_id, calls_before[0])]  # found again, not another
     assert after == reference
+
+
+async def test_a_checkpoint_state_from_a_newer_version_is_refused_and_kept(
+    tmp_path: Path,
+) -> None:
+    """Every checkpoint's state says its schema; one this version cannot read stops the
+    resume with what to do, and the store is left as it was."""
+    reference = await run_once(tmp_path)
+    with open_store(tmp_path / "state.db") as store:
+        latest = store.latest_checkpoint(TASK_ID)
+        assert latest is not None and latest.state["schema_version"] == 1
+        task = store.get_task(TASK_ID)
+        task.status = "failed"  # a task that ended can be resumed with a fresh budget
+        store.update_task(task)
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute("UPDATE checkpoints SET data = json_set(data, '$.state.schema_version', 99)")
+    with open_store(tmp_path / "state.db") as store:
+        with pytest.raises(StoreVersionError) as raised:
+            await make_runtime(tmp_path, store).resume(TASK_ID)
+        assert "newer subagents" in str(raised.value)
+        assert "pip install -U subagents" in str(raised.value)
+        assert ids_of(store, TASK_ID) == reference

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from subagents.errors import StoreVersionError
 from subagents.messages import message_from_dict, message_to_dict
 from subagents.runtime.snapshot import checkpoint_id
 from subagents.status import (
@@ -30,6 +31,7 @@ from subagents.status import (
     task_status,
 )
 from subagents.store.base import StepWrite
+from subagents.store.codec import UPGRADE_ADVICE
 from subagents.store.records import (
     CheckpointRecord,
     LedgerStatus,
@@ -69,6 +71,9 @@ def child_session_id(parent_session_id: str, tool_call_id: str) -> str:
 
 QUESTION_VERSION = 1
 """The ``schema_version`` of a checkpoint's question (it carries its wait point)."""
+
+STATE_VERSION = 1
+"""The ``schema_version`` of a checkpoint's state (counters, todos, decisions)."""
 
 
 def main_session_id(task_id: str) -> str:
@@ -140,6 +145,7 @@ class Recorder:
             for offset, message in enumerate(snapshot.new_messages)
         ]
         state: dict[str, Any] = {
+            "schema_version": STATE_VERSION,
             "message_count": snapshot.message_count,
             "turns": snapshot.turns,
             "run_turns": snapshot.run_turns,
@@ -434,7 +440,16 @@ class Recorder:
 
     def checkpoint_state(self, session_id: str) -> dict[str, Any]:
         checkpoint = self.store.latest_checkpoint(self.task.id, session_id)
-        return dict(checkpoint.state) if checkpoint is not None else {}
+        if checkpoint is None:
+            return {}
+        version = checkpoint.state.get("schema_version", 1)
+        if not isinstance(version, int) or version > STATE_VERSION:
+            raise StoreVersionError(
+                f"the checkpoint of session {session_id} was written by a newer subagents "
+                f"(state schema {version}; this one reads up to {STATE_VERSION})",
+                hint=UPGRADE_ADVICE,
+            )
+        return dict(checkpoint.state)
 
 
 def _model_message(response: ModelResponse) -> str:
