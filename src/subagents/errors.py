@@ -27,6 +27,9 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "TracingError",
+    "WorkflowConditionError",
+    "WorkflowError",
+    "WorkflowValidationError",
     "WorktreeError",
 ]
 
@@ -199,3 +202,40 @@ class MCPServerError(SubagentsError):
 class WorktreeError(SubagentsError):
     """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
     commit yet) or a git command failed; the message says what to do."""
+
+
+class WorkflowError(SubagentsError):
+    """A workflow cannot be loaded or run (unknown name, unreadable file, a node that failed)."""
+
+
+class WorkflowConditionError(WorkflowError):
+    """A condition or template is not a valid safe expression, or failed on the state;
+    ``position`` is the 0-based character offset of the problem in ``expression``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expression: str = "",
+        position: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.expression = expression
+        self.position = position
+        super().__init__(message, hint=hint)
+
+
+class WorkflowValidationError(WorkflowError):
+    """A workflow has problems; ``problems`` lists every one with its location
+    (``"nodes.fix.agent"``, ``"edges[2].to"``)."""
+
+    def __init__(self, name: str, problems: list[tuple[str, str]], *, source: str = "") -> None:
+        self.workflow = name
+        self.problems = problems
+        self.source = source
+        where = f" ({source})" if source else ""
+        listing = "; ".join(f"{location}: {message}" for location, message in problems)
+        super().__init__(
+            f"Workflow {name!r}{where} has {len(problems)} problem(s): {listing}",
+            hint=f"fix the file, then check it with 'subagents workflow validate {source or name}'",
+        )

@@ -17,6 +17,8 @@ from subagents.cli.run import run_command
 from subagents.cli.skills import skills_app
 from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
 from subagents.cli.trace import trace_command
+from subagents.cli.workflow import workflow_app
+from subagents.cli.workflow_run import workflow_run_command
 
 __all__ = ["app", "main"]
 
@@ -41,6 +43,8 @@ app.command("export")(export_command)
 app.command("import")(import_command)
 app.add_typer(permissions_app, name="permissions")
 app.add_typer(models_app, name="models")
+workflow_app.command("run")(workflow_run_command)
+app.add_typer(workflow_app, name="workflow")
 
 
 def main() -> None:

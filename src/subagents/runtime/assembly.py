@@ -178,9 +178,13 @@ class SessionBuilder:
 
     # -- the three ways in -------------------------------------------------------------------
 
-    def main(self, agent: str | None = None, *, agent_id: str | None = None) -> Session:
+    def main(
+        self, agent: str | None = None, *, agent_id: str | None = None, node: bool = False
+    ) -> Session:
         """The main session of a new run (``agent``: run that agent as the main one;
-        ``agent_id``: its id, derived from the task's when the run is stored)."""
+        ``agent_id``: its id, derived from the task's when the run is stored; ``node``: the
+        session is a workflow's agent node, which runs on the agent's own model as a
+        subagent would, the run's model standing in for the parent's)."""
         runtime = self.runtime
         definition = runtime.inventory.get(agent).definition if agent else None
         workspace = runtime.workspace
@@ -195,7 +199,7 @@ class SessionBuilder:
             definition,
             parent=None,
             agent_id=agent_id,
-            model=runtime.main_model(definition),
+            model=self.node_model(definition) if node else runtime.main_model(definition),
             system_prompt=prompt,
             tools=self.tools_for(definition, None, grants),
             max_turns=self._max_turns(definition),
@@ -242,15 +246,27 @@ class SessionBuilder:
         )
         return ChildSession(session, resolved, fallback)
 
-    def rebuilt(self, record: SessionRecord, parent: Session | None, recorder: Recorder) -> Session:
-        """A session as the store left it: same id, history, model, prompt and limits.
+    def rebuilt(
+        self,
+        record: SessionRecord,
+        parent: Session | None,
+        recorder: Recorder,
+        *,
+        agent: str | None = None,
+    ) -> Session:
+        """A session as the store left it: same id, history, model, prompt and limits
+        (``agent``: the agent a top-level session runs, when it is not the task's own, as
+        for a workflow's agent node).
 
         What the stored record says about permissions is not taken on trust: the tools are
         the stored ones that a fresh resolution still allows, the depth is counted from the
         parent, and the permission mode comes from the parent (the run, for the main session).
         """
         runtime = self.runtime
-        name = record.agent_name if parent is not None else recorder.task.assigned_agent
+        if agent is not None:
+            name: str | None = agent
+        else:
+            name = record.agent_name if parent is not None else recorder.task.assigned_agent
         spec = SessionSpec.from_record(record, definition=name)
         definition = runtime.definition_named(name) if name else None
         workspace = parent.workspace if parent is not None else runtime.workspace
@@ -442,6 +458,21 @@ class SessionBuilder:
             return (*runtime.model_for(choice.model, agent_name=definition.name), None)
         except SubagentsError as error:
             raise ToolError(f"cannot start '{definition.name}': {error}") from None
+
+    def node_model(self, definition: AgentDefinition | None) -> Model:
+        """The model of a workflow's agent node: pinned, its own server, or the model its file
+        names when this machine can run it; else the run's (``--model``, ``default_model``)."""
+        runtime = self.runtime
+        if definition is None:
+            return runtime.main_model(None)
+        if definition.name in runtime._agent_models:
+            return runtime._agent_models[definition.name]
+        if uses_endpoint(definition):
+            return runtime.endpoint_model(definition)[0]
+        choice = runtime.model_choice(definition)
+        if choice is not None and choice.model is not None and choice.error is None:
+            return runtime.model_for(choice.model, agent_name=definition.name)[0]
+        return runtime.main_model(None)
 
     def _model_for_spec(self, spec: SessionSpec, parent: Session | None) -> Model:
         """The model a stored session ran on: the same object when this process has it."""

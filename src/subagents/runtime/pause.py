@@ -30,7 +30,8 @@ __all__ = [
     "WaitPoint",
 ]
 
-QuestionKind = Literal["approval", "ask_human", "crash_recovery"]
+QuestionKind = Literal["approval", "ask_human", "crash_recovery", "workflow"]
+"""``workflow``: a human node or a checkpoint of a workflow asks to go on."""
 
 WAIT_POINT_VERSION = 1
 

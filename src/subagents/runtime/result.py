@@ -41,6 +41,8 @@ class RunResult:
     question: HumanQuestion | None = None
     # the run's subagents, one result each (every session's own result leaves it empty)
     subagents: tuple[SpawnResult, ...] = ()
+    # a workflow run's final state and path (subagents.workflows.runner.WorkflowOutcome)
+    workflow: Any = None
 
     @property
     def success(self) -> bool:

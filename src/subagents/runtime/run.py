@@ -126,9 +126,32 @@ class Run:
             session.note_failure(task.error or task.status)
         return await self._drive(session, with_stop_hooks(session, session.resume()))
 
-    async def _drive(self, session: Session, work: Awaitable[RunResult]) -> RunResult:
+    async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
+        """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
+        session ``agent_id`` (a workflow's agent node). A session of that id already in the
+        store (a crash, a pause) is rebuilt and continued, not started again. The task stays
+        the caller's: it is neither finished nor released here."""
+        self.recorder = recorder
+        record = recorder.find_session(agent_id)
+        if record is None:
+            session = self.builder.main(agent, agent_id=agent_id, node=True)
+            session.recorder = recorder
+            work = session.run(prompt)
+        else:
+            session = self.builder.rebuilt(record, None, recorder, agent=agent)
+            self.delegation.main = session
+            self.delegation.adopt_background(session)
+            if record.status in ("error", "cancelled"):  # a failed step gets a fresh budget
+                session.run_turns = 0
+                session.note_failure(record.status)
+            work = session.resume()
+        return await self._drive(session, with_stop_hooks(session, work), owns_task=False)
+
+    async def _drive(
+        self, session: Session, work: Awaitable[RunResult], *, owns_task: bool = True
+    ) -> RunResult:
         result: RunResult | None = None
-        recorder = self.recorder
+        recorder = self.recorder if owns_task else None
         keeper = None
         if recorder is not None:  # renews the task's lease while it runs
             keeper = LeaseKeeper(recorder.store, recorder.task_id, self.runtime.owner)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
     from subagents.tools.rules import PermissionRules
     from subagents.tools.sandbox import BashSandbox
+    from subagents.workflows.graph import Workflow
 
 RuleArguments = tuple[tuple[str, ...], tuple[str, ...]]
 """allowed_tools and disallowed_tools, as a run is given them."""
@@ -533,6 +534,27 @@ class Runtime:
             task_id=task_id,
         )
 
+    async def run_workflow(
+        self,
+        workflow: Workflow,
+        input: str | Mapping[str, Any] = "",
+        *,
+        task_id: str | None = None,
+        description: str | None = None,
+    ) -> RunResult:
+        """Run ``workflow`` (see :mod:`subagents.workflows`) from its entry point on ``input``.
+
+        With a store it is a durable task like any run: ``result.task_id`` names it, and
+        :meth:`resume` continues it after a pause or a crash. ``result.workflow`` holds the
+        final state and the path taken through the graph.
+        """
+        from subagents.workflows.runner import run_workflow
+
+        if task_id is not None:
+            _check_task_id(task_id)
+        self._announce_instruction_problems()
+        return await run_workflow(self, workflow, input, task_id=task_id, description=description)
+
     def _announce_instruction_problems(self) -> None:
         """Read the CLAUDE.md / AGENTS.md files afresh for this run, and say which were cut
         or skipped."""
@@ -554,7 +576,12 @@ class Runtime:
         return found
 
     async def resume(
-        self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
+        self,
+        task_id: str,
+        decision: HumanDecision | None = None,
+        *,
+        force: bool = False,
+        workflow: Workflow | None = None,
     ) -> RunResult:
         """Continue the stored task ``task_id`` where it stopped.
 
@@ -562,7 +589,8 @@ class Runtime:
         open Task call is bound to its running child again, not re-planned). A task waiting for
         a person needs ``decision``, which is delivered to exactly the session that asked.
         A task that another live process is running is refused; ``force`` takes it over (for an
-        owner on another machine that is known to be gone).
+        owner on another machine that is known to be gone). A workflow task continues at its
+        node; ``workflow`` is needed only for one built in code with Python conditions.
         """
         from subagents.runtime.recorder import Recorder
 
@@ -607,6 +635,12 @@ class Runtime:
         if holder is not None:
             raise lease_refusal(holder)
         await self.start_mcp()
+        if "workflow" in task.settings:
+            from subagents.runtime.recorder import Recorder
+            from subagents.workflows.runner import resume_workflow
+
+            recorder = Recorder(store, task, self._redactor())
+            return await resume_workflow(self, task, recorder, decisions, workflow=workflow)
         run = self._last_run = Run(
             self,
             decisions=decisions,

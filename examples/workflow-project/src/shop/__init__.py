@@ -1,0 +1,1 @@
+"""A tiny shop: the code the example workflows review, fix and test."""

@@ -1,0 +1,156 @@
+"""`subagents workflow run NAME`: run a workflow of the project as a durable task."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from subagents.cli.common import CwdOption
+
+__all__ = ["workflow_run_command"]
+
+
+def workflow_run_command(
+    workflow: Annotated[str, typer.Argument(help="A workflow's name, or the path of its file.")],
+    input_text: Annotated[
+        str | None,
+        typer.Option("--input", "-i", help="The run's input ('-' reads it from stdin)."),
+    ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE: a field of the initial state (JSON or text)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="The model of agents whose file names none this machine runs."
+        ),
+    ] = None,
+    permission_mode: Annotated[
+        str, typer.Option("--permission-mode", help="default, acceptEdits, plan, ...")
+    ] = "default",
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every tool call that would ask.")
+    ] = False,
+    no_store: Annotated[
+        bool, typer.Option("--no-store", help="Do not record the run (it cannot be resumed).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    cwd: CwdOption = None,
+) -> None:
+    """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
+    pauses at a human node or a checkpoint, or stops in a crash, continues with `subagents
+    resume TASK [--approve | --reject REASON | --set KEY=VALUE]`."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from subagents.cli.progress import ProgressPrinter, progress_printer
+    from subagents.cli.resume import _key_value
+    from subagents.cli.run import _open_store
+    from subagents.cli.workflow import _base, _check, _context, _echo_problems, _shown
+    from subagents.errors import SubagentsError
+    from subagents.runtime.events import EventBus
+    from subagents.runtime.runtime import Runtime
+    from subagents.tools.permissions import PERMISSION_MODES
+    from subagents.tracing.redact import Redactor
+    from subagents.workflows.files import find_workflow
+
+    err = Console(stderr=True)
+    redactor = Redactor()
+    if permission_mode not in PERMISSION_MODES:
+        err.print(
+            f"[red]Unknown permission mode {permission_mode!r}[/] - use one of: "
+            + ", ".join(PERMISSION_MODES)
+        )
+        raise typer.Exit(2)
+    printer: ProgressPrinter | None = None
+    database = None
+    try:
+        path = find_workflow(workflow, cwd)
+        checked = _check(path, _context(cwd))
+        if checked.workflow is None or checked.errors:
+            _echo_problems(checked, _shown(path, _base(cwd)))
+            err.print(
+                f"[red]Not run:[/] fix the problems above (check with 'subagents workflow "
+                f"validate {workflow}')."
+            )
+            raise typer.Exit(1)
+        text = sys.stdin.read() if input_text == "-" else (input_text or "")
+        initial: dict[str, Any] = {"input": text}
+        for item in set_values or []:
+            key, value = _key_value(item)
+            try:
+                initial[key] = json.loads(value)
+            except ValueError:
+                initial[key] = value
+        if not no_store:
+            database = _open_store(cwd)
+        events = EventBus()
+        runtime = Runtime(
+            cwd=cwd,
+            model=model,
+            permission_mode=permission_mode,  # type: ignore[arg-type]
+            headless="allow" if yes else "pause" if database is not None else "deny",
+            events=events,
+            store=database,
+        )
+        redactor = Redactor(runtime.credentials())
+        if not as_json:
+            printer = progress_printer(err, redactor)
+            events.subscribe(printer)
+        result = runtime_run(runtime, checked.workflow, initial)
+    except SubagentsError as error:
+        err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
+        raise typer.Exit(130) from None
+    finally:
+        if printer is not None:
+            printer.close()
+        if database is not None:
+            database.close()
+    outcome = result.workflow
+    taken = [visit.node for visit in outcome.path] if outcome is not None else []
+    if as_json:
+        payload = {
+            "task_id": result.task_id,
+            "status": result.status,
+            "output": result.output,
+            "error": result.error,
+            "question": result.question.to_dict() if result.question is not None else None,
+            "path": taken,
+            "state": outcome.state.as_dict() if outcome is not None else None,
+        }
+        typer.echo(json.dumps(redactor.value(payload), indent=2, default=str))
+    else:
+        err.print(f"[dim]path:[/] {escape(' -> '.join(taken) or '(no node ran)')}")
+        Console().print(redactor.text(result.output), markup=False, highlight=False)
+        if result.question is not None:
+            err.print(
+                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}"
+                f"\nresume with: subagents resume {result.task_id} --approve | --reject REASON"
+                " [--set KEY=VALUE]"
+            )
+        elif not result.success:
+            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
+        if result.task_id is not None:
+            err.print(f"[dim]task {result.task_id}[/]")
+    if result.status not in ("completed", "awaiting_human"):
+        raise typer.Exit(1)
+
+
+def runtime_run(runtime: Any, workflow: Any, initial: dict[str, Any]) -> Any:
+    """Run the workflow to its end or its first pause, closing the runtime after."""
+    import asyncio
+
+    async def run_and_close() -> Any:
+        try:
+            return await runtime.run_workflow(workflow, initial)
+        finally:
+            await runtime.aclose()
+
+    return asyncio.run(run_and_close())
