@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import statistics
 import tempfile
 import time
@@ -38,7 +39,7 @@ def chain(kind: str, nodes: int) -> Workflow:
         graph: dict[str, Any] = {n: AgentNode(agent="echo", prompt="go {{ input }}") for n in names}
     else:
         graph = {n: ConditionNode(expression="len(messages) > 0") for n in names}
-    edges = [Edge.model_validate({"from": a, "to": b}) for a, b in zip(names, names[1:])]
+    edges = [Edge.model_validate({"from": a, "to": b}) for a, b in itertools.pairwise(names)]
     return Workflow(name=f"{kind}-chain", entry_point=names[0], nodes=graph, edges=edges)
 
 
@@ -104,9 +105,8 @@ async def main() -> None:
         rows[what] = (off, on)
         print(f"| {label} | {off:.0f} | {on:.0f} |")
     (plain_off, plain_on), (agent_off, agent_on) = rows["plain"], rows["agent"]
-    print(
-        f"| agent node minus plain run | {agent_off - plain_off:+.0f} | {agent_on - plain_on:+.0f} |"
-    )
+    off, on = agent_off - plain_off, agent_on - plain_on
+    print(f"| agent node minus plain run | {off:+.0f} | {on:+.0f} |")
 
 
 if __name__ == "__main__":

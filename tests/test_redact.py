@@ -4,6 +4,7 @@ values of any depth, dict keys, streamed text, and properties over random text."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -263,11 +264,23 @@ def test_environment_secrets_are_included(monkeypatch: pytest.MonkeyPatch) -> No
         ("SSH_AUTH_SOCK", False),
         ("TOKENIZERS_PARALLELISM", False),
         ("KEYBOARD", False),
+        ("PWD", False),  # the shell's working directory, not a password
+        ("OLDPWD", False),
+        ("DB_PWD", True),
         ("", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
     assert looks_like_secret_name(name) is secret
+
+
+def test_the_working_directory_is_not_redacted_from_paths(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    project = str(tmp_path / "project")
+    monkeypatch.setenv("PWD", project)
+    monkeypatch.setenv("OLDPWD", project + "-before")
+    assert Redactor().text(f"edited {project}/src/app.py") == f"edited {project}/src/app.py"
 
 
 # -- nested values -----------------------------------------------------------------------------

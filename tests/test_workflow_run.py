@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scenarios import workflow_agents as agents
+from subagents.errors import WorkflowValidationError
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import SQLiteStore, open_store
@@ -345,12 +346,130 @@ async def test_a_workflow_runs_without_a_store(project: Path) -> None:
     assert outcome(result).state.extra["critique"] == "APPROVED"
 
 
-async def test_an_unknown_agent_fails_the_node_with_what_to_do(
+async def test_a_workflow_naming_an_unknown_agent_is_refused_before_it_starts(
     project: Path, store: SQLiteStore
 ) -> None:
     workflow = Workflow(
         name="typo", entry_point="a", nodes={"a": AgentNode(agent="reviewr", prompt="x")}
     )
-    result = await runtime_for(project, store).run_workflow(workflow, "")
-    assert result.status == "failed"
-    assert "node 'a'" in (result.error or "") and "reviewer" in (result.error or "")
+    with pytest.raises(WorkflowValidationError) as raised:
+        await runtime_for(project, store).run_workflow(workflow, "")
+    ((location, message),) = raised.value.problems
+    assert location == "nodes.a.agent" and "reviewer" in message
+    assert store.list_tasks(limit=None) == []  # nothing started
+
+
+async def test_a_stored_graph_changed_behind_the_task_is_checked_again_on_resume(
+    project: Path, store: SQLiteStore
+) -> None:
+    """The graph a task keeps is data anyone with the file can change (or an archive can
+    carry): a resume checks it against this runtime's agents and tools before running it."""
+    first = await runtime_for(project, store).run_workflow(
+        load(project, "review-fix-verify"), "src/shop/cart.py"
+    )
+    assert first.task_id is not None
+    task = store.get_task(first.task_id)
+    definition = task.settings["workflow"]["definition"]
+    definition["nodes"]["fix"] = {"type": "tool", "tool": "Exfiltrate", "arguments": {}}
+    store.update_task(task)
+    for _ in range(2):  # refused each time: the lease is not left held
+        with pytest.raises(WorkflowValidationError, match="Exfiltrate"):
+            await runtime_for(project, store).resume(task.id, HumanDecision("approve"))
+    assert agents.BUG in (project / "src" / "shop" / "cart.py").read_text()
+
+
+async def test_modify_at_a_human_node_applies_the_persons_state_updates(
+    project: Path, store: SQLiteStore
+) -> None:
+    workflow = approval_workflow()
+    del workflow.nodes["join"]
+    first = await runtime_for(project, store).run_workflow(workflow, "shop 1.0")
+    assert first.task_id is not None
+    decision = HumanDecision(
+        "modify", reason="make it a major release", arguments={"state_updates": {"version": 3}}
+    )
+    done = await runtime_for(project, store).resume(first.task_id, decision, workflow=workflow)
+    assert done.status == "completed", done.error
+    state = outcome(done).state
+    assert state.next_action == "modify" and state.extra["version"] == 3
+    assert path_of(done) == ["ask", "big", "release"]
+    latest = [c for c in store.checkpoints(first.task_id) if "decisions" in c.state]
+    (delivered,) = latest[0].state["decisions"]
+    assert delivered["action"] == "modify"
+    assert delivered["arguments"] == {"state_updates": {"version": 3}}
+
+
+async def test_a_crash_inside_a_fan_out_resumes_only_the_branch_that_had_not_finished(
+    project: Path, store: SQLiteStore
+) -> None:
+    calls: dict[str, int] = {"correctness": 0, "security": 0, "style": 0}
+    crash = True
+
+    def counting(label: str) -> FunctionModel:
+        def turn(request: Any) -> str:
+            calls[label] += 1
+            if label == "style" and crash:
+                raise Crash  # the process dies while the last branch runs
+            return f"{label}: ok"
+
+        return FunctionModel(turn, name=f"scripted:{label}")
+
+    models = agents.models()
+    models["reviewer"] = counting("correctness")
+    models["security-reviewer"] = counting("security")
+    models["style-reviewer"] = counting("style")
+    runtime = runtime_for(project, store, agent_models=models)
+    with pytest.raises(Crash):
+        await runtime.run_workflow(load(project, "parallel-review"), "", task_id="fan-task")
+    store.release_task("fan-task", runtime.owner)
+    assert calls == {"correctness": 1, "security": 1, "style": 1}
+    crash = False
+    done = await runtime_for(project, store, agent_models=models).resume("fan-task")
+    assert done.status == "completed", done.error
+    assert calls == {"correctness": 1, "security": 1, "style": 2}  # only the cut-off one again
+    answers = [m.content for m in outcome(done).state.messages if m.role == "assistant"]
+    assert answers[:3] == ["correctness: ok", "security: ok", "style: ok"]
+    assert sorted(path_of(done)[1:4]) == ["correctness", "security", "style"]
+
+
+async def test_the_live_ui_shows_each_agent_node_as_a_block_and_the_path_taken(
+    project: Path,
+) -> None:
+    from subagents.cli.ui import RunApp
+    from subagents.runtime.events import EventBus
+
+    runtime = runtime_for(project, None, events=EventBus())
+    app = RunApp(
+        runtime,
+        "src/shop/cart.py",
+        exit_when_done=True,
+        ask_approval=False,
+        workflow=load(project, "draft-critique"),
+        workflow_input={"input": "src/shop/cart.py"},
+    )
+    await asyncio.wait_for(app.run_async(headless=True, size=(120, 40)), timeout=60)
+    assert app.result is not None and app.result.status == "completed", app.result
+    assert app.blocks.workflow_path == ["draft", "critique", "approved"] * 2
+    assert [b.agent_type for b in app.blocks.ordered()] == ["writer", "critic"] * 2
+    assert all(b.status == "completed" for b in app.blocks.ordered())
+
+
+async def test_a_damaged_workflow_checkpoint_is_a_clear_error_not_a_crash(
+    project: Path, store: SQLiteStore, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    first = await runtime_for(project, store).run_workflow(
+        load(project, "review-fix-verify"), "src/shop/cart.py"
+    )
+    assert first.task_id is not None
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute(
+            "UPDATE checkpoints SET data = json_set(data, '$.state.workflow.main.counts', "
+            'json(\'{"review": "many"}\'))'
+        )
+    from subagents.errors import WorkflowError
+
+    for _ in range(2):  # and the task is not left held
+        with pytest.raises(WorkflowError, match="cannot be read"):
+            await runtime_for(project, store).resume(first.task_id, HumanDecision("approve"))

@@ -174,6 +174,8 @@ class BlockTree:
         self.blocks: dict[str, AgentBlock] = {}
         self.roots: list[str] = []
         self.errors: list[str] = []
+        self.workflow_path: list[str] = []
+        """A workflow run's nodes, in the order they started."""
         self.version = 0
         self.structure_version = 0
         self._prompt = prompt
@@ -323,6 +325,9 @@ class BlockTree:
             requested = self._redact(event.requested)
             block.model = f"{event.model_name} (instead of {requested}: {event.reason})"
             self._touch(block)
+        elif isinstance(event, ev.WorkflowNodeStarted):
+            self.workflow_path.append(event.node)
+            self.version += 1
         elif isinstance(event, ev.SessionPaused):
             block = self._block(event.agent_id)
             block.status = "paused"

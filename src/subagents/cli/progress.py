@@ -147,6 +147,18 @@ class ProgressPrinter:
             )
         elif isinstance(event, ev.TodosUpdated):
             self._print_todos(event)
+        elif isinstance(event, ev.WorkflowNodeStarted):
+            detail = f" {escape(event.detail)}" if event.detail else ""
+            console.print(
+                f"[bold blue]◆ {escape(event.node)}[/] [dim]({event.node_type}{detail})[/]",
+                highlight=False,
+            )
+        elif isinstance(event, ev.WorkflowNodeFinished):
+            console.print(
+                f"[blue]  {escape(event.node)} → {escape(event.next)}[/] "
+                f"[dim]{event.duration_ms / 1000:.1f}s[/]",
+                highlight=False,
+            )
 
     def _print_todos(self, event: TodosUpdated) -> None:
         from rich.markup import escape

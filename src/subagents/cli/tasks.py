@@ -159,7 +159,7 @@ def _print_task_table(
         table.add_row(
             task.id[:8],
             _styled(task.status),
-            task.assigned_agent or "main",
+            _agent_of(task),
             _when(task.created_at),
             _short(task.description or task.prompt),
         )
@@ -265,7 +265,7 @@ def _print_task(
     fields = [
         ("Description", task.description),
         ("Prompt", _short(task.prompt, 200)),
-        ("Agent", task.assigned_agent or "main"),
+        ("Agent", _agent_of(task)),
         ("Model", task.model or "-"),
         ("Workspace", task.workspace),
         ("Created", _when(task.created_at)),
@@ -459,3 +459,11 @@ def import_command(
         with _opened(path) as opened:
             task_id = import_task(opened, directory, replace=replace)
     typer.echo(f"Imported task {task_id} into {path}")
+
+
+def _agent_of(task: TaskRecord) -> str:
+    """Who runs the task: its agent, ``main``, or ``workflow:NAME`` for a workflow."""
+    workflow = task.settings.get("workflow")
+    if isinstance(workflow, dict) and workflow.get("name"):
+        return f"workflow:{workflow['name']}"
+    return task.assigned_agent or "main"

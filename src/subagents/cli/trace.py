@@ -8,7 +8,7 @@ was stored, and again here with the project's credentials (an imported task may 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from subagents.tracing.view import SessionTrace, TaskTrace, ToolCallTrace
 
-__all__ = ["format_duration", "render_tree", "trace_command"]
+__all__ = ["format_duration", "render_tree", "trace_command", "workflow_path_text"]
 
 _STATUS_STYLES = {
     "completed": "green",
@@ -100,19 +100,38 @@ def render_tree(trace: TaskTrace) -> Tree:
         label += f"  [dim]{escape(_one_line(task.description, 80))}[/]"
     if task.error:
         label += f"\n[red]error: {escape(_one_line(task.error, _ERROR_WIDTH))}[/]"
+    if trace.workflow_path:
+        label += f"\n[blue]path:[/] {escape(workflow_path_text(trace.workflow_path))}"
     tree = Tree(label)
     if not trace.roots:
         tree.add("[dim]no sessions recorded[/]")
+    nodes = {
+        str(step["session_id"]): str(step["node"])
+        for step in trace.workflow_path
+        if step.get("session_id")
+    }
     for root in trace.roots:
-        _add_session(tree, root)
+        _add_session(tree, root, nodes.get(root.session_id))
     return tree
 
 
-def _add_session(parent: Tree, session: SessionTrace) -> None:
+def workflow_path_text(path: list[dict[str, Any]]) -> str:
+    """``review -> [approve] -> fix -> verify``: the nodes a workflow ran, and decisions."""
+    parts = []
+    for step in path:
+        if "decision" in step:
+            parts.append(f"[{str(step['decision']).split(' at ')[0]}]")
+        else:
+            parts.append(str(step.get("node", "?")))
+    return " -> ".join(parts)
+
+
+def _add_session(parent: Tree, session: SessionTrace, workflow_node: str | None = None) -> None:
     from rich.markup import escape
 
+    at_node = f"[blue]node {escape(workflow_node)}:[/] " if workflow_node else ""
     label = (
-        f"[bold]{escape(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
+        f"{at_node}[bold]{escape(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
         f"{escape(session.model)} {_status(session.status)}  "
         f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}  "
         f"{format_duration(session.duration_ms)}"

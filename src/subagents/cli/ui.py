@@ -18,9 +18,9 @@ import asyncio
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalRequest, Approver
+    from subagents.workflows.graph import Workflow
 
 __all__ = [
     "DECLINED_REASON",
@@ -396,10 +397,14 @@ class RunApp(App[None]):
         exit_when_done: bool = False,
         refresh_interval: float = 0.05,
         ask_approval: bool = True,
+        workflow: Workflow | None = None,
+        workflow_input: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.runtime = runtime
         self.prompt = prompt
+        self.workflow = workflow  # run this workflow on workflow_input instead of the prompt
+        self.workflow_input = dict(workflow_input or {})
         self.agent = agent
         self.tags = tuple(tags)
         self.exit_when_done = exit_when_done
@@ -441,7 +446,10 @@ class RunApp(App[None]):
 
     async def _drive(self) -> None:
         try:
-            self.result = await self.runtime.run(self.prompt, agent=self.agent, tags=self.tags)
+            if self.workflow is not None:
+                self.result = await self.runtime.run_workflow(self.workflow, self.workflow_input)
+            else:
+                self.result = await self.runtime.run(self.prompt, agent=self.agent, tags=self.tags)
         except asyncio.CancelledError:
             self.cancelled = True
         except Exception as error:  # shown in the UI, raised again by run_in_ui
@@ -527,6 +535,8 @@ class RunApp(App[None]):
             status = self.result.status if self.result is not None else "ended"
             state = f"Run {status} - press q to quit"
         line = f"{state} · {len(tree)} agents ({counts})"
+        if tree.workflow_path:
+            line += f" · path: {' → '.join(tree.workflow_path)}"
         if tree.errors:
             line += f" · ⚠ {len(tree.errors)} UI errors, last: {tree.errors[-1]}"
         self._status.update(Text(line, no_wrap=True, overflow="ellipsis"))
@@ -694,6 +704,8 @@ def run_in_ui(
     tags: Sequence[str] = (),
     exit_when_done: bool = False,
     ask_approval: bool = True,
+    workflow: Workflow | None = None,
+    workflow_input: Mapping[str, Any] | None = None,
 ) -> RunResult | None:
     """Run ``prompt`` inside the terminal UI; the result, or ``None`` if the user quit first.
 
@@ -709,10 +721,17 @@ def run_in_ui(
         tags=tags,
         exit_when_done=exit_when_done,
         ask_approval=ask_approval,
+        workflow=workflow,
+        workflow_input=workflow_input,
     )
     app.run()
     if exit_when_done:
         print_blocks(app.blocks)
+        if app.blocks.workflow_path:
+            from rich.console import Console
+
+            path = " -> ".join(app.blocks.workflow_path)
+            Console(stderr=True).print(f"path: {path}", markup=False, highlight=False)
     if app.run_error is not None:
         raise app.run_error
     return app.result

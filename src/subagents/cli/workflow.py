@@ -139,9 +139,9 @@ def _echo_wrapped(text: str, *, err: bool = False, indent: str = "    ") -> None
     )
 
 
-def _echo_problems(checked: _Checked, where: str) -> None:
+def _echo_problems(checked: _Checked, where: str, *, err: bool = False) -> None:
     for problem in checked.problems:
-        _echo_wrapped(f"{where}: {problem}")
+        _echo_wrapped(f"{where}: {problem}", err=err)
 
 
 def _count(number: int, noun: str) -> str:

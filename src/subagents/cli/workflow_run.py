@@ -39,6 +39,12 @@ def workflow_run_command(
         bool, typer.Option("--no-store", help="Do not record the run (it cannot be resumed).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    ui: Annotated[
+        bool, typer.Option("--ui", help="Show the run live: a block per agent, the path taken.")
+    ] = False,
+    exit_when_done: Annotated[
+        bool, typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends.")
+    ] = False,
     cwd: CwdOption = None,
 ) -> None:
     """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
@@ -66,13 +72,16 @@ def workflow_run_command(
             + ", ".join(PERMISSION_MODES)
         )
         raise typer.Exit(2)
+    if ui and as_json:
+        err.print("[red]--ui and --json do not go together[/] - drop one of them")
+        raise typer.Exit(2)
     printer: ProgressPrinter | None = None
     database = None
     try:
         path = find_workflow(workflow, cwd)
         checked = _check(path, _context(cwd))
         if checked.workflow is None or checked.errors:
-            _echo_problems(checked, _shown(path, _base(cwd)))
+            _echo_problems(checked, _shown(path, _base(cwd)), err=True)
             err.print(
                 f"[red]Not run:[/] fix the problems above (check with 'subagents workflow "
                 f"validate {workflow}')."
@@ -98,10 +107,26 @@ def workflow_run_command(
             store=database,
         )
         redactor = Redactor(runtime.credentials())
-        if not as_json:
-            printer = progress_printer(err, redactor)
-            events.subscribe(printer)
-        result = runtime_run(runtime, checked.workflow, initial)
+        if ui:
+            from subagents.cli.ui import run_in_ui
+
+            shown = run_in_ui(
+                runtime,
+                text,
+                exit_when_done=exit_when_done,
+                ask_approval=sys.stdin.isatty() and not yes,
+                workflow=checked.workflow,
+                workflow_input=initial,
+            )
+            if shown is None:
+                err.print("[yellow]Cancelled from the UI.[/] Every agent was stopped.")
+                raise typer.Exit(130)
+            result = shown
+        else:
+            if not as_json:
+                printer = progress_printer(err, redactor)
+                events.subscribe(printer)
+            result = runtime_run(runtime, checked.workflow, initial)
     except SubagentsError as error:
         err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
         raise typer.Exit(2) from None

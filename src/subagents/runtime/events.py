@@ -38,6 +38,8 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnStarted",
+    "WorkflowNodeFinished",
+    "WorkflowNodeStarted",
 ]
 
 
@@ -184,6 +186,34 @@ class SubagentFinished:
     kind: Literal["subagent_finished"] = "subagent_finished"
 
 
+@dataclass(slots=True, frozen=True)
+class WorkflowNodeStarted:
+    """A workflow runs one of its nodes (``detail``: the agent or tool it runs)."""
+
+    agent_id: str
+    """The workflow's own session."""
+    workflow: str
+    node: str
+    node_type: str
+    key: str
+    detail: str = ""
+    kind: Literal["workflow_node_started"] = "workflow_node_started"
+
+
+@dataclass(slots=True, frozen=True)
+class WorkflowNodeFinished:
+    """A workflow node finished; ``next`` is where the run goes (``end``, or the nodes of a
+    fan-out joined by commas)."""
+
+    agent_id: str
+    workflow: str
+    node: str
+    key: str
+    next: str
+    duration_ms: float
+    kind: Literal["workflow_node_finished"] = "workflow_node_finished"
+
+
 Event = (
     SessionStarted
     | TurnStarted
@@ -200,6 +230,8 @@ Event = (
     | InstructionsNotice
     | TodosUpdated
     | LoopNoticed
+    | WorkflowNodeStarted
+    | WorkflowNodeFinished
 )
 EventHandler = Callable[[Event], None]
 

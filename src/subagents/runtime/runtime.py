@@ -552,8 +552,22 @@ class Runtime:
 
         if task_id is not None:
             _check_task_id(task_id)
+        await self.start_mcp()
+        self.check_workflow(workflow)
         self._announce_instruction_problems()
         return await run_workflow(self, workflow, input, task_id=task_id, description=description)
+
+    def check_workflow(self, workflow: Workflow, *, source: str = "") -> None:
+        """Refuse ``workflow`` when it has problems here (unknown or inactive agents, tools
+        this runtime does not have, a broken graph): every one, with its location."""
+        from subagents.errors import WorkflowValidationError
+        from subagents.workflows.validate import problem_errors, validate_workflow
+
+        agents = {name: record.status for name, record in self.inventory.records.items()}
+        problems = validate_workflow(workflow, agents=agents, tools=self.base_tools().names())
+        errors = problem_errors(problems)
+        if errors:
+            raise WorkflowValidationError(workflow.name, errors, source=source)
 
     def _announce_instruction_problems(self) -> None:
         """Read the CLAUDE.md / AGENTS.md files afresh for this run, and say which were cut
@@ -636,11 +650,7 @@ class Runtime:
             raise lease_refusal(holder)
         await self.start_mcp()
         if "workflow" in task.settings:
-            from subagents.runtime.recorder import Recorder
-            from subagents.workflows.runner import resume_workflow
-
-            recorder = Recorder(store, task, self._redactor())
-            return await resume_workflow(self, task, recorder, decisions, workflow=workflow)
+            return await self._resume_workflow(task, rule_arguments, decisions, workflow)
         run = self._last_run = Run(
             self,
             decisions=decisions,
@@ -648,6 +658,29 @@ class Runtime:
             rule_arguments=rule_arguments,
         )
         return await run.resume(Recorder(store, task, self._redactor()), ended=ended)
+
+    async def _resume_workflow(
+        self,
+        task: TaskRecord,
+        rules: RuleArguments,
+        decisions: dict[WaitPoint, HumanDecision],
+        workflow: Workflow | None,
+    ) -> RunResult:
+        """Continue a workflow task (claimed by this process) at its node. The graph is the
+        one the task started with, checked again against this runtime's agents and tools."""
+        from subagents.runtime.recorder import Recorder
+        from subagents.workflows.runner import definition_of, resume_workflow
+
+        store = self._require_store()
+        try:
+            self._adopt_if_imported(task, rules)  # an archive's settings are not taken
+            graph = workflow if workflow is not None else definition_of(task)
+            self.check_workflow(graph, source=f"task {task.id[:8]}")
+        except BaseException:
+            store.release_task(task.id, self.owner)
+            raise
+        recorder = Recorder(store, task, self._redactor())
+        return await resume_workflow(self, task, recorder, decisions, workflow=graph)
 
     def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
         """The tool calls that must ask a person again because they were pending when the

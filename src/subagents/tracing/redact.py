@@ -95,11 +95,16 @@ _SECRET_LAST_WORDS = frozenset(
     }
 )
 _SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
+# Names whose last word reads like a secret's but that every shell sets to something else:
+# PWD is the working directory, not a password (redacting it blanked every path under it).
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 
 
 def looks_like_secret_name(name: str) -> bool:
     """Whether a variable or header named ``name`` holds a secret: its last word says so
     (``GITHUB_TOKEN``, ``DB_PASSWORD``, ``apiKey``, ``X-Api-Key``, ``MY_LLM_CRED``)."""
+    if name in _NOT_SECRET_NAMES:
+        return False
     words = _NAME_WORDS.findall(name)
     if not words:
         return False

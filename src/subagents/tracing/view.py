@@ -154,6 +154,9 @@ class TaskTrace:
 
     task: TaskRecord
     roots: list[SessionTrace] = field(default_factory=list)
+    workflow_path: list[dict[str, Any]] = field(default_factory=list)
+    """A workflow task's node executions in order: node, kind, key, next, duration_ms and
+    session_id (an agent node's session); decisions of a person appear as ``decision``."""
 
     def sessions(self) -> Iterator[SessionTrace]:
         for root in self.roots:
@@ -218,7 +221,24 @@ def build_trace(store: Store, task_id: str, *, redactor: Redactor | None = None)
         )
         for session in store.sessions(task.id)
     ]
-    return TaskTrace(task=_redacted_task(task, redact), roots=_link(sessions))
+    return TaskTrace(
+        task=_redacted_task(task, redact),
+        roots=_link(sessions),
+        workflow_path=_workflow_path(records, redact),
+    )
+
+
+def _workflow_path(records: list[TraceRecord], redact: Redactor) -> list[dict[str, Any]]:
+    """The nodes a workflow ran and the decisions that let it go on, in order."""
+    path: list[dict[str, Any]] = []
+    for record in records:
+        if not (record.agent or "").startswith("workflow:"):
+            continue
+        if record.kind == "step" and "node" in record.data:
+            path.append(dict(record.data))
+        elif record.kind == "wait" and record.step_name == "decision":
+            path.append({"decision": redact.text(record.message)})
+    return path
 
 
 def _redacted_task(task: TaskRecord, redact: Redactor) -> TaskRecord:
@@ -428,7 +448,8 @@ def _is_ancestor(
 
 def trace_to_json(trace: TaskTrace) -> dict[str, Any]:
     """The trace as plain JSON data: ``task``, ``steps``, ``tool_calls``, ``subagent_sessions``
-    (every session, the main one with ``parent_id`` null) and ``totals``."""
+    (every session, the main one with ``parent_id`` null) and ``totals``; a workflow's also
+    ``workflow_path`` (see :attr:`TaskTrace.workflow_path`)."""
     sessions = list(trace.sessions())
     steps: list[tuple[datetime, dict[str, Any]]] = []
     tool_calls: list[tuple[datetime, dict[str, Any]]] = []
@@ -443,6 +464,7 @@ def trace_to_json(trace: TaskTrace) -> dict[str, Any]:
         "steps": [step for _, step in steps],
         "tool_calls": [call for _, call in tool_calls],
         "subagent_sessions": [_session_json(session) for session in sessions],
+        **({"workflow_path": trace.workflow_path} if trace.workflow_path else {}),
         "totals": {
             "duration_ms": trace.duration_ms,
             "sessions": len(sessions),

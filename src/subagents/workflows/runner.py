@@ -34,6 +34,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import SubagentsError, WorkflowConditionError, WorkflowError
+from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
 from subagents.status import LedgerStatus, RunStatus
@@ -62,6 +63,8 @@ __all__ = [
     "PROGRESS_VERSION",
     "NodeVisit",
     "WorkflowOutcome",
+    "definition_of",
+    "node_session_id",
     "resume_workflow",
     "run_workflow",
     "workflow_session_id",
@@ -265,6 +268,7 @@ async def run_workflow(
             id=task_id or new_id(),
             description=description or f"workflow {workflow.name}: {first}"[:100],
             prompt=prompt,
+            model=_model_name(runtime),
             workspace=str(runtime.workspace),
             tags=["workflow"],
             settings={
@@ -291,19 +295,36 @@ async def resume_workflow(
     """Continue the workflow task ``task`` (claimed by the caller) where it stopped."""
     store = recorder.store
     if workflow is None:
-        workflow = _definition_of(task)
+        workflow = definition_of(task)
     session_id = workflow_session_id(task.id)
     latest = store.latest_checkpoint(task.id, session_id)
     if latest is None:  # stopped before its first node finished: start over, same ids
         state = _initial_state(task.prompt)
         progress = _Progress(main=_Lane("", workflow.entry_point, state))
     else:
-        progress = _Progress.from_dict(
-            latest.state.get("workflow") or {}, _checkpoint_count(latest.checkpoint_id)
-        )
+        try:
+            progress = _Progress.from_dict(
+                latest.state.get("workflow") or {}, _checkpoint_count(latest.checkpoint_id)
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            store.release_task(task.id, runtime.owner)
+            raise WorkflowError(
+                f"Task {task.id}: its last workflow checkpoint cannot be read "
+                f"({type(error).__name__}: {error}).",
+                hint=f"see it with 'subagents tasks show {task.id[:8]}'; start the workflow again",
+            ) from None
     recorder.resume_task()
     engine = _Engine(runtime, workflow, recorder, progress, decisions)
     return await engine.drive()
+
+
+def _model_name(runtime: Runtime) -> str | None:
+    """The run's model as the task keeps it, for a resume in another process (``None``:
+    every agent runs on a model of its own)."""
+    main = runtime._main_model
+    if main is None or isinstance(main, str):
+        return main
+    return main.name
 
 
 def _stored_definition(workflow: Workflow) -> dict[str, Any]:
@@ -315,7 +336,8 @@ def _stored_definition(workflow: Workflow) -> dict[str, Any]:
         return {"name": workflow.name, "definition": None}
 
 
-def _definition_of(task: TaskRecord) -> Workflow:
+def definition_of(task: TaskRecord) -> Workflow:
+    """The graph a workflow task started with, as its record keeps it."""
     stored = task.settings.get("workflow")
     definition = stored.get("definition") if isinstance(stored, Mapping) else None
     if not isinstance(definition, Mapping):
@@ -325,7 +347,14 @@ def _definition_of(task: TaskRecord) -> Workflow:
             "so its graph is not in the store.",
             hint="resume it from that code: Runtime.resume_workflow(task_id, workflow)",
         )
-    return Workflow.model_validate(dict(definition))
+    try:
+        return Workflow.model_validate(dict(definition))
+    except ValueError as error:  # pydantic's ValidationError: a damaged or tampered record
+        raise WorkflowError(
+            f"Task {task.id} holds a workflow graph this subagents cannot read: "
+            f"{str(error).splitlines()[0]}",
+            hint=f"see it with 'subagents tasks show {task.id[:8]}'; start the workflow again",
+        ) from None
 
 
 def _checkpoint_count(checkpoint_id: str) -> int:
@@ -431,6 +460,13 @@ class _Engine:
         if name in workflow.checkpoints and key not in progress.confirmed:
             self._confirm(lane, name, key)
         started = perf_counter()
+        events = self.runtime.events
+        if events.active:
+            events.emit(
+                WorkflowNodeStarted(
+                    self.session_id, workflow.name, name, node.type, key, _detail(node)
+                )
+            )
         lane.state.current_agent = node.agent if isinstance(node, AgentNode) else None
         update, session_id = await self._execute(node, name, key, lane)
         visit = NodeVisit(name, key, node.type, "ok", 0.0, session_id)
@@ -457,6 +493,12 @@ class _Engine:
             lane.cursor = target
         self._trace_visit(visit, lane)
         self._commit(position="after_node")
+        if events.active:
+            events.emit(
+                WorkflowNodeFinished(
+                    self.session_id, workflow.name, name, key, _where(target), visit.duration_ms
+                )
+            )
 
     async def _execute(
         self, node: Any, name: str, key: str, lane: _Lane
@@ -826,10 +868,7 @@ class _Engine:
         )
 
     def _trace_visit(self, visit: NodeVisit, lane: _Lane) -> None:
-        target = visit.next
-        where = (
-            "end" if target is None else ", ".join(target) if isinstance(target, list) else target
-        )
+        where = _where(visit.next)
         self.traces.append(
             TraceRecord(
                 task_id=self.task_id,
@@ -919,6 +958,21 @@ class _Engine:
             self.workflow.name, state, list(progress.path), progress.iterations
         )
         return result
+
+
+def _where(target: str | list[str] | None) -> str:
+    """Where a node led, for people: ``end``, a node, or a fan-out's nodes."""
+    if target is None:
+        return END
+    return ", ".join(target) if isinstance(target, list) else target
+
+
+def _detail(node: Any) -> str:
+    if isinstance(node, AgentNode):
+        return node.agent
+    if isinstance(node, ToolNode):
+        return node.tool
+    return ""
 
 
 def _default_prompt(state: WorkflowState) -> str:
