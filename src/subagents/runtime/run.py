@@ -126,6 +126,25 @@ class Run:
             session.note_failure(task.error or task.status)
         return await self._drive(session, with_stop_hooks(session, session.resume()))
 
+    async def follow_up(self, recorder: Recorder, prompt: str) -> RunResult:
+        """Continue the finished conversation of ``recorder``'s task (claimed by this process)
+        with ``prompt``: its main session, rebuilt with the whole history, gets one more
+        user message and a fresh turn budget."""
+        self.recorder = recorder
+        store, task = recorder.store, recorder.task
+        main_record = next(
+            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
+        )
+        recorder.resume_task()
+        if main_record is None:  # it never got to its first step: start it with this prompt
+            session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
+        else:
+            session = self.builder.rebuilt(main_record, None, recorder)
+            self.delegation.main = session
+            self.delegation.adopt_background(session)
+        session.recorder = recorder
+        return await self._drive(session, with_stop_hooks(session, session.run(prompt)))
+
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
         session ``agent_id`` (a workflow's agent node). A session of that id already in the

@@ -534,6 +534,59 @@ class Runtime:
             task_id=task_id,
         )
 
+    async def continue_task(self, task_id: str, prompt: str, *, force: bool = False) -> RunResult:
+        """Go on with the conversation of the stored task ``task_id``: its main agent gets
+        ``prompt`` after the whole history, in the same task (its trace holds every turn).
+
+        The task must have ended (completed, failed, cancelled, out of turns); a task waiting
+        for a person is resumed with its decision first, and a workflow task cannot be
+        continued this way.
+        """
+        from subagents.runtime.recorder import Recorder
+
+        store = self._require_store()
+        task = store.get_task(task_id)
+        if "workflow" in task.settings:
+            raise StoreError(
+                f"Task {task.id} is a workflow run; it has no conversation to continue.",
+                hint="run the workflow again with 'subagents workflow run', or continue one of "
+                "its agents' tasks",
+            )
+        if task.status == "awaiting_human":
+            raise StoreError(
+                f"Task {task.id} is waiting for a person; answer that first.",
+                hint=f"run 'subagents resume {task.id[:8]} --approve' (or --reject REASON), "
+                "then continue it",
+            )
+        if task.status in ("pending", "running") and not force:
+            holder = store.claim_task(task.id, self.owner)
+            if holder is not None:
+                raise lease_refusal(holder)
+            store.release_task(task.id, self.owner)
+            raise StoreError(
+                f"Task {task.id} stopped before it finished (status {task.status}).",
+                hint=f"finish it with 'subagents resume {task.id[:8]}' first",
+            )
+        holder = store.claim_task(task.id, self.owner, force=force)
+        if holder is not None:
+            raise lease_refusal(holder)
+        self._instructions.clear()
+        await self.start_mcp()
+        run = self._last_run = Run(self, rule_arguments=self._restored_rule_arguments(task))
+        return await run.follow_up(Recorder(store, task, self._redactor()), prompt)
+
+    def latest_conversation(self) -> str | None:
+        """The newest task of this workspace that can be continued (not a workflow, not
+        waiting for a person, not running): what ``run --continue`` goes on with."""
+        store = self._require_store()
+        workspace = str(self.workspace)
+        for task in store.list_tasks(limit=None):
+            if task.workspace != workspace or "workflow" in task.settings:
+                continue
+            if task.status in ("completed", "failed", "cancelled"):
+                return task.id
+        return None
+
     async def run_workflow(
         self,
         workflow: Workflow,

@@ -1,0 +1,82 @@
+"""Continuing a finished conversation: the same task, its main session rebuilt with the whole
+history, one more prompt; and which task `run --continue` picks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from subagents.errors import StoreError
+from subagents.messages import AssistantMessage, UserMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.runtime import Runtime
+from subagents.store.sqlite import SQLiteStore, open_store
+from subagents.testing import FunctionModel, text_response, tool_call_response
+from subagents.tools.decorator import tool
+
+
+@tool
+def remember(fact: str) -> str:
+    """Note a fact (a side effect: it needs approval in default mode)."""
+    return f"noted {fact}"
+
+
+def recaller(request: ModelRequest) -> ModelResponse:
+    prompts = [m.content for m in request.messages if isinstance(m, UserMessage)]
+    answers = [m.content for m in request.messages if isinstance(m, AssistantMessage) and m.content]
+    if prompts[-1].startswith("note "):
+        if answers and answers[-1].startswith("noted"):
+            return text_response("done")
+        return tool_call_response("remember", {"fact": prompts[-1][5:]})
+    return text_response(f"prompts so far: {' | '.join(prompts)}; answers: {len(answers)}")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with open_store(tmp_path / "state.db") as opened:
+        yield opened
+
+
+def runtime(tmp_path: Path, store: SQLiteStore, **kwargs: object) -> Runtime:
+    return Runtime(
+        cwd=tmp_path,
+        model=FunctionModel(recaller, name="scripted:recaller"),
+        store=store,
+        tools=[remember],
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_finished_conversation_goes_on_in_the_same_task_with_its_history(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    first = await runtime(tmp_path, store).run("the sky is blue")
+    assert first.status == "completed" and first.task_id is not None
+    again = await runtime(tmp_path, store).continue_task(first.task_id, "what colour is it?")
+    assert again.status == "completed", again.error
+    assert again.task_id == first.task_id
+    assert again.output == "prompts so far: the sky is blue | what colour is it?; answers: 1"
+    task = store.get_task(first.task_id)
+    assert task.status == "completed" and task.result == again.output
+    (main,) = [s for s in store.sessions(task.id) if s.parent_session_id is None]
+    roles = [m["role"] for m in store.messages(main.session_id)]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert runtime(tmp_path, store).latest_conversation() == task.id
+
+
+async def test_only_ended_conversations_of_this_workspace_are_continued(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    paused = await runtime(tmp_path, store, headless="pause").run("note the sky")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    with pytest.raises(StoreError, match="waiting for a person"):
+        await runtime(tmp_path, store).continue_task(paused.task_id, "and?")
+    assert runtime(tmp_path, store).latest_conversation() is None
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    done = await runtime(elsewhere, store).run("hello")
+    assert done.task_id is not None
+    assert runtime(tmp_path, store).latest_conversation() is None
+    assert runtime(elsewhere, store).latest_conversation() == done.task_id
