@@ -1,4 +1,5 @@
-"""`subagents mcp list [--check]`: the MCP servers this project would start, and their tools."""
+"""`subagents mcp list [--check] | trust [NAME...] | untrust NAME...`: the MCP servers this
+project would start, their tools, and the person's agreement to the project's own servers."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from subagents.cli.common import CwdOption, JsonOption, make_console, user_error
 if TYPE_CHECKING:
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
 
-__all__ = ["mcp_app"]
+__all__ = ["ask_project_servers", "mcp_app", "project_server_policy"]
 
 mcp_app = typer.Typer(
     help="MCP servers: the ones configured for this project, and whether they start.",
@@ -127,3 +128,98 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
     for row in rows:
         if row["detail"]:
             console.print(f"[red]{escape(row['name'])}:[/] {escape(row['detail'])}")
+
+
+@mcp_app.command("trust")
+def trust_servers(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Servers to approve (default: list them).")
+    ] = None,
+    all_servers: Annotated[
+        bool, typer.Option("--all", help="Approve every server the project configures.")
+    ] = False,
+    cwd: CwdOption = None,
+) -> None:
+    """Approve MCP servers of this project's .mcp.json / mcp_servers.yaml, so that runs start
+    them; without NAME, list them with their status. An approval holds until what the server
+    runs changes."""
+    from subagents.config import resolve_home
+    from subagents.mcp.config import load_mcp_servers
+    from subagents.mcp.consent import ConsentStore, project_servers
+
+    with user_errors():
+        home = resolve_home()
+        servers = project_servers(load_mcp_servers(cwd, home=home), home=home)
+        store = ConsentStore(home)
+        if not names and not all_servers:
+            if not servers:
+                typer.echo("This project configures no MCP servers of its own.")
+            answers = {True: "approved", False: "declined", None: "not asked yet"}
+            for server in servers:
+                typer.echo(f"{server.name}: {answers[store.decision(server)]} - {server.summary}")
+            return
+        by_name = {server.name: server for server in servers}
+        unknown = [name for name in names or [] if name not in by_name]
+        if unknown:
+            from subagents.errors import SubagentsError
+
+            raise SubagentsError(
+                f"No project MCP server named {', '.join(map(repr, unknown))}.",
+                hint=f"the project's servers: {', '.join(by_name) or 'none'} "
+                "('subagents mcp trust' lists them)",
+            )
+        chosen = list(by_name.values()) if all_servers else [by_name[n] for n in names or []]
+        store.record(chosen, allowed=True)
+        for server in chosen:
+            typer.echo(f"approved {server.name} ({server.summary})")
+
+
+@mcp_app.command("untrust")
+def untrust_servers(
+    names: Annotated[list[str], typer.Argument(help="Servers whose approval to forget.")],
+    cwd: CwdOption = None,
+) -> None:
+    """Forget the approval (or refusal) of project MCP servers: the next run asks again."""
+    from subagents.config import resolve_home
+    from subagents.mcp.config import load_mcp_servers
+    from subagents.mcp.consent import ConsentStore, project_servers
+
+    with user_errors():
+        home = resolve_home()
+        servers = project_servers(load_mcp_servers(cwd, home=home), home=home)
+        projects = {server.project for server in servers if server.name in names}
+        forgotten: list[str] = []
+        for project in projects or {(cwd or Path.cwd()).resolve()}:
+            forgotten += ConsentStore(home).forget(project, names)
+    for name in names:
+        typer.echo(f"{name}: {'forgotten' if name in forgotten else 'no answer was kept'}")
+
+
+def project_server_policy(*, interactive: bool, trust_all: bool = False) -> Any:
+    """The policy the CLI's runs use: remembered answers; at a terminal, ask the person;
+    ``trust_all`` (``--trust-project-mcp``) or SUBAGENTS_TRUST_PROJECT_MCP=1 for CI."""
+    from subagents.config import resolve_home
+    from subagents.mcp.consent import ProjectServerPolicy
+
+    return ProjectServerPolicy.from_environment(
+        resolve_home(), ask=ask_project_servers if interactive else None, trust_all=trust_all
+    )
+
+
+def ask_project_servers(servers: Any) -> set[str]:
+    """Ask the person at the terminal whether the project's new servers may start."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    err = Console(stderr=True)
+    err.print("[yellow]This project configures MCP servers that have not been approved:[/]")
+    for server in servers:
+        err.print(f"  {escape(server.name)}: {escape(server.summary)}  [dim]({server.source})[/]")
+    try:
+        answer = input("Start them? They run on this machine. [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer in ("y", "yes"):
+        return {server.name for server in servers}
+    err.print("Left out; 'subagents mcp trust NAME' approves one later.")
+    return set()

@@ -39,6 +39,13 @@ def workflow_run_command(
         bool, typer.Option("--no-store", help="Do not record the run (it cannot be resumed).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    trust_project_mcp: Annotated[
+        bool,
+        typer.Option(
+            "--trust-project-mcp",
+            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
+        ),
+    ] = False,
     ui: Annotated[
         bool, typer.Option("--ui", help="Show the run live: a block per agent, the path taken.")
     ] = False,
@@ -53,6 +60,7 @@ def workflow_run_command(
     from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
     from subagents.cli.run import _open_store
@@ -105,6 +113,10 @@ def workflow_run_command(
             headless="allow" if yes else "pause" if database is not None else "deny",
             events=events,
             store=database,
+            project_mcp=project_server_policy(
+                interactive=sys.stdin.isatty() and not yes and not ui,
+                trust_all=trust_project_mcp,
+            ),
         )
         redactor = Redactor(runtime.credentials())
         if ui:
@@ -164,8 +176,11 @@ def workflow_run_command(
             err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
         if result.task_id is not None:
             err.print(f"[dim]task {result.task_id}[/]")
-    if result.status not in ("completed", "awaiting_human"):
-        raise typer.Exit(1)
+    from subagents.cli.common import exit_code
+
+    code = exit_code(result.status)  # 0 completed, 1 failed, 3 paused for a person
+    if code:
+        raise typer.Exit(code)
 
 
 def runtime_run(runtime: Any, workflow: Any, initial: dict[str, Any]) -> Any:

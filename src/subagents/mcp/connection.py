@@ -349,11 +349,14 @@ class MCPManager:
         self._on_warning = on_warning
         self._tools: list[Tool] | None = None
         for name, problem in config.problems.items():
+            unset = "which is not set" in problem  # an unset ${VAR}; other reasons say what to do
             self._fail(
                 MCPServerError(
                     name,
                     f"MCP server {name!r} is not started: {problem}.",
-                    hint="set the variable, or give it a default with ${VAR:-default}",
+                    hint="set the variable, or give it a default with ${VAR:-default}"
+                    if unset
+                    else None,
                 )
             )
 

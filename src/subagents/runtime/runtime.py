@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from subagents.inventory import Inventory
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
     from subagents.mcp.connection import MCPManager
+    from subagents.mcp.consent import ProjectServerPolicy
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.recorder import Recorder
     from subagents.skills import SkillCatalog
@@ -94,8 +95,12 @@ class Runtime:
         | None = None,
         allowed_tools: Sequence[str] = (),
         disallowed_tools: Sequence[str] = (),
+        project_mcp: ProjectServerPolicy | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
+        # None: the MCP servers of project files start as configured (the library trusts what
+        # it is given); the CLI passes a policy that asks the person once per project
+        self.project_mcp = project_mcp
         self._config = config
         self._config_hooks_added = False
         self._inventory = inventory
@@ -227,9 +232,15 @@ class Runtime:
             from subagents.mcp.config import as_servers_config, load_mcp_servers
 
             servers = self._mcp_servers
-            self._mcp_config = (
-                load_mcp_servers(self.workspace) if servers is None else as_servers_config(servers)
-            )
+            if servers is not None:
+                self._mcp_config = as_servers_config(servers)
+            else:
+                found = load_mcp_servers(self.workspace, home=self.config.home)
+                if self.project_mcp is not None:
+                    from subagents.mcp.consent import screen_project_servers
+
+                    found = screen_project_servers(found, self.project_mcp)
+                self._mcp_config = found
         return self._mcp_config
 
     def _known_mcp_servers(self) -> list[str]:
