@@ -32,14 +32,20 @@ typecheck: $(STAMP)
 unit: $(STAMP) system-packages
 	$(BIN)/pytest -n auto
 
-# Debian's bubblewrap, for the tests of the Bash sandbox. Where it cannot be installed (no
-# apt-get, not root) those tests skip and say why; nothing else needs it.
+# Debian's bubblewrap, for the tests of the Bash sandbox, and tmux, for the chat's test in a
+# real terminal. Where they cannot be installed (no apt-get, not root) those tests skip and say
+# why; nothing else needs them.
 system-packages:
 	@command -v bwrap >/dev/null 2>&1 || { \
 		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
 		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; \
 	} || echo "note: bubblewrap is not installed; the Bash sandbox tests will be skipped"
+	@command -v tmux >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get install -y -qq tmux >/dev/null 2>&1 || \
+		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }; }; \
+	} || echo "note: tmux is not installed; the chat's real-terminal test will be skipped"
 
 test: lint typecheck unit
 

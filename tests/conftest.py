@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -25,4 +26,9 @@ def isolated_home(
     """Every test gets an empty home, so nobody's real ~/.claude/agents or config leaks in."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("SUBAGENTS_HOME", str(home))
+    # pytest imports readline, which puts COLUMNS=80 / LINES in the environment that xdist
+    # workers and subprocesses inherit; the CLI honours COLUMNS, so only a test sets it
+    for name in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(name, raising=False)
+        os.unsetenv(name)  # readline's value is below os.environ in a process that is not a worker
     return home

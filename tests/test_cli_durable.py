@@ -243,7 +243,7 @@ def _pause_on_write(project: Project, server: ScriptedServer) -> str:
     """Run until the model's Write call pauses the run; returns the task id."""
     server.call("Write", {"file_path": "x.txt", "content": "hello"})
     done = project.run("Write hello to x.txt")
-    assert done.code == 0, done.err
+    assert done.code == 3, done.err
     assert "Waiting for a person" in done.said
     assert f"subagents resume {done.task_id}" in done.said
     assert not (project.root / "x.txt").exists()
@@ -519,7 +519,7 @@ def test_an_imported_task_resumes_in_the_project_of_the_person_not_the_archive(
 ) -> None:
     server.call("Bash", {"command": "touch ran_here"})
     paused = project.run("Touch a file")
-    assert paused.code == 0 and "Waiting for a person" in paused.err
+    assert paused.code == 3 and "Waiting for a person" in paused.err
     task_id = paused.task_id
     archive = tmp_path / "archive"
     assert project.cli("export", task_id, str(archive)).code == 0
@@ -537,7 +537,7 @@ def test_an_imported_task_resumes_in_the_project_of_the_person_not_the_archive(
     assert refused.code == 2 and "without a decision first" in refused.said
 
     asked = other.cli("resume", task_id[:8])
-    assert asked.code == 0, asked.err
+    assert asked.code == 3, asked.err
     assert "was imported" in asked.said and str(other.root) in asked.said
     assert "permission mode default" in asked.said
     assert "pending when the task was imported" in asked.said

@@ -645,7 +645,7 @@ def test_a_provider_error_holding_secrets_is_shown_redacted(
 def test_resume_shows_no_secret(hostile: HostileProject, server: ScriptedServer) -> None:
     server.call("Write", {"file_path": "out.txt", "content": "plain"})
     paused = hostile.run("Write it")  # nobody watches: the Write waits for a person
-    assert paused.code == 0, paused.err
+    assert paused.code == 3, paused.err
     assert "Waiting for a person" in paused.said
     assert leaked(paused.out + paused.err) == []
     server.turns.append(StreamedTurn(text=f"Wrote {MCP_TOKEN} and {FILE_GITHUB}.", piece=3))
@@ -661,7 +661,7 @@ def test_resume_shows_no_secret(hostile: HostileProject, server: ScriptedServer)
 def test_resume_json_shows_no_secret(hostile: HostileProject, server: ScriptedServer) -> None:
     server.call("Write", {"file_path": "out.txt", "content": "x"})
     paused = hostile.run("Write it")
-    assert paused.code == 0, paused.err
+    assert paused.code == 3, paused.err
     server.say(f"Done with {PROVIDER_KEY}.")
 
     resumed = hostile.cli("resume", paused.task_id, "--approve", "--json")

@@ -305,21 +305,26 @@ def test_cli_run_ui_exit_when_done_shows_blocks_then_prints_the_answer(
         reader = threading.Thread(target=_read_all, args=(leader, screen), daemon=True)
         reader.start()
         try:
-            out, _ = process.communicate(timeout=60)
+            out, _ = process.communicate(timeout=120)  # a guard against a hang, not a pace
         finally:
             process.kill()
-            reader.join(timeout=10)
+            # everything the process drew is read once the terminal reports its other end
+            # closed (the process is gone): wait for that, not for a time after which the
+            # screen's tail (the blocks printed after the UI) may still be unread
+            reader.join(timeout=120)  # a guard against a hang, checked below
             os.close(leader)
+    assert not reader.is_alive(), "the terminal stayed open after the process ended"
     drawn = screen.decode(errors="replace")
     assert process.returncode == 0, drawn[-2000:]
     assert out.decode().strip() == "The answer is 42."
     assert "Traceback" not in drawn
+    on_screen, _, closed = drawn.rpartition("\x1b[?1049l")  # the UI leaves the alternate screen
     # the screen shows the blocks (how many frames it draws depends on the machine's speed,
-    # so only the last one's content is certain) ...
+    # but the app leaves only once its final state is painted, so that one is certain) ...
     for shown in ("main", "helper", "● completed", "help out"):
-        assert shown in drawn, shown
+        assert shown in on_screen, shown
     # ... and once it closes, every block's final state stays on the terminal
-    after_ui = re.sub(r"\x1b\[[0-9;?<>]*[A-Za-z]", "", drawn.rsplit("\x1b[?1049l", 1)[-1])
+    after_ui = re.sub(r"\x1b\[[0-9;?<>]*[A-Za-z]", "", closed)
     for shown in ("▶ main", "  ▶ helper", "● completed", "› Find it.", "◆ It is 42.", "help out"):
         assert shown in after_ui, shown
     assert re.search(r"task [0-9a-f]{8}-", after_ui)  # the usual closing lines, on stderr

@@ -14,16 +14,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_PAUSED",
+    "AnswerWatch",
     "CwdOption",
     "JsonOption",
     "StoreOption",
     "TaskArgument",
+    "exit_code",
     "make_console",
+    "same_terminal",
     "store_path",
     "user_errors",
 ]
 
-EXIT_ERROR = 2
+# Exit codes of `run`, `resume` and `workflow run` (documented in the README and `run --help`).
+EXIT_OK = 0  # completed
+EXIT_FAILED = 1  # failed, out of turns (max_turns), cancelled
+EXIT_ERROR = 2  # a usage or configuration error: nothing ran
+EXIT_PAUSED = 3  # paused: waiting for a person (`subagents resume TASK` goes on)
 
 CwdOption = Annotated[
     Path | None,
@@ -73,10 +83,65 @@ def store_path(cwd: Path | None, store: str | None) -> Path:
 
 
 def make_console() -> Console:
-    """A Rich console; output that is not a terminal (logs, CI) gets a wide page."""
+    """A Rich console as wide as the terminal; output that is not a terminal (logs, CI) gets
+    a wide page, unless ``COLUMNS`` sets the width."""
+    import os
+
     from rich.console import Console
 
     out = Console()
-    if not out.is_terminal:
+    if not out.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
         out = Console(width=max(out.width, 160))
     return out
+
+
+def exit_code(status: str) -> int:
+    """The exit code of a run that ended with ``status`` (see the ``EXIT_*`` constants)."""
+    if status == "completed":
+        return EXIT_OK
+    if status == "awaiting_human":
+        return EXIT_PAUSED
+    return EXIT_FAILED
+
+
+def same_terminal() -> bool:
+    """Whether stdout and stderr are one and the same terminal (what is streamed on stderr is
+    then already on the screen stdout writes to)."""
+    import os
+
+    try:
+        if not (os.isatty(1) and os.isatty(2)):
+            return False
+        return os.path.samestat(os.fstat(1), os.fstat(2))
+    except OSError:
+        return False
+
+
+class AnswerWatch:
+    """An event handler that keeps the text the main agent streamed since its last step, to
+    tell whether the final answer is already on the screen (see :meth:`shown`).
+
+    It follows the progress printer's rule: only sessions of the agent type ``main`` are
+    streamed there (a subagent's text shows up in its summary)."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._text: list[str] = []
+
+    def __call__(self, event: object) -> None:
+        from subagents.runtime import events as ev
+
+        if isinstance(event, ev.SessionStarted):
+            self._names[event.agent_id] = event.agent_type
+            return
+        agent_id = getattr(event, "agent_id", None)
+        if not isinstance(agent_id, str) or self._names.get(agent_id, "main") != "main":
+            return
+        if isinstance(event, ev.TextDelta):
+            self._text.append(event.text)
+        elif not isinstance(event, ev.SessionFinished | ev.ModelResponded):
+            self._text.clear()  # a tool call or a new turn: the answer comes after it
+
+    def shown(self, output: str) -> bool:
+        """Whether ``output`` is what was streamed last (so it is on the screen already)."""
+        return bool(output.strip()) and "".join(self._text).strip() == output.strip()

@@ -3,23 +3,47 @@
 Everything printed passes through a redactor first: tool arguments, errors, questions and the
 main agent's streamed text (a secret split across two streamed pieces is caught whole, see
 :class:`~subagents.tracing.redact.StreamRedactor`).
+
+Nothing stays silent for long: a provider call that is retried says so (``main: provider error
+(HTTP 429), retrying in 2.0 s (attempt 2 of 6)``), and a tool call still running after
+``still_running_after`` seconds (5) says so then and every ``still_running_every`` seconds (10)
+after, with its duration once it ends. Those reminders come from :meth:`ProgressPrinter.tick`,
+which a ticker task calls while a tool runs (started on the event loop that emits the events,
+ended when no tool runs any more or at :meth:`ProgressPrinter.close`); tests call ``tick`` with
+a clock of their own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from subagents.runtime.events import Event, TodosUpdated
+    from subagents.runtime.events import Event, TodosUpdated, ToolCallFinished
     from subagents.tracing.redact import Redactor, StreamRedactor
 
-__all__ = ["TODO_MARKS", "ProgressPrinter", "progress_printer"]
+__all__ = [
+    "STILL_RUNNING_AFTER",
+    "STILL_RUNNING_EVERY",
+    "TODO_MARKS",
+    "ProgressPrinter",
+    "progress_printer",
+]
 
 _ARGUMENTS_WIDTH = 120
 _ERROR_WIDTH = 200
+STILL_RUNNING_AFTER = 5.0
+"""Seconds a tool call runs before the progress output says it still runs."""
+STILL_RUNNING_EVERY = 10.0
+"""Seconds between two such reminders for the same call."""
+_TICKER_MAX_NAP = 1.0  # a call started while the ticker naps is never reported late by more
 # How each todo status is marked, and in which style, here and in the live UI and the trace.
 TODO_MARKS: dict[str, tuple[str, str]] = {
     "completed": ("✓", "green"),
@@ -28,31 +52,159 @@ TODO_MARKS: dict[str, tuple[str, str]] = {
 }
 
 
+@dataclass(slots=True)
+class _RunningTool:
+    agent_id: str
+    name: str
+    started: float
+    due: float  # when to say it still runs
+
+
 class ProgressPrinter:
     """An event handler that prints one line per step; :meth:`close` prints what streamed
-    text is still held back."""
+    text is still held back and stops the ticker.
 
-    def __init__(self, console: Console, redactor: Redactor) -> None:
+    ``clock`` (seconds, monotonic) and ``sleep`` are injectable; with ``ticker`` false no task
+    is started and only explicit :meth:`tick` calls report long tool calls.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        redactor: Redactor,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        still_running_after: float = STILL_RUNNING_AFTER,
+        still_running_every: float = STILL_RUNNING_EVERY,
+        ticker: bool = True,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._console = console
         self._redactor = redactor
         self._names: dict[str, str] = {}
         self._streams: dict[str, StreamRedactor] = {}
+        self._clock = clock
+        self._after = still_running_after
+        self._every = still_running_every
+        self._use_ticker = ticker
+        self._sleep = sleep
+        self._roots: set[str] = set()  # sessions without a parent: the run ends with them
+        self._running: dict[tuple[str, str], _RunningTool] = {}  # by (agent id, call id)
+        self._ticker: asyncio.Task[None] | None = None
+        self._held = 0
 
     def __call__(self, event: Event) -> None:
         from subagents.runtime import events as ev
 
         if isinstance(event, ev.SessionStarted):
             self._names[event.agent_id] = event.agent_type
+            if event.parent_id is None:
+                self._roots.add(event.agent_id)
             return
         if isinstance(event, ev.TextDelta):
             self._stream_text(event.agent_id, event.text)
             return
         self._end_stream(getattr(event, "agent_id", ""))
+        self._track(event)
         self._print_step(event)
+        if not self._running:
+            self._stop_ticker()  # no stray task once the last call ended
 
     def close(self) -> None:
+        self._running.clear()
+        self._stop_ticker()
         for agent_id in list(self._streams):
             self._end_stream(agent_id)
+
+    @property
+    def ticking(self) -> bool:
+        """Whether a ticker task is alive (it ends by itself once no tool call runs)."""
+        return self._ticker is not None and not self._ticker.done()
+
+    def tick(self, now: float | None = None) -> None:
+        """Say which tool calls still run: each one once it has run ``still_running_after``
+        seconds, then every ``still_running_every`` seconds (``now``: default the clock)."""
+        if self._held or not self._running:
+            return
+        now = self._clock() if now is None else now
+        due = [tool for tool in self._running.values() if tool.due <= now]
+        if not due:
+            return
+        from rich.markup import escape
+
+        for agent_id in list(self._streams):
+            self._end_stream(agent_id)
+        for tool in due:
+            self._console.print(
+                f"[cyan]{self._label(tool.agent_id)}[/] → {escape(tool.name)} "
+                f"[dim]still running ({int(now - tool.started)} s)[/]",
+                highlight=False,
+            )
+            while tool.due <= now:
+                tool.due += self._every
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """No reminders inside the block (e.g. while a person answers an approval prompt on
+        the same terminal); the next one comes ``still_running_every`` seconds after it."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            later = self._clock() + self._every
+            for tool in self._running.values():
+                tool.due = max(tool.due, later)
+
+    def _track(self, event: Event) -> None:
+        """Keep the running tool calls (and start the ticker) as calls start and end."""
+        from subagents.runtime import events as ev
+
+        if isinstance(event, ev.ToolCallStarted):
+            now = self._clock()
+            key = (event.agent_id, event.call.id)
+            self._running[key] = _RunningTool(
+                event.agent_id, event.call.name, now, now + self._after
+            )
+            self._start_ticker()
+        elif isinstance(event, ev.SubagentStarted):
+            # the subagent shows its own progress, and its end with its duration
+            self._running.pop((event.parent_id, event.tool_call_id), None)
+        elif isinstance(event, ev.SessionPaused | ev.SessionFinished):
+            # its calls will not report an end (cancelled, or waiting for a person)
+            if isinstance(event, ev.SessionFinished) and event.agent_id in self._roots:
+                self._running.clear()
+            for key in [key for key in self._running if key[0] == event.agent_id]:
+                del self._running[key]
+
+    def _took(self, event: ToolCallFinished) -> str:
+        """`` after 6.2 s`` for a call that ran longer than ``still_running_after``."""
+        tool = self._running.pop((event.agent_id, event.call.id), None)
+        if tool is None:
+            return ""
+        took = self._clock() - tool.started
+        return f" after {took:.1f} s" if took > self._after else ""
+
+    def _start_ticker(self) -> None:
+        if not self._use_ticker or self.ticking:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: only explicit tick() calls report
+            return
+        self._ticker = loop.create_task(self._tick_while_running(), name="progress-ticker")
+
+    async def _tick_while_running(self) -> None:
+        while self._running:
+            due = min(tool.due for tool in self._running.values())
+            await self._sleep(min(max(due - self._clock(), 0.0), _TICKER_MAX_NAP))
+            self.tick()
+
+    def _stop_ticker(self) -> None:
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None and not ticker.done():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it runs no more
+                ticker.cancel()
 
     def _label(self, agent_id: str) -> str:
         return self._names.get(agent_id, "main")
@@ -90,12 +242,28 @@ class ProgressPrinter:
                 f"{escape(args)}",
                 highlight=False,
             )
-        elif isinstance(event, ev.ToolCallFinished) and event.outcome.status != "ok":
+        elif isinstance(event, ev.ToolCallFinished):
+            took = self._took(event)
+            if event.outcome.status == "ok":
+                if took:
+                    console.print(
+                        f"[cyan]{self._label(event.agent_id)}[/] → {escape(event.call.name)} "
+                        f"[dim]finished{took}[/]",
+                        highlight=False,
+                    )
+                return
             content = redact.text(event.outcome.message.content)
             first_line = (content.splitlines() or [""])[0][:_ERROR_WIDTH]
             console.print(
                 f"[cyan]{self._label(event.agent_id)}[/] [yellow]{escape(event.call.name)} "
-                f"{event.outcome.status}[/]: {escape(first_line)}",
+                f"{event.outcome.status}{took}[/]: {escape(first_line)}",
+                highlight=False,
+            )
+        elif isinstance(event, ev.ModelRetrying):
+            console.print(
+                f"[cyan]{self._label(event.agent_id)}[/]: [yellow]provider error "
+                f"({escape(redact.text(event.reason))})[/], retrying in {event.delay_s:.1f} s "
+                f"(attempt {event.attempt} of {event.max_attempts})",
                 highlight=False,
             )
         elif isinstance(event, ev.SubagentStarted):
@@ -178,11 +346,16 @@ class ProgressPrinter:
             console.print(f"  [{style}]{mark} {escape(text)}[/]", highlight=False)
 
 
-def progress_printer(console: Console, redactor: Redactor | None = None) -> ProgressPrinter:
+def progress_printer(
+    console: Console,
+    redactor: Redactor | None = None,
+    *,
+    still_running_after: float = STILL_RUNNING_AFTER,
+) -> ProgressPrinter:
     """An event handler that prints one line per step to ``console``, redacted with
     ``redactor`` (default: the environment's secrets and the token formats)."""
     if redactor is None:
         from subagents.tracing.redact import Redactor
 
         redactor = Redactor()
-    return ProgressPrinter(console, redactor)
+    return ProgressPrinter(console, redactor, still_running_after=still_running_after)

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from subagents.cli.common import CwdOption, StoreOption, TaskArgument, store_path, user_errors
+from subagents.cli.common import (
+    EXIT_PAUSED,
+    AnswerWatch,
+    CwdOption,
+    StoreOption,
+    TaskArgument,
+    exit_code,
+    same_terminal,
+    store_path,
+    user_errors,
+)
 
 if TYPE_CHECKING:
-    from subagents.runtime.pause import HumanDecision
+    from rich.console import Console
+
+    from subagents.runtime.pause import HumanDecision, HumanQuestion
+    from subagents.runtime.result import RunResult
+    from subagents.runtime.runtime import Runtime
     from subagents.store.records import TaskRecord
     from subagents.tools.permissions import PermissionMode
     from subagents.tracing.redact import Redactor
@@ -62,7 +77,14 @@ def resume_command(
     ] = None,
 ) -> None:
     """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
-    Secrets are redacted from everything printed."""
+
+    At a terminal without a decision flag, what the task waits for is asked there, and so is
+    every later approval; elsewhere (or with --approve / --reject / --modify / --set) a tool
+    that needs approval pauses the task again. Secrets are redacted from everything printed.
+
+    Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
+    error; 3 paused, waiting for a person.
+    """
     from rich.console import Console
     from rich.markup import escape
 
@@ -77,8 +99,11 @@ def resume_command(
     err = Console(stderr=True)
     redactor = Redactor()  # the environment's secrets, until the task's config is read
     printer: ProgressPrinter | None = None
+    watch = AnswerWatch()
     with user_errors(), _redacted_errors(lambda: redactor):
         decision = parse_decision(approve, reject, modify, set_values or [])
+        # a person at the terminal and no decision given: ask there, now and for what follows
+        ask_here = decision is None and not as_json and sys.stdin.isatty()
         _check_mode(permission_mode)
         session_agents = explicit_agents_from_json(agents_json) if agents_json else []
         path = store_path(cwd, store)
@@ -111,8 +136,26 @@ def resume_command(
             if not as_json:
                 printer = progress_printer(err, redactor)
                 events.subscribe(printer)
+                events.subscribe(watch)
             try:
-                result = runtime.resume_sync(record.id, decision, force=force)
+                if ask_here:
+                    from subagents.cli.run import ask_person
+
+                    if headless != "allow":  # a run started with --yes approves by itself
+                        runtime.approver = ask_person(err, redactor)
+                    if not _imported_here_first(record):
+                        pending = _pending_question(database, record)
+                        if pending is not None:
+                            decision = _ask_decision(err, redactor, pending)
+                            if decision is None:
+                                err.print(f"[yellow]No decision given;[/] task {record.id} waits.")
+                                raise typer.Exit(EXIT_PAUSED)
+                result = _resume_asking(
+                    runtime, record.id, decision, force=force, ask=_asker(err, redactor, ask_here)
+                )
+            except KeyboardInterrupt:
+                err.print(f"[yellow]Interrupted.[/] Continue with: subagents resume {record.id}")
+                raise typer.Exit(130) from None
             finally:
                 if printer is not None:
                     printer.close()
@@ -127,16 +170,136 @@ def resume_command(
         }
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
-        Console().print(redactor.text(result.output), markup=False, highlight=False)
+        if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
+            Console().print(redactor.text(result.output), markup=False, highlight=False)
         if result.question is not None:
             err.print(
                 f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
+                + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
             )
         elif not result.success:
             err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
-    if result.status not in ("completed", "awaiting_human"):
-        raise typer.Exit(1)
+    code = exit_code(result.status)
+    if code:
+        raise typer.Exit(code)
+
+
+Asker = Callable[["HumanQuestion"], "HumanDecision | None"]
+
+
+def _asker(console: Console, redactor: Redactor, ask_here: bool) -> Asker | None:
+    """What asks a person for a decision at the terminal (None: nobody is asked)."""
+    if not ask_here:
+        return None
+
+    def ask(question: HumanQuestion) -> HumanDecision | None:
+        return _ask_decision(console, redactor, question)
+
+    return ask
+
+
+def _resume_asking(
+    runtime: Runtime,
+    task_id: str,
+    decision: HumanDecision | None,
+    *,
+    force: bool,
+    ask: Asker | None,
+) -> RunResult:
+    """Resume ``task_id`` with ``decision``; while it pauses again and ``ask`` is given, ask
+    the person for the next decision and go on (stop when they give none)."""
+    import asyncio
+
+    async def resume_and_close() -> RunResult:
+        try:
+            result = await runtime.resume(task_id, decision, force=force)
+            while ask is not None and result.status == "awaiting_human" and result.question:
+                following = await asyncio.to_thread(ask, result.question)
+                if following is None:
+                    break
+                result = await runtime.resume(task_id, following)
+            return result
+        finally:
+            await runtime.aclose()
+
+    return asyncio.run(resume_and_close())
+
+
+def _imported_here_first(record: TaskRecord) -> bool:
+    """An imported task not resumed here yet: its pending calls ask again, in this run."""
+    imported = record.settings.get("imported")
+    return isinstance(imported, dict) and not imported.get("adopted_at")
+
+
+def _pending_question(database: Any, record: TaskRecord) -> HumanQuestion | None:
+    """What ``record`` waits for, when it waits for a person."""
+    from subagents.runtime.pause import HumanQuestion
+
+    if record.status != "awaiting_human":
+        return None
+    checkpoint = database.latest_checkpoint(record.id)
+    if checkpoint is None or checkpoint.question is None:
+        return None
+    return HumanQuestion.from_dict(checkpoint.question)
+
+
+def _ask_decision(
+    console: Console, redactor: Redactor, question: HumanQuestion
+) -> HumanDecision | None:
+    """Show ``question`` and ask the person at the terminal for a decision, in the style of
+    ``run``'s approval prompt; None at the end of input (the task keeps waiting)."""
+    from rich.markup import escape
+
+    from subagents.errors import SubagentsError
+    from subagents.runtime.pause import HumanDecision
+
+    text = escape(redactor.text(question.text))
+    console.print(f"\n[bold]{escape(question.agent_type)}[/] waits for a person: {text}")
+    if question.kind == "ask_human":
+        answer = _read_line("Answer: ")
+        if answer is None:
+            return None
+        if not answer.strip():
+            return HumanDecision("reject", reason="the user gave no answer")
+        return HumanDecision("approve", values={"answer": answer})
+    if question.kind == "workflow":
+        going_on = _read_line("Go on? [y/N/reason to stop] ")
+        return None if going_on is None else _approve_or_reject(going_on)
+    args = json.dumps(redactor.value(question.arguments), indent=2, ensure_ascii=False)
+    console.print(f"[bold]{escape(question.tool_name)}[/] with:\n{escape(args)}")
+    while True:
+        reply = _read_line("Allow? [y/N/m to modify/reason to deny] ")
+        if reply is None:
+            return None
+        if reply.strip().lower() not in {"m", "modify"}:
+            return _approve_or_reject(reply)
+        given = _read_line("Arguments to run it with (JSON): ")
+        if given is None:
+            return None
+        try:
+            arguments = _modified_arguments(given)
+        except SubagentsError as error:
+            console.print(f"[red]{escape(error.message)}[/]")
+            continue
+        return HumanDecision("modify", arguments=arguments)
+
+
+def _approve_or_reject(answer: str) -> HumanDecision:
+    from subagents.runtime.pause import HumanDecision
+
+    if answer.strip().lower() in {"y", "yes"}:
+        return HumanDecision("approve")
+    reason = answer.strip() if answer.strip().lower() not in {"", "n", "no"} else None
+    return HumanDecision("reject", reason=reason or "the user declined")
+
+
+def _read_line(prompt: str) -> str | None:
+    """A line from the person; None at the end of input."""
+    try:
+        return input(prompt)
+    except EOFError:
+        return None
 
 
 def _check_mode(mode: str | None) -> None:

@@ -9,22 +9,38 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from subagents.cli.common import EXIT_ERROR, AnswerWatch, exit_code, same_terminal
+
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
+    from subagents.runtime.events import Event
+    from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
-    from subagents.tracing.redact import Redactor
+    from subagents.tracing.redact import Redactor, StreamRedactor
 
-__all__ = ["run_command"]
+__all__ = [
+    "MAX_STDIN_BYTES",
+    "OUTPUT_FORMATS",
+    "StreamJson",
+    "ask_person",
+    "result_payload",
+    "run_command",
+]
+
+MAX_STDIN_BYTES = 1_000_000  # `run -`: a prompt read from stdin, at most this long
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 
 def run_command(
     prompt: Annotated[
         str | None,
         typer.Argument(
-            help="What the agent should do (default: the initialPrompt of the --agent).",
+            help="What the agent should do; '-' reads it from stdin (default: the "
+            "initialPrompt of the --agent).",
             show_default=False,
         ),
     ] = None,
@@ -52,7 +68,42 @@ def run_command(
             file_okay=False,
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (--output-format json).")
+    ] = False,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--output-format",
+            help="text | json (the result as one JSON object) | stream-json (one JSON event "
+            "per line while it runs, the result last).",
+        ),
+    ] = "text",
+    continue_latest: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            "-c",
+            help="Continue the latest conversation of this project with PROMPT.",
+        ),
+    ] = False,
+    resume_task: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="TASK",
+            help="Continue the conversation of TASK (id or unique prefix) with PROMPT.",
+        ),
+    ] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(
+            "--max-turns",
+            min=1,
+            help="Turn limit of the main agent (subagents without a maxTurns of their own "
+            "share it, as with [subagents] max_turns).",
+        ),
+    ] = None,
     permission_mode: Annotated[
         str,
         typer.Option(
@@ -102,11 +153,17 @@ def run_command(
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
-    Without PROMPT, the agent named by --agent starts from the initialPrompt of its file.
+    Without PROMPT, the agent named by --agent starts from the initialPrompt of its file;
+    PROMPT '-' reads the prompt from stdin. --continue / --resume TASK go on with a finished
+    conversation, its whole history included.
 
     The run is recorded as a task in the project's store (.subagents/state.db): a tool that
-    needs approval in a run nobody watches pauses it, and `subagents resume TASK` continues it,
-    after a decision or a crash. Secrets are redacted from everything printed.
+    needs approval asks at a terminal; in a run nobody watches it pauses the run, and
+    `subagents resume TASK` continues it, after a decision or a crash. Secrets are redacted
+    from everything printed.
+
+    Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
+    error; 3 paused, waiting for a person; 130 interrupted.
     """
     from rich.console import Console
     from rich.markup import escape
@@ -114,53 +171,86 @@ def run_command(
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
-    from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import PERMISSION_MODES
     from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
     redactor = Redactor()  # the environment's secrets, until the project's config is read
-    if permission_mode not in PERMISSION_MODES:
-        err.print(
-            f"[red]Unknown permission mode {permission_mode!r}[/] - use one of: "
-            + ", ".join(PERMISSION_MODES)
-        )
-        raise typer.Exit(2)
-    if ui and as_json:
-        err.print("[red]--ui and --json do not go together[/] - drop one of them")
-        raise typer.Exit(2)
+    problem = _usage_problem(
+        permission_mode,
+        output_format,
+        as_json=as_json,
+        ui=ui,
+        follow_up=continue_latest or resume_task is not None,
+        both=continue_latest and resume_task is not None,
+        agent=agent,
+        no_store=no_store,
+        tags=bool(tags),
+        max_turns=max_turns,
+    )
+    if problem is not None:
+        err.print(f"[red]{escape(problem[0])}[/] - {escape(problem[1])}")
+        raise typer.Exit(EXIT_ERROR)
+    if permission_mode not in PERMISSION_MODES:  # (said above; for the type checker)
+        raise typer.Exit(EXIT_ERROR)
+    fmt = "json" if as_json else output_format
+    machine = fmt != "text"
     # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
-    interactive = sys.stdin.isatty() and not yes and not as_json and not ui
+    interactive = sys.stdin.isatty() and prompt != "-" and not yes and not machine and not ui
     events = EventBus()
     printer: ProgressPrinter | None = None
+    watch = AnswerWatch()
+    stream: StreamJson | None = None
     database = None
     try:
+        if prompt == "-":
+            prompt = _read_stdin_prompt()
         explicit = _session_agents(agents_json, err, redactor)
         if not no_store:
             database = _open_store(cwd)
+        follow_up = _conversation_to_continue(database, cwd, continue_latest, resume_task)
+        if follow_up is not None and model is None:
+            model = database.get_task(follow_up).model if database is not None else None
         headless = "allow" if yes else "pause" if database is not None else "deny"
-        runtime = Runtime(
-            cwd=cwd,
-            model=model,
-            permission_mode=permission_mode,  # type: ignore[arg-type]
-            headless=headless,
-            events=events,
-            stream=not as_json,
-            store=database,
-            allowed_tools=allowed_tools or (),
-            disallowed_tools=disallowed_tools or (),
-            agents=explicit,
-        )
+
+        def build(agents: list[AgentDefinition], config: Config | None) -> Runtime:
+            from subagents.runtime.runtime import Runtime
+
+            return Runtime(
+                cwd=cwd,
+                config=config,
+                model=model,
+                permission_mode=permission_mode,  # type: ignore[arg-type]
+                headless=headless,
+                events=events,
+                stream=fmt != "json",
+                store=database,
+                allowed_tools=allowed_tools or (),
+                disallowed_tools=disallowed_tools or (),
+                agents=agents,
+            )
+
+        runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)
         runtime.permission_rules()  # read now, to say what cannot be used before the run
         for warning in runtime.permission_warnings:
             err.print(f"[yellow]Warning:[/] {escape(warning)}")
         redactor = Redactor(runtime.credentials())
-        prompt = _prompt_for(runtime, prompt, agent)
+        if follow_up is None:
+            prompt = _prompt_for(runtime, prompt, agent)
+        elif prompt is None or not prompt.strip():
+            raise SubagentsError(
+                "No prompt given to continue the conversation with.",
+                hint="pass one: subagents run --continue 'and now the tests'",
+            )
         if interactive:
-            runtime.approver = _ask_person(err, redactor)
-        if not (as_json or ui):
+            runtime.approver = ask_person(err, redactor)
+        if fmt == "stream-json":
+            stream = StreamJson(redactor)
+            events.subscribe(stream)
+        elif not (machine or ui):
             printer = progress_printer(err, redactor)
             events.subscribe(printer)
+            events.subscribe(watch)
         if ui:
             from subagents.cli.ui import run_in_ui
 
@@ -181,11 +271,15 @@ def run_command(
                 err.print(f"[yellow]Cancelled from the UI.[/] Every agent was stopped; {again}.")
                 raise typer.Exit(130)
             result = ui_result
+        elif follow_up is not None:
+            result = _continue_sync(runtime, follow_up, prompt)
         else:
             result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
     except SubagentsError as error:
+        if stream is not None:
+            stream.close()
         err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
         raise typer.Exit(130) from None
@@ -194,42 +288,300 @@ def run_command(
             printer.close()
         if database is not None:
             database.close()
-    if as_json:
-        spawns = result.subagents
-        question = result.question.to_dict() if result.question is not None else None
-        payload: dict[str, Any] = {
-            "task_id": result.task_id,
-            "question": question,
-            "status": result.status,
-            "output": result.output,
-            "error": result.error,
-            "agent_id": result.agent_id,
-            "model": result.model_name,
-            "turns": result.turns,
-            "tool_calls": result.tool_calls,
-            "usage": {
-                "input_tokens": result.usage.input_tokens,
-                "output_tokens": result.usage.output_tokens,
-            },
-            "duration_ms": round(result.duration_ms, 1),
-            "subagents": [spawn.to_dict() for spawn in spawns],
-        }
-        typer.echo(json.dumps(redactor.value(payload), indent=2))
+    if stream is not None:
+        stream.finish(result_payload(result))
+    elif fmt == "json":
+        typer.echo(json.dumps(redactor.value(result_payload(result)), indent=2))
     else:
-        out = Console()
-        out.print()
-        out.print(redactor.text(result.output), markup=False, highlight=False)
+        # once: not again when it streamed to the terminal stdout shows; nothing when empty
+        if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
+            out = Console()
+            out.print()
+            out.print(redactor.text(result.output), markup=False, highlight=False)
         if result.question is not None:
             err.print(
                 f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
+                + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
             )
         elif not result.success:
             err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
         if result.task_id is not None:
             err.print(f"[dim]task {result.task_id}[/]")
-    if result.status not in ("completed", "awaiting_human"):
-        raise typer.Exit(1)
+    code = exit_code(result.status)
+    if code:
+        raise typer.Exit(code)
+
+
+def result_payload(result: RunResult) -> dict[str, Any]:
+    """What ``--json`` prints (and the last line of ``stream-json``), not yet redacted."""
+    question = result.question.to_dict() if result.question is not None else None
+    return {
+        "task_id": result.task_id,
+        "question": question,
+        "status": result.status,
+        "output": result.output,
+        "error": result.error,
+        "agent_id": result.agent_id,
+        "model": result.model_name,
+        "turns": result.turns,
+        "tool_calls": result.tool_calls,
+        "usage": {
+            "input_tokens": result.usage.input_tokens,
+            "output_tokens": result.usage.output_tokens,
+        },
+        "duration_ms": round(result.duration_ms, 1),
+        "subagents": [spawn.to_dict() for spawn in result.subagents],
+    }
+
+
+class StreamJson:
+    """``--output-format stream-json``: one JSON object a line on stdout while the run goes
+    (``type``: session_started, text, tool_call, tool_result, subagent_started,
+    subagent_finished, paused), the result last (``type`` result, the fields of ``--json``).
+    Every value passes through the run's redactor; streamed text through a stream redactor, so
+    a secret split across two pieces is caught whole."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._streams: dict[str, StreamRedactor] = {}
+
+    def __call__(self, event: Event) -> None:
+        from subagents.runtime import events as ev
+
+        if isinstance(event, ev.TextDelta):
+            stream = self._streams.get(event.agent_id)
+            if stream is None:
+                stream = self._streams[event.agent_id] = self._redactor.stream()
+            self._text(event.agent_id, stream.feed(event.text))
+            return
+        agent_id = getattr(event, "agent_id", None)
+        if isinstance(agent_id, str):
+            self._end_text(agent_id)
+        line = _event_line(event)
+        if line is not None:
+            self._write(self._redactor.value(line))
+
+    def close(self) -> None:
+        """Write out the text still held back."""
+        for agent_id in list(self._streams):
+            self._end_text(agent_id)
+
+    def finish(self, payload: dict[str, Any]) -> None:
+        self.close()
+        self._write({"type": "result", **self._redactor.value(payload)})
+
+    def _end_text(self, agent_id: str) -> None:
+        stream = self._streams.pop(agent_id, None)
+        if stream is not None:
+            self._text(agent_id, stream.close())
+
+    def _text(self, agent_id: str, text: str) -> None:
+        if text:
+            self._write({"type": "text", "agent_id": agent_id, "text": text})
+
+    @staticmethod
+    def _write(line: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+
+
+def _event_line(event: Event) -> dict[str, Any] | None:
+    """The stream-json line of ``event`` (not yet redacted); None for events not streamed."""
+    from subagents.runtime import events as ev
+
+    if isinstance(event, ev.SessionStarted):
+        return {
+            "type": "session_started",
+            "agent_id": event.agent_id,
+            "agent_type": event.agent_type,
+            "parent_id": event.parent_id,
+            "model": event.model_name,
+            "depth": event.depth,
+        }
+    if isinstance(event, ev.ToolCallStarted):
+        return {
+            "type": "tool_call",
+            "agent_id": event.agent_id,
+            "tool_call_id": event.call.id,
+            "name": event.call.name,
+            "arguments": event.call.arguments,
+        }
+    if isinstance(event, ev.ToolCallFinished):
+        return {
+            "type": "tool_result",
+            "agent_id": event.agent_id,
+            "tool_call_id": event.call.id,
+            "name": event.call.name,
+            "status": event.outcome.status,
+            "content": event.outcome.message.content,
+            "duration_ms": round(event.outcome.duration_ms, 1),
+        }
+    if isinstance(event, ev.SubagentStarted):
+        return {
+            "type": "subagent_started",
+            "agent_id": event.agent_id,
+            "parent_id": event.parent_id,
+            "subagent_type": event.subagent_type,
+            "description": event.description,
+            "model": event.resolved_model,
+            "background": event.background,
+            "tool_call_id": event.tool_call_id,
+        }
+    if isinstance(event, ev.SubagentFinished):
+        return {
+            "type": "subagent_finished",
+            "agent_id": event.agent_id,
+            "parent_id": event.parent_id,
+            **event.result.to_dict(),
+        }
+    if isinstance(event, ev.SessionPaused):
+        return {
+            "type": "paused",
+            "agent_id": event.agent_id,
+            "question": event.question.to_dict(),
+        }
+    return None
+
+
+def _usage_problem(
+    permission_mode: str,
+    output_format: str,
+    *,
+    as_json: bool,
+    ui: bool,
+    follow_up: bool,
+    both: bool,
+    agent: str | None,
+    no_store: bool,
+    tags: bool,
+    max_turns: int | None,
+) -> tuple[str, str] | None:
+    """What is wrong with the options (message, what to do), or None."""
+    from subagents.tools.permissions import PERMISSION_MODES
+
+    if permission_mode not in PERMISSION_MODES:
+        return (
+            f"Unknown permission mode {permission_mode!r}",
+            "use one of: " + ", ".join(PERMISSION_MODES),
+        )
+    if output_format not in OUTPUT_FORMATS:
+        return (
+            f"Unknown output format {output_format!r}",
+            "use one of: " + ", ".join(OUTPUT_FORMATS),
+        )
+    if as_json and output_format not in ("text", "json"):
+        return ("--json and --output-format stream-json do not go together", "drop one of them")
+    if ui and (as_json or output_format != "text"):
+        return ("--ui and --json / --output-format do not go together", "drop one of them")
+    if both:
+        return ("--continue and --resume do not go together", "give one of them")
+    if not follow_up:
+        return None
+    for given, name in (
+        (agent is not None, "--agent"),
+        (ui, "--ui"),
+        (no_store, "--no-store"),
+        (tags, "--tag"),
+        (max_turns is not None, "--max-turns"),
+    ):
+        if given:
+            return (
+                f"{name} does not go with --continue / --resume",
+                "a conversation goes on with its own agent, limits and task",
+            )
+    return None
+
+
+def _read_stdin_prompt() -> str:
+    """The prompt piped in (``run -``), at most :data:`MAX_STDIN_BYTES`."""
+    from subagents.errors import SubagentsError
+
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise SubagentsError(
+            f"The prompt on stdin is longer than {MAX_STDIN_BYTES:,} bytes.",
+            hint="shorten it, or put the material in a file and ask the agent to read it",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SubagentsError(
+            "The prompt on stdin is not UTF-8 text.", hint="pipe text in: subagents run - < f"
+        ) from None
+
+
+def _conversation_to_continue(
+    database: Any, cwd: Path | None, latest: bool, task: str | None
+) -> str | None:
+    """The task id ``--continue`` (``latest``) or ``--resume TASK`` names; None for a new run."""
+    from subagents.errors import SubagentsError
+
+    if not latest and task is None:
+        return None
+    if database is None:  # refused with --no-store before; for the type checker
+        raise SubagentsError("Continuing a conversation needs the task store.")
+    if task is not None:
+        found: str = database.get_task(task).id
+        return found
+    from subagents.runtime.runtime import Runtime
+
+    chosen = Runtime(cwd=cwd, store=database).latest_conversation()
+    if chosen is None:
+        raise SubagentsError(
+            "There is no conversation to continue in this project.",
+            hint="start one with: subagents run 'PROMPT'",
+        )
+    return chosen
+
+
+def _with_max_turns(
+    build: Any,
+    explicit: list[AgentDefinition],
+    cwd: Path | None,
+    agent: str | None,
+    max_turns: int | None,
+) -> Runtime:
+    """The run's runtime; with ``max_turns``, the main agent's turn limit is that.
+
+    The main agent takes ``[subagents] max_turns`` of the config, so the runtime gets the
+    config with that value replaced (subagents without a ``maxTurns`` of their own share it);
+    an ``--agent`` whose file sets ``maxTurns`` runs as a session agent with the limit
+    replaced."""
+    if max_turns is None:
+        runtime: Runtime = build(explicit, None)
+        return runtime
+    import dataclasses
+
+    from subagents.config import load_config
+
+    config = load_config((cwd or Path.cwd()).resolve())
+    config = dataclasses.replace(
+        config, subagents=config.subagents.model_copy(update={"max_turns": max_turns})
+    )
+    runtime = build(explicit, config)
+    if agent is None:
+        return runtime
+    definition = runtime.inventory.get(agent).definition
+    if definition.max_turns is None or definition.max_turns == max_turns:
+        return runtime
+    limited = definition.model_copy(update={"max_turns": max_turns})
+    others = [item for item in explicit if item.name != definition.name]
+    rebuilt: Runtime = build([*others, limited], config)
+    return rebuilt
+
+
+def _continue_sync(runtime: Runtime, task_id: str, prompt: str) -> RunResult:
+    """:meth:`Runtime.continue_task`, closing the runtime after."""
+    import asyncio
+
+    async def continue_and_close() -> RunResult:
+        try:
+            return await runtime.continue_task(task_id, prompt)
+        finally:
+            await runtime.aclose()
+
+    return asyncio.run(continue_and_close())
 
 
 def _session_agents(
@@ -294,7 +646,9 @@ def _open_store(cwd: Path | None) -> Any:
     return database
 
 
-def _ask_person(console: Console, redactor: Redactor) -> Any:
+def ask_person(console: Console, redactor: Redactor) -> Any:
+    """An approver that asks the person at the terminal (``y`` approves; anything else
+    declines, with what they typed as the reason)."""
     from rich.markup import escape
 
     from subagents.tools.permissions import ApprovalDecision

@@ -60,12 +60,10 @@ def trace_command(
 
         typer.echo(json.dumps(trace_to_json(trace), indent=2, ensure_ascii=False, default=str))
         return
-    from rich.console import Console
+    from subagents.cli.common import make_console
 
-    console = Console(highlight=False)
-    if not console.is_terminal:  # logs and CI get a wide page instead of wrapped lines
-        console = Console(highlight=False, width=max(console.width, 160))
-    console.print(render_tree(trace))
+    # the terminal's width; logs and CI get a wide page instead of wrapped lines (or COLUMNS)
+    make_console().print(render_tree(trace), highlight=False)
 
 
 def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:

@@ -10,19 +10,27 @@ already had the whole ``timeout_seconds``, and another attempt would double the 
 
 The provider modules translate their SDK's exceptions into a :class:`Failure` with a
 ``classify`` function; this module knows nothing about any SDK.
+
+Whoever wants to see the retries (a progress line: "retrying in 2.0 s (HTTP 429)") listens
+with :func:`listening_to_retries` around its model call: each retry is reported as a
+:class:`RetryNotice` before its wait. The listener lives in a context variable, so neither the
+models nor their settings carry it, and a call made elsewhere (another session's, in its own
+task) is not reported to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import importlib
 import json
 import math
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
@@ -33,13 +41,17 @@ __all__ = [
     "RETRYABLE_STATUS_CODES",
     "Failure",
     "MalformedResponseError",
+    "RetryListener",
+    "RetryNotice",
     "RetryPolicy",
     "call_with_retries",
     "connect_timeout_types",
     "error_message_from_body",
+    "listening_to_retries",
     "malformed_failure",
     "network_error_types",
     "parse_retry_after",
+    "retry_reason",
     "status_failure",
     "stream_with_retries",
     "timeout_types",
@@ -103,6 +115,94 @@ class RetryPolicy:
             return min(max(failure.retry_after, 0.0), self.max_retry_after)
         ceiling = min(self.max_delay, self.initial_delay * (2.0 ** min(retry_index, 30)))
         return self.jitter() * ceiling
+
+
+@dataclass(slots=True, frozen=True)
+class RetryNotice:
+    """A failed attempt is about to be retried after ``delay_s`` seconds.
+
+    ``attempt`` is the number of the coming attempt (2 for the first retry) out of
+    ``max_attempts``; ``reason`` is short (``"HTTP 429"``, ``"timeout"``, ``"connection
+    reset"``); ``what`` names the call (``"openai:gpt-4o stream"``).
+    """
+
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+    what: str
+
+
+RetryListener = Callable[[RetryNotice], None]
+
+_listener: contextvars.ContextVar[RetryListener | None] = contextvars.ContextVar(
+    "subagents_retry_listener", default=None
+)
+
+
+@contextmanager
+def listening_to_retries(listener: RetryListener) -> Iterator[None]:
+    """Report to ``listener`` every retry of the provider calls made inside the block (in this
+    task, and in tasks it starts there). A listener that raises does not stop the retry."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+def retry_reason(failure: Failure, cause: BaseException) -> str:
+    """A few words on why a call is retried: ``HTTP 429``, ``timeout``, ``connection reset``,
+    ``malformed answer``, or the start of the failure's message."""
+    if failure.status_code is not None:
+        return f"HTTP {failure.status_code}"
+    chain: list[BaseException] = [cause]
+    if cause.__cause__ is not None:
+        chain.append(cause.__cause__)
+    if any(isinstance(exc, (MalformedResponseError, json.JSONDecodeError)) for exc in chain):
+        return "malformed answer"
+    if any(isinstance(exc, connect_timeout_types()) for exc in chain):
+        return "connect timeout"
+    if any(isinstance(exc, timeout_types()) for exc in chain):
+        return "timeout"
+    for exc in chain:
+        name = type(exc).__name__
+        if name == "ConnectError":
+            return "connection refused" if "refused" in str(exc).lower() else "cannot connect"
+        if name in ("ReadError", "WriteError", "RemoteProtocolError", "CloseError"):
+            return "connection reset"
+    if any(isinstance(exc, network_error_types()) for exc in chain):
+        return "connection error"
+    if any(isinstance(exc, TimeoutError) for exc in chain):
+        return "timeout"
+    if any(isinstance(exc, ConnectionRefusedError) for exc in chain):
+        return "connection refused"
+    if any(isinstance(exc, ConnectionError) for exc in chain):
+        return "connection reset"
+    head = failure.message.split(":", 1)[0].strip()
+    return head[:60] or type(cause).__name__
+
+
+def _report_retry(
+    failure: Failure,
+    retry_index: int,
+    policy: RetryPolicy,
+    what: str,
+    cause: BaseException,
+    delay: float,
+) -> None:
+    listener = _listener.get()
+    if listener is None:
+        return
+    notice = RetryNotice(
+        attempt=retry_index + 2,
+        max_attempts=policy.max_retries + 1,
+        delay_s=delay,
+        reason=retry_reason(failure, cause),
+        what=what,
+    )
+    with contextlib.suppress(Exception):  # a broken listener must not change the call
+        listener(notice)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -258,7 +358,9 @@ async def _wait_or_give_up(
             or f"try again later, or raise {policy.settings} max_retries in config.toml",
             status_code=failure.status_code,
         ) from cause
-    await policy.sleep(policy.delay(retry_index, failure))
+    delay = policy.delay(retry_index, failure)
+    _report_retry(failure, retry_index, policy, what, cause, delay)
+    await policy.sleep(delay)
 
 
 async def call_with_retries(

@@ -28,6 +28,7 @@ __all__ = [
     "MCPServerFailed",
     "ModelFallback",
     "ModelResponded",
+    "ModelRetrying",
     "SessionFinished",
     "SessionPaused",
     "SessionStarted",
@@ -214,6 +215,20 @@ class WorkflowNodeFinished:
     kind: Literal["workflow_node_finished"] = "workflow_node_finished"
 
 
+@dataclass(slots=True, frozen=True)
+class ModelRetrying:
+    """The session's model call failed and is tried again in ``delay_s`` seconds (the
+    provider's ``Retry-After`` when it sent one): attempt ``attempt`` of ``max_attempts``,
+    because of ``reason`` (``"HTTP 429"``, ``"timeout"``, ``"connection reset"``)."""
+
+    agent_id: str
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+    kind: Literal["model_retrying"] = "model_retrying"
+
+
 Event = (
     SessionStarted
     | TurnStarted
@@ -232,6 +247,7 @@ Event = (
     | LoopNoticed
     | WorkflowNodeStarted
     | WorkflowNodeFinished
+    | ModelRetrying
 )
 EventHandler = Callable[[Event], None]
 

@@ -52,6 +52,7 @@ from subagents.tools.name_repair import repair_tool_names
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME
 
 if TYPE_CHECKING:
+    from subagents.models.retry import RetryNotice
     from subagents.runtime.hooks import HookEventName, HookPayload
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.session import Session
@@ -178,8 +179,14 @@ async def model_step(session: Session, step: ModelStepInput) -> ModelStepOutput:
         response = await session.model.request(request)
         return ModelStepOutput(response, _clean_calls(session, response))
     sent = time.perf_counter()
-    if session.stream and events.active:
-        response = await _stream_model(session, request)
+    if events.active:
+        from subagents.models.retry import listening_to_retries
+
+        with listening_to_retries(lambda retry: _emit_retry(session, retry)):
+            if session.stream:
+                response = await _stream_model(session, request)
+            else:
+                response = await session.model.request(request)
     else:
         response = await session.model.request(request)
     duration_ms = (time.perf_counter() - sent) * 1000
@@ -187,6 +194,15 @@ async def model_step(session: Session, step: ModelStepInput) -> ModelStepOutput:
         events.emit(ev.ModelResponded(session.agent_id, step.turn, response, duration_ms))
     traces = (recorder.model_trace(session, response, duration_ms),) if recorder else ()
     return ModelStepOutput(response, _clean_calls(session, response), traces, duration_ms)
+
+
+def _emit_retry(session: Session, retry: RetryNotice) -> None:
+    if session.events.active:
+        session.events.emit(
+            ev.ModelRetrying(
+                session.agent_id, retry.attempt, retry.max_attempts, retry.delay_s, retry.reason
+            )
+        )
 
 
 async def _stream_model(session: Session, request: ModelRequest) -> ModelResponse:

@@ -1,0 +1,221 @@
+"""`subagents run` and `resume` at a terminal (a pseudo-terminal for stdin, stdout and stderr):
+the answer is printed once; a run exits 3 only when it really pauses; `resume` asks for what the
+task waits for, then for each later approval, inline; `resume --approve` keeps its headless
+meaning."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from test_cli_durable import MODEL, SUBAGENTS, Project, ScriptedServer
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: ScriptedServer, isolated_home: Path) -> Project:
+    return Project(tmp_path / "project", server, isolated_home)
+
+
+def at_a_terminal(
+    project: Project, *args: str, answers: tuple[tuple[str, str], ...] = ()
+) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as stdin, stdout and stderr; each time the next
+    prompt of ``answers`` shows, type its answer. Returns the exit code and the screen."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [str(SUBAGENTS), *args],
+        cwd=project.root,
+        env=project.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    searched_from = 0
+    pending = list(answers)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if pending:
+            prompt, answer = pending[0]
+            found = seen.find(prompt.encode(), searched_from)
+            if found >= 0:
+                os.write(leader, answer.encode() + b"\n")
+                searched_from = found + len(prompt)
+                pending.pop(0)
+        if process.poll() is not None and not ready:
+            break
+    process.wait(timeout=30)
+    os.close(leader)
+    screen = ANSI.sub("", seen.decode(errors="replace"))
+    assert not pending, f"never asked {pending[0][0]!r}:\n{screen}"
+    assert "Traceback" not in screen, screen
+    return process.returncode, screen
+
+
+def tool_results(server: ScriptedServer, request: int) -> list[str]:
+    body = server.bodies()[request]
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def test_the_answer_is_printed_once_at_a_terminal(project: Project, server: ScriptedServer) -> None:
+    server.say("The one and only answer.")
+    code, screen = at_a_terminal(project, "run", "question", "--model", MODEL)
+    assert code == 0, screen
+    assert screen.count("The one and only answer.") == 1, screen
+    assert project.only_task()["status"] == "completed"
+
+
+def test_a_continued_conversation_prints_its_answer_once(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.say("First.")
+    server.say("Second, with the history.")
+    assert at_a_terminal(project, "run", "one", "--model", MODEL)[0] == 0
+    code, screen = at_a_terminal(project, "run", "-c", "two", "--model", MODEL)
+    assert code == 0, screen
+    assert screen.count("Second, with the history.") == 1, screen
+    assert [m["content"] for m in server.bodies()[1]["messages"][1:]] == ["one", "First.", "two"]
+
+
+def test_piped_stdout_still_gets_the_answer_when_stderr_is_a_terminal(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.say("For the program reading stdout.")
+    leader, follower = pty.openpty()
+    done = subprocess.run(
+        [str(SUBAGENTS), "run", "question", "--model", MODEL],
+        cwd=project.root,
+        env=project.env,
+        stdin=follower,
+        stderr=follower,
+        stdout=subprocess.PIPE,
+        timeout=60,
+        check=False,
+    )
+    os.close(follower)
+    os.close(leader)
+    assert done.returncode == 0
+    assert done.stdout.decode().count("For the program reading stdout.") == 1
+
+
+def test_an_approval_at_a_terminal_is_asked_and_the_run_exits_0(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("Write", {"file_path": "x.txt", "content": "hello"})
+    server.say("written")
+    code, screen = at_a_terminal(
+        project, "run", "write x.txt", "--model", MODEL, answers=(("Allow?", "y"),)
+    )
+    assert code == 0, screen  # asked there: it did not pause
+    assert (project.root / "x.txt").read_text() == "hello"
+
+
+def test_a_question_pauses_the_run_with_3_and_resume_asks_it_then_each_approval(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("AskHuman", {"question": "Which port should it listen on?"})
+    code, screen = at_a_terminal(project, "run", "configure the server", "--model", MODEL)
+    assert code == 3, screen  # it really waits for a person
+    assert "Which port should it listen on?" in screen
+    task_id = project.only_task()["id"]
+
+    server.call("Write", {"file_path": "port.txt", "content": "8080"}, call_id="call_2")
+    server.say("configured")
+    code, screen = at_a_terminal(
+        project,
+        "resume",
+        task_id[:8],
+        answers=(("Answer: ", "8080"), ("Allow?", "y")),
+    )
+
+    assert code == 0, screen
+    assert "Which port should it listen on?" in screen
+    assert "wants to run Write" in screen  # the later approval was asked inline
+    assert any("8080" in content for content in tool_results(server, 1))
+    assert (project.root / "port.txt").read_text() == "8080"
+    assert project.only_task()["status"] == "completed"
+    assert screen.count("configured") == 1, screen
+
+
+def test_resume_at_a_terminal_can_modify_then_reject_later_calls(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("Write", {"file_path": "x.txt", "content": "hello"})
+    paused = project.run("write x.txt")  # nobody watching: it pauses
+    assert paused.code == 3, paused.err
+    task_id = paused.task_id
+
+    server.call("Write", {"file_path": "y.txt", "content": "more"}, call_id="call_2")
+    server.say("finished")
+    modified = json.dumps({"args": {"file_path": "x.txt", "content": "changed"}})
+    code, screen = at_a_terminal(
+        project,
+        "resume",
+        task_id,
+        answers=(
+            ("Allow? [y/N/m", "m"),
+            ("(JSON): ", modified),
+            ("Allow?", "not that one"),
+        ),
+    )
+
+    assert code == 0, screen
+    assert (project.root / "x.txt").read_text() == "changed"
+    assert not (project.root / "y.txt").exists()
+    assert any("not that one" in content for content in tool_results(server, 2))
+    assert project.only_task()["status"] == "completed"
+
+
+def test_resume_approve_at_a_terminal_keeps_its_headless_meaning(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("Write", {"file_path": "x.txt", "content": "hello"})
+    paused = project.run("write x.txt")
+    assert paused.code == 3, paused.err
+
+    server.call("Write", {"file_path": "y.txt", "content": "more"}, call_id="call_2")
+    code, screen = at_a_terminal(project, "resume", paused.task_id, "--approve")
+
+    assert code == 3, screen  # the next approval pauses it again
+    assert "Allow?" not in screen
+    assert (project.root / "x.txt").read_text() == "hello"
+    assert not (project.root / "y.txt").exists()
+    assert project.only_task()["status"] == "awaiting_human"
+
+
+def test_resume_without_a_terminal_and_without_a_decision_still_refuses(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("Write", {"file_path": "x.txt", "content": "hello"})
+    paused = project.run("write x.txt")
+    assert paused.code == 3, paused.err
+    undecided = project.cli("resume", paused.task_id)
+    assert undecided.code == 2
+    assert "--approve" in undecided.said
