@@ -307,10 +307,17 @@ async def test_slash_commands_and_agent_mentions(tmp_path: Path, store: SQLiteSt
         assert "Unknown command /nope" in await command(app, pilot, "/nope")
         unknown = await command(app, pilot, "@nobody do it")
         assert "no agent named 'nobody'" in unknown and "lister" in unknown
+        requests_before = len(model.requests)
 
         await say(app, pilot, "@lister count the folders")
-        sent = prompts(model.requests[-1])[0]
-        assert 'subagent_type "lister"' in sent and sent.endswith("count the folders")
+        last = model.requests[-1]
+        assert prompts(last) == ["count the folders"]
+        # the harness made the Task call; the model only saw its result
+        (handoff,) = [m for m in last.messages if isinstance(m, AssistantMessage)]
+        assert [(c.name, c.arguments["subagent_type"]) for c in handoff.tool_calls] == [
+            ("Task", "lister")
+        ]
+        assert len(model.requests) == requests_before + 1
         assert f"▶ {TASK_ID[:8]}  completed" in await command(app, pilot, "/tasks")
         trace = await command(app, pilot, "/trace")
         assert f"Task {TASK_ID[:8]}" in trace and "main" in trace

@@ -193,21 +193,38 @@ def test_resume_at_a_terminal_can_modify_then_reject_later_calls(
     assert project.only_task()["status"] == "completed"
 
 
-def test_resume_approve_at_a_terminal_keeps_its_headless_meaning(
+def test_resume_approve_at_a_terminal_asks_the_next_approval_there(
     project: Project, server: ScriptedServer
 ) -> None:
+    """The issue: `resume --approve` paused again at the next tool even at a terminal. The
+    decision answers the pending call; a person is there, so the next call asks them."""
     server.call("Write", {"file_path": "x.txt", "content": "hello"})
     paused = project.run("write x.txt")
     assert paused.code == 3, paused.err
 
     server.call("Write", {"file_path": "y.txt", "content": "more"}, call_id="call_2")
-    code, screen = at_a_terminal(project, "resume", paused.task_id, "--approve")
+    server.say("both written")
+    code, screen = at_a_terminal(
+        project, "resume", paused.task_id, "--approve", answers=(("Allow?", "y"),)
+    )
 
-    assert code == 3, screen  # the next approval pauses it again
-    assert "Allow?" not in screen
+    assert code == 0, screen
+    assert (project.root / "x.txt").read_text() == "hello"
+    assert (project.root / "y.txt").read_text() == "more"
+    assert project.only_task()["status"] == "completed"
+
+
+def test_resume_approve_without_a_terminal_keeps_its_headless_meaning(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("Write", {"file_path": "x.txt", "content": "hello"})
+    paused = project.run("write x.txt")
+    assert paused.code == 3, paused.err
+    server.call("Write", {"file_path": "y.txt", "content": "more"}, call_id="call_2")
+    again = project.cli("resume", paused.task_id, "--approve")
+    assert again.code == 3  # the next approval pauses it again: nobody to ask
     assert (project.root / "x.txt").read_text() == "hello"
     assert not (project.root / "y.txt").exists()
-    assert project.only_task()["status"] == "awaiting_human"
 
 
 def test_resume_without_a_terminal_and_without_a_decision_still_refuses(
@@ -219,3 +236,32 @@ def test_resume_without_a_terminal_and_without_a_decision_still_refuses(
     undecided = project.cli("resume", paused.task_id)
     assert undecided.code == 2
     assert "--approve" in undecided.said
+
+
+def test_a_run_at_a_terminal_offers_the_agent_that_stands_out_and_runs_it_on_yes(
+    project: Project, server: ScriptedServer
+) -> None:
+    agents = project.root / ".subagents" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "db-migrator.md").write_text(
+        "---\nname: db-migrator\ndescription: Writes PostgreSQL database migrations for "
+        "schema changes (tables, columns, indexes).\n---\nYou write careful SQL migrations.\n"
+    )
+    (agents / "css-stylist.md").write_text(
+        "---\nname: css-stylist\ndescription: Styles web pages with CSS and design tokens.\n"
+        "---\nYou write CSS.\n"
+    )
+    server.say("migration written")
+    code, screen = at_a_terminal(
+        project,
+        "run",
+        "add a postgres migration for the users table",
+        "--model",
+        MODEL,
+        answers=(("for this?", "y"),),
+    )
+    assert code == 0, screen
+    assert "Use db-migrator for this? [Y/n]" in screen
+    system = server.bodies()[0]["messages"][0]["content"]
+    assert "You write careful SQL migrations." in system  # the agent ran as the main one
+    assert "migration written" in screen

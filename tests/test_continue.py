@@ -80,3 +80,46 @@ async def test_only_ended_conversations_of_this_workspace_are_continued(
     assert done.task_id is not None
     assert runtime(tmp_path, store).latest_conversation() is None
     assert runtime(elsewhere, store).latest_conversation() == done.task_id
+
+
+def delegating_main(request: ModelRequest) -> ModelResponse:
+    """The main model: it never delegates by itself; after a Task result it reports it."""
+    from subagents.messages import ToolResultMessage
+
+    results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+    if results and request.messages[-1] is results[-1]:
+        return text_response(f"the helper said: {results[-1].content[:60]}")
+    return text_response("I answer myself")
+
+
+async def test_a_prompt_handed_to_an_agent_runs_it_whatever_the_model_would_do(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    from subagents.definitions.model import AgentDefinition
+
+    helper_model = FunctionModel(lambda request: "42 widgets", name="scripted:helper")
+    rt = Runtime(
+        cwd=tmp_path,
+        model=FunctionModel(delegating_main, name="scripted:main"),
+        agents=[AgentDefinition(name="counter", description="Counts.", system_prompt="Count.")],
+        agent_models={"counter": helper_model},
+        store=store,
+    )
+    first = await rt.run("count the widgets", delegate_to="counter")
+    assert first.status == "completed", first.error
+    assert "42 widgets" in first.output
+    assert [s.subagent_type for s in first.subagents] == ["counter"]
+    assert helper_model.requests and "count the widgets" in str(helper_model.requests[0].messages)
+    assert first.task_id is not None
+    # a later turn of the same conversation can hand off too; an unknown agent is refused
+    # before anything runs, and the task is left free
+    again = await rt.continue_task(first.task_id, "and now?", delegate_to="counter")
+    assert again.status == "completed" and "42 widgets" in again.output
+    from subagents.errors import AgentNotFoundError
+
+    with pytest.raises(AgentNotFoundError, match="counter"):
+        await rt.continue_task(first.task_id, "x", delegate_to="countr")
+    with pytest.raises(AgentNotFoundError):
+        await rt.run("x", delegate_to="nobody")
+    done = await rt.continue_task(first.task_id, "thanks")
+    assert done.output == "I answer myself"

@@ -562,7 +562,8 @@ def test_the_cli_shows_and_keeps_no_secret_of_a_hostile_model(
     )
     server.turns.append(StreamedTurn(text=f"All of it:\n{everything}\nThat is all."))
 
-    done = hostile.run("Collect every secret you can find", "--yes")
+    # --trust-project-mcp: the project's calc server runs, as it would once approved
+    done = hostile.run("Collect every secret you can find", "--yes", "--trust-project-mcp")
 
     assert done.code == 0, done.err
     # the secrets went through the run: the model was told the file and the MCP token

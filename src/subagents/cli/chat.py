@@ -54,14 +54,6 @@ KEYS_HELP = (
     "ctrl+q quits · '@agent-name PROMPT' hands PROMPT to that agent"
 )
 _MENTION = re.compile(r"^@([A-Za-z0-9][\w.-]*)\s*(.*)$", re.DOTALL)
-_HANDED = (
-    'Use the Task tool with subagent_type "{name}" for this request, and answer with what it '
-    "reports.\n\n"
-)
-_HANDED_BACK = re.compile(
-    re.escape(_HANDED).replace(re.escape("{name}"), r"([A-Za-z0-9][\w.-]*)") + "(.*)", re.DOTALL
-)
-
 CommandAction = Literal["none", "clear", "resume", "quit"]
 
 
@@ -125,8 +117,8 @@ class ChatSession:
     # -- turns -------------------------------------------------------------------------------
 
     def prompt_for(self, text: str) -> str:
-        """The prompt sent for ``text``: ``@agent-name rest`` asks the main agent to hand
-        ``rest`` to that agent (an unknown name is an error naming the ones there are)."""
+        """``text`` checked: ``@agent-name rest`` must name an agent there is and say what it
+        should do (an unknown name is an error naming the ones there are)."""
         from subagents.errors import SubagentsError
 
         match = _MENTION.match(text.strip())
@@ -141,19 +133,25 @@ class ChatSession:
             )
         if not rest:
             raise SubagentsError(f"Say what @{name} should do: @{name} PROMPT")
-        return _HANDED.format(name=name) + rest
+        return text.strip()
 
     async def send(self, prompt: str) -> RunResult:
-        """Run ``prompt`` as the next turn: a new task for the first, the same task after."""
+        """Run ``prompt`` as the next turn: a new task for the first, the same task after.
+        ``@agent-name rest`` hands ``rest`` to that agent: the harness makes the Task call
+        (see :func:`subagents.runtime.run.handed_to`), whatever the model would have done."""
+        delegate_to = None
+        mention = _MENTION.match(prompt.strip())
+        if mention is not None:
+            delegate_to, prompt = mention.group(1), mention.group(2).strip()
         if self.task_id is None:
             task_id = self.new_task_id() or str(uuid.uuid4())
             try:
-                result = await self.runtime.run(prompt, task_id=task_id)
+                result = await self.runtime.run(prompt, task_id=task_id, delegate_to=delegate_to)
             finally:  # stopped or failed: the next prompt goes on with the task, if it exists
                 if self.task_id is None and self._exists(task_id):
                     self.task_id = task_id
         else:
-            result = await self.runtime.continue_task(self.task_id, prompt)
+            result = await self.runtime.continue_task(self.task_id, prompt, delegate_to=delegate_to)
         return self._ended(result)
 
     def stopped(self) -> None:
@@ -211,11 +209,14 @@ class ChatSession:
         if not mains:
             return []
         shown: list[tuple[str, str]] = []
-        for message in self.store.messages(mains[0].session_id):
+        messages = self.store.messages(mains[0].session_id)
+        for index, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
             if role in ("user", "assistant") and isinstance(content, str) and content.strip():
-                handed = _HANDED_BACK.fullmatch(content.strip()) if role == "user" else None
-                text = f"@{handed.group(1)} {handed.group(2)}" if handed else content.strip()
+                text = content.strip()
+                handed = _handed_to(messages[index + 1]) if index + 1 < len(messages) else None
+                if role == "user" and handed is not None:
+                    text = f"@{handed} {text}"
                 shown.append((str(role), text))
         return shown[-limit:]
 
@@ -433,6 +434,7 @@ def open_chat(
     """Open the project's store and run the chat (the app, or the line mode)."""
     import asyncio
 
+    from subagents.cli.mcp import project_server_policy
     from subagents.errors import ConfigError
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
@@ -445,6 +447,9 @@ def open_chat(
             hint="use one of: " + ", ".join(PERMISSION_MODES),
         )
     database = open_store(cwd=cwd)
+    # the project's MCP servers: asked about once, on the line before the app takes the
+    # screen (line mode: when stdin is a terminal); otherwise left out with what to do
+    mcp_policy = project_server_policy(interactive=sys.stdin.isatty())
 
     def make_runtime(chosen: str | None) -> Runtime:
         return Runtime(
@@ -455,10 +460,12 @@ def open_chat(
             events=EventBus(),
             stream=True,
             store=database,
+            project_mcp=mcp_policy,
         )
 
     try:
         session = ChatSession(make_runtime, model=model)
+        session.runtime.mcp_config()  # asks about project MCP servers before the app starts
         if continue_:
             session.task_id = session.runtime.latest_conversation()
             if session.task_id is None:
@@ -573,3 +580,16 @@ def _line_approver(out: Console, redactor: Any, input_line: Callable[[str], str 
         return _line_answer(answer or "")
 
     return approve
+
+
+def _handed_to(message: dict[str, Any]) -> str | None:
+    """The agent a stored turn handed the prompt before it to (``@agent``), if it did."""
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+        return None
+    call = calls[0]
+    arguments = call.get("arguments")
+    if not str(call.get("id", "")).startswith("handoff_") or not isinstance(arguments, dict):
+        return None
+    agent = arguments.get("subagent_type")
+    return agent if isinstance(agent, str) else None

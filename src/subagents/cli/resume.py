@@ -65,6 +65,13 @@ def resume_command(
             help="Continue in this mode (default: the task's own; 'default' for an imported task).",
         ),
     ] = None,
+    trust_project_mcp: Annotated[
+        bool,
+        typer.Option(
+            "--trust-project-mcp",
+            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
+        ),
+    ] = False,
     cwd: CwdOption = None,
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -88,6 +95,7 @@ def resume_command(
     from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
     from subagents.inventory import explicit_agents_from_json
@@ -102,8 +110,10 @@ def resume_command(
     watch = AnswerWatch()
     with user_errors(), _redacted_errors(lambda: redactor):
         decision = parse_decision(approve, reject, modify, set_values or [])
-        # a person at the terminal and no decision given: ask there, now and for what follows
-        ask_here = decision is None and not as_json and sys.stdin.isatty()
+        # a person at the terminal: later approvals are asked there, whatever the decision;
+        # with no decision given, the pending question is asked there too
+        at_terminal = not as_json and sys.stdin.isatty()
+        ask_here = decision is None and at_terminal
         _check_mode(permission_mode)
         session_agents = explicit_agents_from_json(agents_json) if agents_json else []
         path = store_path(cwd, store)
@@ -131,6 +141,9 @@ def resume_command(
                 events=events,
                 store=database,
                 agents=session_agents,
+                project_mcp=project_server_policy(
+                    interactive=at_terminal, trust_all=trust_project_mcp
+                ),
             )
             redactor = Redactor(runtime.credentials())
             if not as_json:
@@ -138,20 +151,23 @@ def resume_command(
                 events.subscribe(printer)
                 events.subscribe(watch)
             try:
-                if ask_here:
+                if at_terminal and headless != "allow":  # a --yes run approves by itself
                     from subagents.cli.run import ask_person
 
-                    if headless != "allow":  # a run started with --yes approves by itself
-                        runtime.approver = ask_person(err, redactor)
-                    if not _imported_here_first(record):
-                        pending = _pending_question(database, record)
-                        if pending is not None:
-                            decision = _ask_decision(err, redactor, pending)
-                            if decision is None:
-                                err.print(f"[yellow]No decision given;[/] task {record.id} waits.")
-                                raise typer.Exit(EXIT_PAUSED)
+                    runtime.approver = ask_person(err, redactor, printer)
+                if ask_here and not _imported_here_first(record):
+                    pending = _pending_question(database, record)
+                    if pending is not None:
+                        decision = _ask_decision(err, redactor, pending)
+                        if decision is None:
+                            err.print(f"[yellow]No decision given;[/] task {record.id} waits.")
+                            raise typer.Exit(EXIT_PAUSED)
                 result = _resume_asking(
-                    runtime, record.id, decision, force=force, ask=_asker(err, redactor, ask_here)
+                    runtime,
+                    record.id,
+                    decision,
+                    force=force,
+                    ask=_asker(err, redactor, at_terminal),
                 )
             except KeyboardInterrupt:
                 err.print(f"[yellow]Interrupted.[/] Continue with: subagents resume {record.id}")

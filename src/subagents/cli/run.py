@@ -14,6 +14,7 @@ from subagents.cli.common import EXIT_ERROR, AnswerWatch, exit_code, same_termin
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.cli.progress import ProgressPrinter
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.runtime.events import Event
@@ -133,6 +134,13 @@ def run_command(
         bool,
         typer.Option("--yes", "-y", help="Approve every tool call that would ask (headless)."),
     ] = False,
+    trust_project_mcp: Annotated[
+        bool,
+        typer.Option(
+            "--trust-project-mcp",
+            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
+        ),
+    ] = False,
     no_store: Annotated[
         bool,
         typer.Option(
@@ -168,7 +176,8 @@ def run_command(
     from rich.console import Console
     from rich.markup import escape
 
-    from subagents.cli.progress import ProgressPrinter, progress_printer
+    from subagents.cli.mcp import project_server_policy
+    from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
     from subagents.tools.permissions import PERMISSION_MODES
@@ -228,6 +237,9 @@ def run_command(
                 allowed_tools=allowed_tools or (),
                 disallowed_tools=disallowed_tools or (),
                 agents=agents,
+                project_mcp=project_server_policy(
+                    interactive=interactive, trust_all=trust_project_mcp
+                ),
             )
 
         runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)
@@ -242,8 +254,10 @@ def run_command(
                 "No prompt given to continue the conversation with.",
                 hint="pass one: subagents run --continue 'and now the tests'",
             )
-        if interactive:
-            runtime.approver = ask_person(err, redactor)
+        if interactive and follow_up is None and agent is None:
+            from subagents.cli.suggest import offer_agent
+
+            agent = offer_agent(err, runtime.inventory, prompt, ask=input)
         if fmt == "stream-json":
             stream = StreamJson(redactor)
             events.subscribe(stream)
@@ -251,6 +265,8 @@ def run_command(
             printer = progress_printer(err, redactor)
             events.subscribe(printer)
             events.subscribe(watch)
+        if interactive:
+            runtime.approver = ask_person(err, redactor, printer)
         if ui:
             from subagents.cli.ui import run_in_ui
 
@@ -646,9 +662,10 @@ def _open_store(cwd: Path | None) -> Any:
     return database
 
 
-def ask_person(console: Console, redactor: Redactor) -> Any:
+def ask_person(console: Console, redactor: Redactor, printer: ProgressPrinter | None = None) -> Any:
     """An approver that asks the person at the terminal (``y`` approves; anything else
-    declines, with what they typed as the reason)."""
+    declines, with what they typed as the reason); ``printer``'s "still running" reminders
+    wait while the person answers."""
     from rich.markup import escape
 
     from subagents.tools.permissions import ApprovalDecision
@@ -661,7 +678,11 @@ def ask_person(console: Console, redactor: Redactor) -> Any:
             f"\n[bold]{request.agent_type}[/] wants to run [bold]{request.tool_name}[/]:\n"
             f"{escape(args)}"
         )
-        answer = await asyncio.to_thread(input, "Allow? [y/N/reason to deny] ")
+        if printer is None:
+            answer = await asyncio.to_thread(input, "Allow? [y/N/reason to deny] ")
+        else:
+            with printer.holding():
+                answer = await asyncio.to_thread(input, "Allow? [y/N/reason to deny] ")
         if answer.strip().lower() in {"y", "yes"}:
             return ApprovalDecision(approved=True)
         reason = answer.strip() if answer.strip().lower() not in {"", "n", "no"} else None

@@ -98,7 +98,9 @@ def offer_agent(
     """
     from subagents.suggest import rank_agents, standout
 
-    chosen = standout(rank_agents(prompt, inventory.active(), limit=2))
+    # the built-in agents are what the main agent delegates to anyway: not worth a question
+    own = [record for record in inventory.active() if record.scope != "builtin"]
+    chosen = standout(rank_agents(prompt, own, limit=2))
     if chosen is None:
         return None
     matched = ", ".join(dict.fromkeys(chosen.matched))

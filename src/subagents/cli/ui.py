@@ -757,7 +757,7 @@ def _redactor_for(runtime: Runtime) -> Redactor:
     from subagents.secrets import known_credentials
 
     try:
-        return Redactor(known_credentials(runtime.config, runtime.mcp_config()))
+        return Redactor(known_credentials(runtime.config, runtime.configured_mcp()))
     except Exception:  # a bad config is reported when the run starts; redact what we can
         return Redactor()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
+from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
@@ -24,6 +25,7 @@ from subagents.runtime.result import RunResult
 from subagents.runtime.tool_menu import description_profile
 from subagents.store.lease import LeaseKeeper
 from subagents.store.records import new_id
+from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from subagents.runtime.session import Session
     from subagents.runtime.tool_menu import DescriptionProfile
 
-__all__ = ["Run"]
+__all__ = ["Run", "check_delegation", "handed_to"]
 
 
 class Run:
@@ -85,8 +87,10 @@ class Run:
         tags: Sequence[str] = (),
         retention_days: int | None = None,
         task_id: str | None = None,
+        delegate_to: str | None = None,
     ) -> RunResult:
-        """Run ``prompt`` with the main agent (or the agent ``agent``) to the end."""
+        """Run ``prompt`` with the main agent (or the agent ``agent``) to the end
+        (``delegate_to``: see :func:`handed_to`)."""
         runtime = self.runtime
         store = runtime.store
         if store is not None and task_id is None:
@@ -94,6 +98,8 @@ class Run:
         session = self.builder.main(
             agent, agent_id=main_session_id(task_id) if task_id is not None else None
         )
+        if delegate_to is not None:
+            check_delegation(session, delegate_to)
         if store is not None:
             recorder = self.recorder = runtime.new_recorder(
                 store, prompt, agent, session, description, tags, retention_days
@@ -103,7 +109,8 @@ class Run:
             session.recorder = recorder
             recorder.start_task()
             store.claim_task(recorder.task_id, runtime.owner)
-        return await self._drive(session, with_stop_hooks(session, session.run(prompt)))
+        work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
+        return await self._drive(session, with_stop_hooks(session, work))
 
     async def resume(self, recorder: Recorder, *, ended: bool) -> RunResult:
         """Continue the task of ``recorder``, claimed by this process, where it stopped
@@ -126,24 +133,34 @@ class Run:
             session.note_failure(task.error or task.status)
         return await self._drive(session, with_stop_hooks(session, session.resume()))
 
-    async def follow_up(self, recorder: Recorder, prompt: str) -> RunResult:
+    async def follow_up(
+        self, recorder: Recorder, prompt: str, *, delegate_to: str | None = None
+    ) -> RunResult:
         """Continue the finished conversation of ``recorder``'s task (claimed by this process)
         with ``prompt``: its main session, rebuilt with the whole history, gets one more
-        user message and a fresh turn budget."""
+        user message and a fresh turn budget (``delegate_to``: see :func:`handed_to`)."""
         self.recorder = recorder
         store, task = recorder.store, recorder.task
         main_record = next(
             (r for r in store.sessions(task.id) if r.parent_session_id is None), None
         )
-        recorder.resume_task()
         if main_record is None:  # it never got to its first step: start it with this prompt
             session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
         else:
             session = self.builder.rebuilt(main_record, None, recorder)
             self.delegation.main = session
             self.delegation.adopt_background(session)
+        if delegate_to is not None:
+            try:
+                check_delegation(session, delegate_to)
+            except SubagentsError:
+                store.release_task(task.id, self.runtime.owner)  # nothing ran: give it back
+                raise
+        recorder.resume_task()
         session.recorder = recorder
-        return await self._drive(session, with_stop_hooks(session, session.run(prompt)))
+        session.run_turns = 0
+        work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
+        return await self._drive(session, with_stop_hooks(session, work))
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
@@ -240,3 +257,28 @@ class Run:
 
     def agent_types_for(self, session_id: str) -> list[str]:
         return self.delegation.agent_types_for(session_id)
+
+
+def check_delegation(session: Session, agent: str) -> None:
+    """Refuse, before anything runs, a hand-off to an agent the main session cannot start."""
+    from subagents.errors import AgentNotFoundError
+
+    if session.tools.get(TASK_TOOL_NAME) is None:
+        raise AgentNotFoundError(agent, available=[])
+    available = session.agent_types()
+    if agent not in available:
+        raise AgentNotFoundError(agent, available=available)
+
+
+def handed_to(session: Session, prompt: str, agent: str) -> Awaitable[RunResult]:
+    """The person named the agent (``@agent prompt``): the main session's next turn is a
+    Task call to it, made by the harness rather than asked of the model, which then answers
+    with what the agent found. The call is in the history like any other, so a crash or a
+    resume finds it."""
+    from subagents.messages import AssistantMessage, ToolCall, UserMessage
+
+    session.messages.append(UserMessage(prompt))
+    arguments = {"description": f"@{agent}", "prompt": prompt, "subagent_type": agent}
+    call = ToolCall(f"handoff_{len(session.messages)}", TASK_TOOL_NAME, arguments)
+    session.messages.append(AssistantMessage("", (call,)))
+    return session.resume()

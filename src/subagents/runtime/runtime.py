@@ -128,6 +128,7 @@ class Runtime:
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
+        self._mcp_configured: MCPServersConfig | None = None
         self.mcp: MCPManager | None = None
         self._mcp_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
@@ -229,19 +230,27 @@ class Runtime:
     def mcp_config(self) -> MCPServersConfig:
         """The MCP servers of this runtime: as passed in, else read from the config files."""
         if self._mcp_config is None:
+            configured = self.configured_mcp()
+            if self._mcp_servers is None and self.project_mcp is not None:
+                from subagents.mcp.consent import screen_project_servers
+
+                configured = screen_project_servers(configured, self.project_mcp)
+            self._mcp_config = configured
+        return self._mcp_config
+
+    def configured_mcp(self) -> MCPServersConfig:
+        """Every MCP server configured, approved or not: their secrets are redacted whether
+        or not the person let them start."""
+        if self._mcp_configured is None:
             from subagents.mcp.config import as_servers_config, load_mcp_servers
 
             servers = self._mcp_servers
-            if servers is not None:
-                self._mcp_config = as_servers_config(servers)
-            else:
-                found = load_mcp_servers(self.workspace, home=self.config.home)
-                if self.project_mcp is not None:
-                    from subagents.mcp.consent import screen_project_servers
-
-                    found = screen_project_servers(found, self.project_mcp)
-                self._mcp_config = found
-        return self._mcp_config
+            self._mcp_configured = (
+                as_servers_config(servers)
+                if servers is not None
+                else load_mcp_servers(self.workspace, home=self.config.home)
+            )
+        return self._mcp_configured
 
     def _known_mcp_servers(self) -> list[str]:
         from subagents.mcp.toolset import sanitise_name
@@ -525,11 +534,14 @@ class Runtime:
         tags: Sequence[str] = (),
         retention_days: int | None = None,
         task_id: str | None = None,
+        delegate_to: str | None = None,
     ) -> RunResult:
         """Run ``prompt`` with the main agent (or the agent named ``agent``) to completion.
 
         With a store, the run is the stored task ``result.task_id`` (``task_id`` chooses it, a
         new UUID4 by default); ``description``, ``tags`` and ``retention_days`` go on its record.
+        ``delegate_to`` hands the prompt to that subagent at once (a Task call made by the
+        harness, as for ``@agent`` in the chat); the main agent then answers with its result.
         """
         if task_id is not None:
             _check_task_id(task_id)
@@ -543,9 +555,12 @@ class Runtime:
             tags=tags,
             retention_days=retention_days,
             task_id=task_id,
+            delegate_to=delegate_to,
         )
 
-    async def continue_task(self, task_id: str, prompt: str, *, force: bool = False) -> RunResult:
+    async def continue_task(
+        self, task_id: str, prompt: str, *, force: bool = False, delegate_to: str | None = None
+    ) -> RunResult:
         """Go on with the conversation of the stored task ``task_id``: its main agent gets
         ``prompt`` after the whole history, in the same task (its trace holds every turn).
 
@@ -584,7 +599,8 @@ class Runtime:
         self._instructions.clear()
         await self.start_mcp()
         run = self._last_run = Run(self, rule_arguments=self._restored_rule_arguments(task))
-        return await run.follow_up(Recorder(store, task, self._redactor()), prompt)
+        recorder = Recorder(store, task, self._redactor())
+        return await run.follow_up(recorder, prompt, delegate_to=delegate_to)
 
     def latest_conversation(self) -> str | None:
         """The newest task of this workspace that can be continued (not a workflow, not
@@ -796,7 +812,7 @@ class Runtime:
         from subagents.secrets import known_credentials
 
         self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
-        credentials = known_credentials(self.config, self.mcp_config())
+        credentials = known_credentials(self.config, self.configured_mcp())
         return [*credentials, *self._endpoint_keys().values()]
 
     def _redactor(self) -> Any:
