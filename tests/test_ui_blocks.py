@@ -443,3 +443,16 @@ async def test_no_secret_reaches_a_block_even_split_across_stream_deltas(tmp_pat
     assert all(token not in text for text in shown)
     assert any("ghp_[REDACTED]" in text for text in shown)
     assert token in result.output  # the caller's own result is not touched
+
+
+def test_a_retrying_model_call_shows_on_its_block_until_the_answer_comes() -> None:
+    from subagents.cli.ui import render_block
+    from subagents.messages import Usage
+
+    tree = BlockTree()
+    tree(ev.SessionStarted("a1", "main", None, "openai:gpt", 0))
+    tree(ev.ModelRetrying("a1", 2, 6, 2.0, "HTTP 429"))
+    shown = render_block(tree, tree["a1"], width=80).plain
+    assert "↻ provider error (HTTP 429), retrying in 2.0 s (attempt 2 of 6)" in shown
+    tree(ev.ModelResponded("a1", 1, ModelResponse(text="hi", usage=Usage()), 5.0))
+    assert "retrying" not in render_block(tree, tree["a1"], width=80).plain

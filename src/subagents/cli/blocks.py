@@ -121,6 +121,7 @@ class AgentBlock:
     version: int = 0
     open_approvals: int = 0  # requests of this agent waiting for the person's decision
     todos: tuple[TodoItem, ...] = ()  # its todo list (TodoWrite), redacted
+    retrying: str | None = None  # while its model call waits to be tried again, why and when
     _open_calls: dict[str, BlockMessage] = field(default_factory=dict)
     _task_calls: list[ToolCall] = field(default_factory=list)
 
@@ -325,6 +326,13 @@ class BlockTree:
             requested = self._redact(event.requested)
             block.model = f"{event.model_name} (instead of {requested}: {event.reason})"
             self._touch(block)
+        elif isinstance(event, ev.ModelRetrying):
+            block = self._block(event.agent_id)
+            block.retrying = self._redact(
+                f"provider error ({event.reason}), retrying in {event.delay_s:.1f} s "
+                f"(attempt {event.attempt} of {event.max_attempts})"
+            )
+            self._touch(block)
         elif isinstance(event, ev.WorkflowNodeStarted):
             self.workflow_path.append(event.node)
             self.version += 1
@@ -364,6 +372,7 @@ class BlockTree:
 
     def _model_responded(self, event: ev.ModelResponded) -> None:
         block = self._block(event.agent_id)
+        block.retrying = None
         response = event.response
         block.streaming = ""
         self._streams.pop(event.agent_id, None)  # the whole answer follows, redacted

@@ -111,6 +111,9 @@ def render_block(
         for line in tail:
             text.append("\n")
             text.append(_cut("… " + line, width), style="italic dim")
+    if block.retrying and not block.finished:
+        text.append("\n")
+        text.append(_cut(f"↻ {block.retrying}", width), style="yellow")
     if block.error and block.finished:
         text.append("\n")
         text.append(_cut(f"✗ {block.error}", width), style="red")
