@@ -123,3 +123,30 @@ async def test_a_prompt_handed_to_an_agent_runs_it_whatever_the_model_would_do(
         await rt.run("x", delegate_to="nobody")
     done = await rt.continue_task(first.task_id, "thanks")
     assert done.output == "I answer myself"
+
+
+async def test_a_run_stopped_on_purpose_is_recorded_cancelled_and_goes_on_later(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    import asyncio
+
+    entered = asyncio.Event()
+    never = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        if "wait" in str(request.messages[-1]):
+            entered.set()
+            await never.wait()  # until cancelled
+        return recaller(request)
+
+    rt = Runtime(cwd=tmp_path, model=FunctionModel(slow, name="scripted:slow"), store=store)
+    running = asyncio.create_task(rt.run("wait for me", task_id="stopped-task"))
+    await entered.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    task = store.get_task("stopped-task")
+    assert task.status == "cancelled" and task.error == "stopped before it finished"
+    again = await rt.continue_task("stopped-task", "and now?")
+    assert again.status == "completed", again.error
+    assert again.output.startswith("prompts so far: wait for me")

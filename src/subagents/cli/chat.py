@@ -154,20 +154,6 @@ class ChatSession:
             result = await self.runtime.continue_task(self.task_id, prompt, delegate_to=delegate_to)
         return self._ended(result)
 
-    def stopped(self) -> None:
-        """The person stopped the turn: its task ends ``cancelled`` (not left ``running``
-        as after a crash), so that the next prompt goes on with the conversation."""
-        from datetime import UTC, datetime
-
-        if self.task_id is None:
-            return
-        task = self.store.get_task(self.task_id)
-        if task.status in ("pending", "running"):
-            now = datetime.now(UTC)
-            update = {"status": "cancelled", "error": "stopped in the chat", "updated_at": now}
-            self.store.update_task(task.model_copy(update={**update, "completed_at": now}))
-        self.store.release_task(task.id, self.runtime.owner)
-
     def _exists(self, task_id: str) -> bool:
         from subagents.errors import SubagentsError
 
@@ -194,10 +180,7 @@ class ChatSession:
         """What the current task waits for a person to answer, if it does."""
         if self.task_id is None:
             return None
-        task = self.store.get_task(self.task_id)
-        if task.status != "awaiting_human":
-            return None
-        return self.runtime._pending_question(self.store, task)
+        return self.runtime.pending_question(self.task_id)
 
     def history(self, limit: int = 20) -> list[tuple[str, str]]:
         """The current task's conversation so far (``(role, text)`` of the main session's

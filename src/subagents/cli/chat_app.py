@@ -338,8 +338,8 @@ class ChatApp(App[None]):
         try:
             result = await runner()
         except asyncio.CancelledError:
+            # the run records its task as cancelled; the next prompt goes on with it
             cancelled, error = True, "Turn stopped. The next prompt goes on with the task."
-            self.session.stopped()
         except Exception as failure:  # shown in the conversation; the chat goes on
             error = f"error: {self.redactor.text(str(failure))}"
             hint = getattr(failure, "hint", None)
@@ -438,14 +438,11 @@ class ChatApp(App[None]):
 
     def action_cancel_background(self) -> None:
         """Cancel the selected background agent of the running turn."""
-        run = getattr(self.session.runtime, "_last_run", None)
-        handles = getattr(getattr(run, "delegation", None), "handles", {})
-        handle = handles.get(self.selected_id or "")
-        if handle is None or not handle.background or not handle.running:
+        name = self.session.runtime.cancel_background(self.selected_id or "")
+        if name is None:
             self.notice("Select a running background agent first (ctrl+n / ctrl+p).")
             return
-        handle.task.cancel()
-        self.notice(f"Cancelled background agent {handle.definition.name}.")
+        self.notice(f"Cancelled background agent {name}.")
 
     def action_stop_turn(self) -> None:
         if self.busy:

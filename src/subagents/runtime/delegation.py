@@ -727,6 +727,17 @@ class Delegation:
         _drop_notification(handle)
         return f"Subagent {agent_id} cancelled.\n\n{_worktree_text(handle)}".rstrip()
 
+    def cancel_background(self, agent_id: str) -> str | None:
+        """Stop the running background subagent ``agent_id`` (a person asked, from a UI);
+        its name, or ``None`` when no such subagent is running. Its parent learns of it as
+        of any background subagent that ended."""
+        handle = self.handles.get(agent_id)
+        if handle is None or not handle.background or not handle.running:
+            return None
+        assert handle.task is not None
+        handle.task.cancel()
+        return handle.definition.name
+
     def _own_handle(self, agent_id: str, parent: Session) -> SubagentHandle:
         handle = self.handles.get(agent_id.strip())
         if handle is None or handle.parent is not parent:

@@ -12,6 +12,7 @@ A run is also what its sessions ask for what they cannot know alone: it is their
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
@@ -187,6 +188,7 @@ class Run:
         self, session: Session, work: Awaitable[RunResult], *, owns_task: bool = True
     ) -> RunResult:
         result: RunResult | None = None
+        stopped: RunResult | None = None  # what the task records when the run is cancelled
         recorder = self.recorder if owns_task else None
         keeper = None
         if recorder is not None:  # renews the task's lease while it runs
@@ -209,6 +211,22 @@ class Run:
                     error=f"waiting for a person: {pause.question.text}",
                     question=pause.question,
                 )
+            except asyncio.CancelledError:
+                # stopped on purpose (Ctrl-C, a UI's stop): the task says so, not "running"
+                # as after a crash; 'subagents resume' continues it all the same
+                stopped = RunResult(
+                    output=session._partial_output(),
+                    status="cancelled",
+                    agent_id=session.agent_id,
+                    agent_type=session.agent_type,
+                    model_name=session.model.name,
+                    messages=session.messages,
+                    usage=session.usage,
+                    turns=session.turns,
+                    tool_calls=session.tool_call_count,
+                    error="stopped before it finished",
+                )
+                raise
         finally:
             self.decisions.clear()
             try:
@@ -224,6 +242,8 @@ class Run:
                     if result is not None:
                         result.task_id = recorder.task_id
                         recorder.finish_task(result)
+                    elif stopped is not None:
+                        recorder.finish_task(stopped)
                     recorder.store.release_task(recorder.task_id, self.runtime.owner)
         self.result = result
         return result

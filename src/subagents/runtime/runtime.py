@@ -123,7 +123,7 @@ class Runtime:
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
-        self._last_run: Run | None = None  # for last_delegation only (deprecated)
+        self._last_run: Run | None = None  # the run a UI shows (cancel_background; last_delegation)
         self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
@@ -796,6 +796,17 @@ class Runtime:
                 hint="create it with Runtime(store=open_store(...))",
             )
         return self.store
+
+    def pending_question(self, task_id: str) -> HumanQuestion | None:
+        """What the stored task ``task_id`` waits for a person to answer, if it does."""
+        store = self._require_store()
+        return self._pending_question(store, store.get_task(task_id))
+
+    def cancel_background(self, agent_id: str) -> str | None:
+        """Stop the running background subagent ``agent_id`` of the run started last (the
+        one a UI shows); its agent's name, or ``None`` when it is not running."""
+        run = self._last_run
+        return run.delegation.cancel_background(agent_id) if run is not None else None
 
     def _pending_question(self, store: Store, task: TaskRecord) -> HumanQuestion | None:
         if task.status != "awaiting_human":
