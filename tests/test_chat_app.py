@@ -664,3 +664,39 @@ def test_bare_subagents_without_a_terminal_prints_the_help(isolated_home: Path) 
         [str(SUBAGENTS)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
     )
     assert "Usage" in done.stdout + done.stderr and "chat" in done.stdout + done.stderr
+
+
+async def test_the_view_follows_new_output_unless_the_person_scrolled_up(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    import asyncio
+
+    release = asyncio.Event()
+
+    async def talkative(request: ModelRequest) -> ModelResponse:
+        if prompts(request)[-1] == "wait":
+            await release.wait()
+        return text_response("\n".join(f"line {n} of {prompts(request)[-1]}" for n in range(40)))
+
+    session, _model = make_session(tmp_path, store, main=talkative)  # type: ignore[arg-type]
+    app = ChatApp(session)
+    conversation = app._conversation
+    async with app.run_test(size=(80, 24)) as pilot:
+        await say(app, pilot, "first")
+        await wait_for(pilot, lambda: conversation.max_scroll_y > 0, "a scrollable view")
+        await wait_for(
+            pilot, lambda: conversation.scroll_y >= conversation.max_scroll_y - 1, "the end"
+        )
+        app._input.value = "wait"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.busy, "the turn to run")
+        conversation.scroll_home(animate=False)
+        await pilot.pause()
+        release.set()
+        await wait_for(pilot, lambda: not app.busy and app.turns[-1].done, "the answer")
+        await pilot.pause()
+        assert conversation.scroll_y == 0  # still where the person was reading
+        await say(app, pilot, "again")  # their own prompt brings them back down
+        await wait_for(
+            pilot, lambda: conversation.scroll_y >= conversation.max_scroll_y - 1, "the end"
+        )

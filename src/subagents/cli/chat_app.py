@@ -317,6 +317,13 @@ class ChatApp(App[None]):
         """To the newest line, once what was just mounted has its size."""
         self.call_after_refresh(self._conversation.scroll_end, animate=False)
 
+    def _follow(self) -> None:
+        """To the newest line as the agents write, unless the person scrolled up to read:
+        then the view stays where they are (their next prompt brings them back down)."""
+        conversation = self._conversation
+        if conversation.scroll_y >= conversation.max_scroll_y - 1:
+            self._scroll_to_end()
+
     # -- turns -------------------------------------------------------------------------------
 
     def _start_turn(self, prompt: str, runner: Callable[[], Any]) -> None:
@@ -352,7 +359,7 @@ class ChatApp(App[None]):
             unsubscribe_transcript()
             turn.finish(result, error, cancelled)
             self.sync()
-            self._scroll_to_end()
+            self._follow()
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -364,7 +371,7 @@ class ChatApp(App[None]):
             self._last_tick = now
         for turn in self.turns[-3:]:  # older turns are done and drawn
             if turn.sync(width, self.selected_id, force=tick and turn is self.turns[-1]):
-                self._scroll_to_end()
+                self._follow()
         self._draw_side()
         self._draw_status()
 
