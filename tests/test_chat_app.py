@@ -700,3 +700,50 @@ async def test_the_view_follows_new_output_unless_the_person_scrolled_up(
         await wait_for(
             pilot, lambda: conversation.scroll_y >= conversation.max_scroll_y - 1, "the end"
         )
+
+
+GREYS = {0, 7, 8, 15, 16, 231, *range(232, 256)}
+"""xterm-256 colour numbers with no hue: what a screen without colour may still use."""
+
+
+@pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (make system-packages)"
+)
+def test_with_no_color_the_chat_in_a_real_terminal_uses_no_hue(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """NO_COLOR (no-color.org): the chat still draws its layout, in shades of grey only."""
+    import re
+
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    (root / ".subagents").mkdir()
+    (root / ".subagents" / "config.toml").write_text(
+        '[subagents]\ndefault_model = "openai:fake-model"\n', encoding="utf-8"
+    )
+    name = f"nocolor-{os.getpid()}"
+    env = {
+        "OPENAI_API_KEY": "test-key",
+        "SUBAGENTS_HOME": str(isolated_home),
+        "TERM": "xterm-256color",
+        "NO_COLOR": "1",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    exports = " ".join(f"{k}='{v}'" for k, v in env.items())
+    command = f"cd '{root}' && env -i {exports} '{SUBAGENTS}'"
+    size = ["-x", "80", "-y", "24"]
+    subprocess.run(
+        ["tmux", "-L", TMUX_SOCKET, "new-session", "-d", "-s", name, *size, command],
+        check=True,
+        timeout=10,
+    )
+    try:
+        wait_screen(name, "ready · /help")
+        painted = tmux("capture-pane", "-e", "-p", "-t", name)
+        colours = [int(n) for n in re.findall(r"\x1b\[(?:[0-9;]*;)?[34]8;5;(\d+)", painted)]
+        assert colours, "the capture holds no colour codes at all: nothing to check"
+        assert {n for n in colours if n not in GREYS} == set()
+        assert not re.search(r"\x1b\[(?:[0-9;]*;)?[34]8;2;", painted)  # no true colour either
+        tmux("send-keys", "-t", name, "C-q")
+    finally:
+        tmux("kill-server")

@@ -79,7 +79,10 @@ def resume_until_done(store: Path, workspace: Path, task_id: str) -> tuple[dict[
             return outcome, pauses
         question = outcome["question"]
         assert question["kind"] == "crash_recovery" and question["tool_name"] == "Append"
-        lines = (workspace / "ledger.txt").read_text().split()
+        # killed after the call was recorded as started but before its first line was
+        # written: the file may not exist yet, and then the line is not in it
+        ledger = workspace / "ledger.txt"
+        lines = ledger.read_text().split() if ledger.exists() else []
         decision = ["reject"] if question["arguments"]["line"] in lines else ["approve"]
     raise AssertionError("the run did not complete after 10 resumes")
 
