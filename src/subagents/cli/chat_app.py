@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -28,7 +26,7 @@ from subagents.cli.blocks import BlockTree, format_tokens
 from subagents.cli.chat import ChatSession, decision_of, request_of
 from subagents.cli.chat_view import Transcript, render_transcript
 from subagents.cli.progress import TODO_MARKS
-from subagents.cli.ui import QUIT_REASON, ApprovalScreen, BlockView
+from subagents.cli.ui import QUIT_REASON, ApprovalQueue, BlockView
 from subagents.tools.permissions import ApprovalDecision
 from subagents.tracing.redact import Redactor
 
@@ -155,12 +153,6 @@ class TurnView(Vertical):
             self.answer.add_class("failed")
 
 
-@dataclass(slots=True)
-class _PendingApproval:
-    request: ApprovalRequest
-    answer: asyncio.Future[ApprovalDecision]
-
-
 class ChatApp(App[None]):
     """The chat: type a prompt, watch the turn, answer approvals, go on."""
 
@@ -203,8 +195,7 @@ class ChatApp(App[None]):
         self.selected_id: str | None = None
         self.notices = 0
         self._last_tick = 0.0
-        self._approvals: deque[_PendingApproval] = deque()
-        self._approval_screen: ApprovalScreen | None = None
+        self._approvals = ApprovalQueue(self, self.redactor, changed=self._draw_status)
         self._conversation = VerticalScroll(id="conversation")
         self._side = Static("", id="side", markup=False)
         self._strip = Static("", id="strip", markup=False)
@@ -354,7 +345,7 @@ class ChatApp(App[None]):
                 error += f"\nhint: {self.redactor.text(str(hint))}"
         finally:
             runtime.approver = None
-            self._reject_open_approvals(QUIT_REASON)
+            self._approvals.reject_all(QUIT_REASON)
             unsubscribe_tree()
             unsubscribe_transcript()
             turn.finish(result, error, cancelled)
@@ -477,54 +468,8 @@ class ChatApp(App[None]):
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """The turn's approver: the person answers on the approval screen, one at a time."""
-        pending = _PendingApproval(request, asyncio.get_running_loop().create_future())
-        self._approvals.append(pending)
         tree = self.turns[-1].blocks if self.turns else None
-        if tree is not None:
-            tree.approval_asked(request.agent_id)
-        self._show_next_approval()
-        try:
-            return await pending.answer
-        finally:
-            if tree is not None:
-                tree.approval_settled(request.agent_id)
-            if pending in self._approvals:
-                self._settle(pending, None)
-
-    def _show_next_approval(self) -> None:
-        self._draw_status()
-        screen = self._approval_screen
-        if screen is not None:
-            screen.set_waiting(len(self._approvals) - 1)
-        elif self._approvals:
-            pending = self._approvals[0]
-            screen = ApprovalScreen(
-                pending.request,
-                lambda decision: self._settle(pending, decision),
-                waiting=len(self._approvals) - 1,
-                redactor=self.redactor,
-            )
-            self._approval_screen = screen
-            self.push_screen(screen)
-
-    def _settle(self, pending: _PendingApproval, decision: ApprovalDecision | None) -> None:
-        if decision is not None and not pending.answer.done():
-            pending.answer.set_result(decision)
-        if pending in self._approvals:
-            self._approvals.remove(pending)
-        screen = self._approval_screen
-        if screen is not None and screen.request is pending.request:
-            self._approval_screen = None
-            if screen in self.screen_stack:
-                if self.screen is not screen:
-                    screen.pop_until_active()
-                self.pop_screen()
-        self._show_next_approval()
-
-    def _reject_open_approvals(self, reason: str) -> None:
-        while self._approvals:
-            pending = self._approvals[0]
-            self._settle(pending, ApprovalDecision(approved=False, reason=reason))
+        return await self._approvals.ask(request, tree)
 
 
 def _side_panel(

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DECLINED_REASON",
     "QUIT_REASON",
+    "ApprovalQueue",
     "ApprovalScreen",
     "BlockView",
     "RunApp",
@@ -364,6 +365,95 @@ class _PendingApproval:
     answer: asyncio.Future[ApprovalDecision]
 
 
+class ApprovalQueue:
+    """The approval requests of a run's agents, shown one at a time on an
+    :class:`ApprovalScreen` over ``app``; the run UI and the chat both ask through one.
+
+    ``changed`` is called whenever the number of open requests changes (to redraw a status
+    line); while ``showing()`` is false (the app is quitting, the run is over) no screen is
+    pushed.
+    """
+
+    def __init__(
+        self,
+        app: App[None],
+        redactor: Redactor,
+        *,
+        changed: Callable[[], None],
+        showing: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._app = app
+        self._redactor = redactor
+        self._changed = changed
+        self._showing = showing
+        self._open: deque[_PendingApproval] = deque()  # the first one is on screen
+        self._screen: ApprovalScreen | None = None
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    async def ask(self, request: ApprovalRequest, blocks: BlockTree | None) -> ApprovalDecision:
+        """Queue ``request`` and wait for the person's answer; the asking agent's block in
+        ``blocks`` shows "waiting for you" meanwhile."""
+        pending = _PendingApproval(request, asyncio.get_running_loop().create_future())
+        self._open.append(pending)
+        if blocks is not None:
+            blocks.approval_asked(request.agent_id)
+        self._show_next()
+        try:
+            return await pending.answer
+        finally:  # answered, or withdrawn because the asking session was cancelled
+            if blocks is not None:
+                blocks.approval_settled(request.agent_id)
+            if pending in self._open:
+                self._settle(pending, None)
+
+    def reject_all(self, reason: str) -> None:
+        """Answer every open request with a refusal for ``reason`` and close the screen."""
+        while self._open:
+            pending = self._open.popleft()
+            if not pending.answer.done():
+                pending.answer.set_result(ApprovalDecision(approved=False, reason=reason))
+        self.close_screen()
+
+    def close_screen(self) -> None:
+        screen, self._screen = self._screen, None
+        app = self._app
+        if screen is not None and screen in app.screen_stack:
+            if app.screen is not screen:
+                screen.pop_until_active()
+            app.pop_screen()
+
+    def _show_next(self) -> None:
+        self._changed()
+        screen = self._screen
+        if not self._showing():
+            return
+        if screen is not None:
+            screen.set_waiting(len(self._open) - 1)
+        elif self._open:
+            pending = self._open[0]
+            screen = ApprovalScreen(
+                pending.request,
+                lambda decision: self._settle(pending, decision),
+                waiting=len(self._open) - 1,
+                redactor=self._redactor,
+            )
+            self._screen = screen
+            self._app.push_screen(screen)
+
+    def _settle(self, pending: _PendingApproval, decision: ApprovalDecision | None) -> None:
+        """Give ``pending`` its answer (``None``: it was withdrawn) and show the next one."""
+        if decision is not None and not pending.answer.done():
+            pending.answer.set_result(decision)
+        if pending in self._open:
+            self._open.remove(pending)
+        screen = self._screen
+        if screen is not None and screen.request is pending.request:
+            self.close_screen()
+        self._show_next()
+
+
 class RunApp(App[None]):
     """Runs one prompt and shows every agent of the run as a live block.
 
@@ -428,8 +518,12 @@ class RunApp(App[None]):
         self._unsubscribe = runtime.events.subscribe(self.blocks)
         self.ask_approval = ask_approval
         self._runtime_approver: Approver | None = None
-        self._approvals: deque[_PendingApproval] = deque()  # the first one is on screen
-        self._approval_screen: ApprovalScreen | None = None
+        self._approvals = ApprovalQueue(
+            self,
+            self.redactor,
+            changed=self._draw_status,
+            showing=lambda: not (self._quitting or self.done),
+        )
         # kept: while a modal screen is on top, app.query_one() would search that screen
         self._container = VerticalScroll(id="blocks")
         self._status = Static("", id="status", markup=False)
@@ -460,7 +554,7 @@ class RunApp(App[None]):
         finally:
             if self.ask_approval:
                 self.runtime.approver = self._runtime_approver
-            self._reject_open_approvals(QUIT_REASON if self._quitting else _RUN_ENDED_REASON)
+            self._approvals.reject_all(QUIT_REASON if self._quitting else _RUN_ENDED_REASON)
             try:
                 await self.runtime.aclose()
             finally:
@@ -605,7 +699,7 @@ class RunApp(App[None]):
         self._quitting = True
         # the run's sessions are cancelled while they wait; a request the cancellation does
         # not reach is rejected with "the user quit" once the run has stopped (see _drive)
-        self._close_approval_screen()
+        self._approvals.close_screen()
         self._draw_status()
         task.cancel()
 
@@ -627,59 +721,7 @@ class RunApp(App[None]):
         """
         if self._quitting or self.done:
             return ApprovalDecision(approved=False, reason=QUIT_REASON)
-        pending = _PendingApproval(request, asyncio.get_running_loop().create_future())
-        self._approvals.append(pending)
-        self.blocks.approval_asked(request.agent_id)
-        self._show_next_approval()
-        try:
-            return await pending.answer
-        finally:  # answered, or withdrawn because the asking session was cancelled
-            self.blocks.approval_settled(request.agent_id)
-            if pending in self._approvals:
-                self._settle(pending, None)
-
-    def _show_next_approval(self) -> None:
-        self._draw_status()
-        screen = self._approval_screen
-        if self._quitting or self.done:
-            return
-        if screen is not None:
-            screen.set_waiting(len(self._approvals) - 1)
-        elif self._approvals:
-            pending = self._approvals[0]
-            screen = ApprovalScreen(
-                pending.request,
-                lambda decision: self._settle(pending, decision),
-                waiting=len(self._approvals) - 1,
-                redactor=self.redactor,
-            )
-            self._approval_screen = screen
-            self.push_screen(screen)
-
-    def _settle(self, pending: _PendingApproval, decision: ApprovalDecision | None) -> None:
-        """Give ``pending`` its answer (``None``: it was withdrawn) and show the next one."""
-        if decision is not None and not pending.answer.done():
-            pending.answer.set_result(decision)
-        if pending in self._approvals:
-            self._approvals.remove(pending)
-        screen = self._approval_screen
-        if screen is not None and screen.request is pending.request:
-            self._close_approval_screen()
-        self._show_next_approval()
-
-    def _close_approval_screen(self) -> None:
-        screen, self._approval_screen = self._approval_screen, None
-        if screen is not None and screen in self.screen_stack:
-            if self.screen is not screen:
-                screen.pop_until_active()
-            self.pop_screen()
-
-    def _reject_open_approvals(self, reason: str) -> None:
-        while self._approvals:
-            pending = self._approvals.popleft()
-            if not pending.answer.done():
-                pending.answer.set_result(ApprovalDecision(approved=False, reason=reason))
-        self._close_approval_screen()
+        return await self._approvals.ask(request, self.blocks)
 
     def selected_block(self) -> AgentBlock | None:
         """The block the cursor is on (the main agent until the user moves)."""
