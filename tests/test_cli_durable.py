@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +30,7 @@ from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
 from subagents.store.sqlite import SQLiteStore
 
 SUBAGENTS = Path(sys.executable).with_name("subagents")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 MODEL = "openai:fake-model"
 SECRET = "tok-5f3a9c1e7b2d4e6f"
 TIMEOUT_SECONDS = 60
@@ -548,3 +552,49 @@ def test_an_imported_task_resumes_in_the_project_of_the_person_not_the_archive(
     assert not (victim / "ran_here").exists() and not (project.root / "ran_here").exists()
     shown = other.show(task_id)["task"]
     assert shown["workspace"] == str(other.root) and shown["status"] == "completed"
+
+
+def at_a_terminal(
+    project: Project, *args: str, answers: tuple[tuple[str, str], ...] = ()
+) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as stdin, stdout and stderr; each time the next
+    prompt of ``answers`` shows, type its answer. Returns the exit code and the screen."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [str(SUBAGENTS), *args],
+        cwd=project.root,
+        env=project.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    searched_from = 0
+    pending = list(answers)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if pending:
+            prompt, answer = pending[0]
+            found = seen.find(prompt.encode(), searched_from)
+            if found >= 0:
+                os.write(leader, answer.encode() + b"\n")
+                searched_from = found + len(prompt)
+                pending.pop(0)
+        if process.poll() is not None and not ready:
+            break
+    process.wait(timeout=30)
+    os.close(leader)
+    screen = ANSI.sub("", seen.decode(errors="replace"))
+    assert not pending, f"never asked {pending[0][0]!r}:\n{screen}"
+    assert "Traceback" not in screen, screen
+    return process.returncode, screen

@@ -8,18 +8,13 @@ from __future__ import annotations
 import json
 import os
 import pty
-import re
-import select
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from test_cli_durable import MODEL, SUBAGENTS, Project, ScriptedServer
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from test_cli_durable import MODEL, SUBAGENTS, Project, ScriptedServer, at_a_terminal
 
 
 @pytest.fixture
@@ -31,52 +26,6 @@ def server() -> Iterator[ScriptedServer]:
 @pytest.fixture
 def project(tmp_path: Path, server: ScriptedServer, isolated_home: Path) -> Project:
     return Project(tmp_path / "project", server, isolated_home)
-
-
-def at_a_terminal(
-    project: Project, *args: str, answers: tuple[tuple[str, str], ...] = ()
-) -> tuple[int, str]:
-    """Run the CLI with a pseudo-terminal as stdin, stdout and stderr; each time the next
-    prompt of ``answers`` shows, type its answer. Returns the exit code and the screen."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [str(SUBAGENTS), *args],
-        cwd=project.root,
-        env=project.env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-    )
-    os.close(follower)
-    seen = b""
-    searched_from = 0
-    pending = list(answers)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if pending:
-            prompt, answer = pending[0]
-            found = seen.find(prompt.encode(), searched_from)
-            if found >= 0:
-                os.write(leader, answer.encode() + b"\n")
-                searched_from = found + len(prompt)
-                pending.pop(0)
-        if process.poll() is not None and not ready:
-            break
-    process.wait(timeout=30)
-    os.close(leader)
-    screen = ANSI.sub("", seen.decode(errors="replace"))
-    assert not pending, f"never asked {pending[0][0]!r}:\n{screen}"
-    assert "Traceback" not in screen, screen
-    return process.returncode, screen
 
 
 def tool_results(server: ScriptedServer, request: int) -> list[str]:
