@@ -502,6 +502,26 @@ def tmux(*args: str) -> str:
     return done.stdout
 
 
+def start_in_tmux(name: str, root: Path, home: Path, **extra_env: str) -> None:
+    """Bare `subagents` in ``root``, in a detached 80×24 tmux session ``name``, with a clean
+    environment (plus ``extra_env``)."""
+    env = {
+        "OPENAI_API_KEY": "test-key",
+        "SUBAGENTS_HOME": str(home),
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+        **extra_env,
+    }
+    exports = " ".join(f"{k}='{v}'" for k, v in env.items())
+    command = f"cd '{root}' && env -i {exports} '{SUBAGENTS}'"
+    size = ["-x", "80", "-y", "24"]
+    subprocess.run(
+        ["tmux", "-L", TMUX_SOCKET, "new-session", "-d", "-s", name, *size, command],
+        check=True,
+        timeout=10,
+    )
+
+
 def wait_screen(session: str, wanted: str, seconds: float = 30) -> str:
     deadline = time.monotonic() + seconds
     screen = ""
@@ -537,20 +557,7 @@ def test_subagents_chat_in_tmux(tmp_path: Path, isolated_home: Path) -> None:
                 ]
             )
         name = f"chat-{os.getpid()}"
-        env = {
-            "OPENAI_API_KEY": "test-key",
-            "SUBAGENTS_HOME": str(isolated_home),
-            "TERM": "xterm-256color",
-            "PATH": os.environ.get("PATH", ""),
-        }
-        exports = " ".join(f"{k}='{v}'" for k, v in env.items())
-        command = f"cd '{root}' && env -i {exports} '{SUBAGENTS}'"
-        size = ["-x", "80", "-y", "24"]
-        subprocess.run(
-            ["tmux", "-L", TMUX_SOCKET, "new-session", "-d", "-s", name, *size, command],
-            check=True,
-            timeout=10,
-        )
+        start_in_tmux(name, root, isolated_home)
         try:
             wait_screen(name, "openai:fake-model · new task · 0 tok · ready · /help")
             tmux("send-keys", "-t", name, "say hello", "Enter")
@@ -722,21 +729,7 @@ def test_with_no_color_the_chat_in_a_real_terminal_uses_no_hue(
         '[subagents]\ndefault_model = "openai:fake-model"\n', encoding="utf-8"
     )
     name = f"nocolor-{os.getpid()}"
-    env = {
-        "OPENAI_API_KEY": "test-key",
-        "SUBAGENTS_HOME": str(isolated_home),
-        "TERM": "xterm-256color",
-        "NO_COLOR": "1",
-        "PATH": os.environ.get("PATH", ""),
-    }
-    exports = " ".join(f"{k}='{v}'" for k, v in env.items())
-    command = f"cd '{root}' && env -i {exports} '{SUBAGENTS}'"
-    size = ["-x", "80", "-y", "24"]
-    subprocess.run(
-        ["tmux", "-L", TMUX_SOCKET, "new-session", "-d", "-s", name, *size, command],
-        check=True,
-        timeout=10,
-    )
+    start_in_tmux(name, root, isolated_home, NO_COLOR="1")
     try:
         wait_screen(name, "ready · /help")
         painted = tmux("capture-pane", "-e", "-p", "-t", name)
