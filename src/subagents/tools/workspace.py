@@ -60,12 +60,18 @@ class Workspace:
             real = Path(os.path.realpath(self.root / text))
         except (OSError, ValueError) as exc:
             raise ToolError(f"The path {_short(text)} cannot be used: {exc}.") from exc
-        if real != self.root and not real.is_relative_to(self.root) and not self.grant_of(real):
+        base = self.root if real.is_relative_to(self.root) else self.grant_of(real)
+        if base is None:
             also = "".join(f" or inside {folder}" for folder in self.grants)
             raise ToolError(
                 f"The path {_short(text)} is outside the workspace {self.root}; use a path "
                 f"inside it{also} "
                 "(relative paths are taken from the workspace root)."
+            )
+        if _unresolved_link(real, base):
+            raise ToolError(
+                f"The path {_short(text)} goes through a symbolic link that loops or cannot "
+                "be followed, so where it leads is unknown; use a path without it."
             )
         if must_exist and not real.exists():
             raise ToolError(
@@ -81,6 +87,21 @@ class Workspace:
         except ValueError:
             return str(path)
         return relative.as_posix() or "."
+
+
+def _unresolved_link(real: Path, base: Path) -> bool:
+    """Whether ``real`` (a ``realpath`` result under ``base``) still holds a symlink.
+
+    ``realpath`` gives up at a link that loops (or that it cannot read) and keeps the rest
+    of the path as written; a link after that point (``loop/../link_out``) was never
+    followed, and opening the path would follow it wherever it points.
+    """
+    current = base
+    for part in real.relative_to(base).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
 
 
 # What Linux allows (NAME_MAX, PATH_MAX); a longer path fails in every file call anyway.
