@@ -224,6 +224,12 @@ async def test_two_parallel_subagents_are_blocks_that_expand_and_collapse(
         assert expanded(lister) and expanded(broken)
         await pilot.press("ctrl+t")
         assert not expanded(lister)
+        # a click selects a block and expands it; a second click collapses it
+        await pilot.click(broken)
+        assert app.selected_id == broken.block.agent_id and expanded(broken)
+        assert not expanded(lister)
+        await pilot.click(broken)
+        assert not expanded(broken)
 
         status = str(app._status.render())
         assert status.startswith(f"scripted:main · task {TASK_ID[:8]} · ")

@@ -163,6 +163,13 @@ async def test_blocks_expand_collapse_and_the_final_answer_waits_for_q(tmp_path:
         await pilot.pause(0.1)
         assert not any(v.block.expanded for v in app.query(BlockView))
 
+        await pilot.click(lister)  # a click selects and expands the block
+        await pilot.pause()
+        assert app.selected_block() is lister.block and lister.block.expanded
+        await pilot.click(lister)
+        await pilot.pause()
+        assert not lister.block.expanded
+
         await pilot.press("k", "k", "k")
         assert app.selected_block() is app.blocks.main
         assert "selected" in main.classes and "selected" not in lister.classes

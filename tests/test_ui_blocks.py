@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len
 
 from subagents.cli.blocks import (
     COLLAPSED_MESSAGES,
@@ -456,3 +457,24 @@ def test_a_retrying_model_call_shows_on_its_block_until_the_answer_comes() -> No
     assert "↻ provider error (HTTP 429), retrying in 2.0 s (attempt 2 of 6)" in shown
     tree(ev.ModelResponded("a1", 1, ModelResponse(text="hi", usage=Usage()), 5.0))
     assert "retrying" not in render_block(tree, tree["a1"], width=80).plain
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(min_value=1, max_value=220),
+    description=st.text(max_size=120),
+    model=st.text(min_size=1, max_size=40),
+)
+def test_a_blocks_header_is_one_line_that_fits_and_keeps_name_and_status(
+    width: int, description: str, model: str
+) -> None:
+    from subagents.cli.ui import render_block
+
+    tree = BlockTree()
+    tree(ev.SessionStarted("a1", "main", None, "m", 0))
+    tree(ev.SessionStarted("b2", "code-reviewer", "a1", model, 1))
+    tree["b2"].description = description
+    header = render_block(tree, tree["b2"], width=width).plain.split("\n")[0]
+    assert cell_len(header) <= max(width, 30)
+    assert header.isprintable()  # no line break nor control character from the model
+    assert header.startswith("▶ code-reviewer  ") and "● active" in header

@@ -427,6 +427,10 @@ class ChatApp(App[None]):
                 turn.blocks.toggle(selected)
         self._redraw_all()
 
+    def on_block_view_clicked(self, event: BlockView.Clicked) -> None:
+        self.selected_id = event.agent_id
+        self.action_toggle_block()
+
     def action_toggle_all(self) -> None:
         views = self.block_views()
         expand = not all(view.block.expanded for view in views)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static, TextArea
 
@@ -86,22 +88,7 @@ def render_block(
 ) -> Text:
     """The block as text: a header line, then its message window and any streamed text."""
     width = max(width, 30)
-    text = Text(no_wrap=True, overflow="ellipsis")
-    arrow = "▼" if block.expanded else "▶"
-    text.append(f"{arrow} ", style="bold" if selected else "dim")
-    text.append(block.agent_type, style="bold magenta" if block.parent_id else "bold")
-    text.append(f"  {block.short_id}", style="dim")
-    if block.model:
-        text.append(f"  {block.model}", style="blue")
-    status = block.shown_status
-    text.append("  ● " + status, style=STATUS_STYLES.get(status, ""))
-    calls = "tool call" if block.tool_calls == 1 else "tool calls"
-    text.append(f"  {block.tool_calls} {calls}  {format_tokens(block.tokens)}", style="dim")
-    text.append(f"  {format_duration(tree.elapsed_ms(block))}", style="dim")
-    if block.background:
-        text.append("  [background]", style="italic dim")
-    if block.description:
-        text.append(f"  {block.description}", style="italic")
+    text = _header(tree, block, selected, width)
     if block.todos:
         _append_todos(text, block, width)
     lines_each = _EXPANDED_LINES if block.expanded else 1
@@ -119,6 +106,43 @@ def render_block(
         text.append("\n")
         text.append(_cut(f"✗ {block.error}", width), style="red")
     return text
+
+
+# Header fields a narrow terminal drops first, in this order, before cutting the line.
+_DROPPED_FIRST = ("id", "model", "tokens", "calls")
+
+
+def _header(tree: BlockTree, block: AgentBlock, selected: bool, width: int) -> Text:
+    """The block's one header line; fields that do not fit are left out, least useful first."""
+    calls = "tool call" if block.tool_calls == 1 else "tool calls"
+    status = block.shown_status
+    fields: list[tuple[str, str, str]] = [
+        ("arrow", ("▼ " if block.expanded else "▶ "), "bold" if selected else "dim"),
+        ("name", block.agent_type, "bold magenta" if block.parent_id else "bold"),
+        ("id", f"  {block.short_id}", "dim"),
+        ("model", f"  {_one_line(block.model)}" if block.model else "", "blue"),
+        ("status", "  ● " + status, STATUS_STYLES.get(status, "")),
+        ("calls", f"  {block.tool_calls} {calls}", "dim"),
+        ("tokens", f"  {format_tokens(block.tokens)}", "dim"),
+        ("elapsed", f"  {format_duration(tree.elapsed_ms(block))}", "dim"),
+        ("background", "  [background]" if block.background else "", "italic dim"),
+        ("description", f"  {_one_line(block.description)}" if block.description else "", "italic"),
+    ]
+    for dropped in _DROPPED_FIRST:
+        if sum(len(part) for _, part, _ in fields) <= width:
+            break
+        fields = [field for field in fields if field[0] != dropped]
+    text = Text()
+    for _, part, style in fields:
+        if part:
+            text.append(part, style=style)
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and control characters (a model wrote it) as spaces."""
+    return "".join(" " if unicodedata.category(char)[0] == "C" else char for char in text)
 
 
 def _append_todos(text: Text, block: AgentBlock, width: int) -> None:
@@ -176,12 +200,22 @@ class BlockView(Static):
     }
     """
 
+    class Clicked(Message):
+        """The person clicked the block: select it and expand or collapse it."""
+
+        def __init__(self, agent_id: str) -> None:
+            super().__init__()
+            self.agent_id = agent_id
+
     def __init__(self, tree: BlockTree, block: AgentBlock) -> None:
         super().__init__("", markup=False)
         self.block_tree = tree
         self.block = block
         self.drawn_version = -1
         self.text = Text()
+
+    def on_click(self) -> None:
+        self.post_message(self.Clicked(self.block.agent_id))
 
     def redraw(self, *, selected: bool, width: int) -> None:
         depth = self.block_tree.depth(self.block)
@@ -685,6 +719,11 @@ class RunApp(App[None]):
         if selected is not None:
             self.blocks.toggle(selected.agent_id)
             self.sync()
+
+    def on_block_view_clicked(self, event: BlockView.Clicked) -> None:
+        self.selected_id = event.agent_id
+        self.action_toggle_block()
+        self._redraw_all()
 
     def action_toggle_all(self) -> None:
         blocks = self.blocks.ordered()
