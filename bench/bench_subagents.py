@@ -1,9 +1,15 @@
-"""The peer-bench workloads (W1-W4) written for `subagents`.
+"""The peer-bench workloads (W1-W4) written for `subagents`, on the path users take.
 
 Same fake-model logic as ../shared/peer-bench (it imports that folder's `common.py`): on each
 call the model counts the tool-call rounds already in the conversation; below ``n_rounds`` it
 asks for ``fanout`` calls to its tool, else it answers "done". Tool-call arguments go through
 ``json.dumps`` / ``json.loads`` as a real provider adapter's would.
+
+Every workload runs through ``Runtime.run`` with a SQLite store (each run a durable task, as
+``subagents run`` does) and the tool declared as users declare it: a plain ``def`` under
+``@tool``, neither read-only nor inline. ``BENCH_STORE=off`` runs without the store;
+``BENCH_TOOL=read_only|inline|async`` declares the tool ``read_only=True``,
+``run_in_thread=False`` or ``async def``.
 
     python bench/bench_subagents.py w1|w2|w3|w4a|w4b|check [--iters N --warmup N]
 """
@@ -29,6 +35,7 @@ __all__ = [
     "echo",
     "fake_model",
     "main",
+    "w1_runtime",
     "w1_session",
 ]
 
@@ -62,11 +69,13 @@ from subagents.models.base import ModelRequest, ModelResponse  # noqa: E402
 from subagents.runtime.result import RunResult  # noqa: E402
 from subagents.runtime.runtime import Runtime  # noqa: E402
 from subagents.runtime.session import Session  # noqa: E402
+from subagents.store.sqlite import SQLiteStore, open_store  # noqa: E402
 from subagents.testing import FunctionModel  # noqa: E402
 from subagents.tools.base import ToolRegistry  # noqa: E402
 from subagents.tools.decorator import tool  # noqa: E402
 
 VERSIONS = {"subagents": subagents.__version__}
+W3_FANOUT = int(os.environ.get("W3_FANOUT", W3_FANOUT))  # 100; the 500 row sets it
 _ids = itertools.count()
 WORKSPACE = Path(tempfile.gettempdir())
 
@@ -107,15 +116,40 @@ async def _async_echo(x: str) -> str:
     return _echo(x)
 
 
-# The workload's tool is a plain function. By default `@tool` runs a plain function in a worker
-# thread (it might block); BENCH_TOOL=inline declares it run_in_thread=False and BENCH_TOOL=async
-# writes it as `async def`, which is what a user does for a tool that never blocks.
-_TOOL_KIND = os.environ.get("BENCH_TOOL", "thread")
+# The workload's tool is a plain function under `@tool`, as users write it: not read-only (so
+# each call is in the tool ledger) and run in a worker thread (it might block). BENCH_TOOL
+# declares it otherwise.
+_TOOL_KIND = os.environ.get("BENCH_TOOL", "default")
 if _TOOL_KIND == "async":
-    echo = tool(name="echo", read_only=True)(_async_echo)
+    echo = tool(name="echo")(_async_echo)
+elif _TOOL_KIND == "inline":
+    echo = tool(name="echo", run_in_thread=False)(_echo)
+elif _TOOL_KIND == "read_only":
+    echo = tool(name="echo", read_only=True)(_echo)
 else:
-    echo = tool(name="echo", read_only=True, run_in_thread=_TOOL_KIND != "inline")(_echo)
+    echo = tool(name="echo")(_echo)
 VERSIONS["tool"] = _TOOL_KIND
+STORE_ON = os.environ.get("BENCH_STORE", "on") != "off"
+VERSIONS["store"] = "on" if STORE_ON else "off"
+
+
+def bench_store() -> SQLiteStore | None:
+    """A store in a fresh folder (it grows with the runs, as a project's does), or none."""
+    if not STORE_ON:
+        return None
+    return open_store(Path(tempfile.mkdtemp(prefix="bench-store-")) / "state.db")
+
+
+def w1_runtime() -> Runtime:
+    return Runtime(
+        cwd=WORKSPACE,
+        model=fake_model(W1_STEPS, "echo"),
+        tools=[echo],
+        builtin_tools=False,
+        permission_mode="bypassPermissions",
+        config=Config(subagents=SubagentsSettings(max_turns=200)),  # W1_STEPS may be 50
+        store=bench_store(),
+    )
 
 
 def w1_session() -> Session:
@@ -159,13 +193,15 @@ def delegation_runtime(sub_rounds: int, fanout: int, latency: float) -> Runtime:
         tools=[echo],
         builtin_tools=False,
         permission_mode="bypassPermissions",
+        store=bench_store(),
     )
 
 
 async def main() -> None:
     args = parse_args()
     if args.workload in ("w1", "check"):
-        run: Callable[[], Awaitable[RunResult]] = lambda: w1_session().run("go")  # noqa: E731
+        runtime = w1_runtime()
+        run: Callable[[], Awaitable[RunResult]] = lambda: runtime.run("go")  # noqa: E731
         result = await run()
         assert result.output == "done", result
         if args.workload == "check":

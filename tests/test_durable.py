@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,14 @@ async def test_a_durable_run_stores_every_session_message_and_checkpoint(tmp_pat
         assert ("session", "session_finished") in kinds
         read_trace = next(t for t in traces if t.step_name == "Read")
         assert read_trace.data["arguments"] == {"file_path": "notes.txt"}
-        assert "hello" in read_trace.data["result"] and read_trace.duration_ms is not None
+        # the result is stored once, in the tool result message the trace points at
+        assert read_trace.data["result"] is None and read_trace.data["result_in_message"] is True
+        assert read_trace.duration_ms is not None
+        results = [m for m in store.messages(main.session_id) if m["role"] == "tool"]
+        read_result = next(
+            m for m in results if m["tool_call_id"] == read_trace.data["tool_call_id"]
+        )
+        assert "hello" in read_result["content"]
         assert store.integrity_check() == []
 
 
@@ -469,3 +477,33 @@ async def test_every_session_on_the_path_reports_the_pause(tmp_path: Path) -> No
     assert [e.agent_id for e in pauses] == paused.question.session_path[::-1]
     assert all(e.question.tool_name == "Write" for e in pauses)
     assert not any(isinstance(e, ev.SessionFinished) for e in seen)
+
+
+async def test_a_side_effecting_tools_result_is_stored_once(tmp_path: Path) -> None:
+    """Its result lives in the tool result message: the trace points at it and the ledger entry
+    that closes with the turn does not copy it."""
+    marker = "".join(f"{i:05d}" for i in range(2_000))  # 10 KB, found nowhere else
+
+    @tool
+    def fetch_report(name: str) -> str:
+        """Fetch a report (not read-only: its calls are in the ledger)."""
+        return marker
+
+    plans: dict[str, Plan] = {"main": [("fetch_report", {"name": "q3"})]}
+    with open_store(tmp_path / "state.db") as store:
+        runtime = make_runtime(
+            tmp_path, store, plans, tools=[fetch_report], permission_mode="bypassPermissions"
+        )
+        result = await runtime.run("get the report")
+        assert result.status == "completed" and result.task_id is not None
+        (entry,) = store.ledger(result.task_id)
+        assert (entry.status, entry.result) == ("completed", None)
+        connection = sqlite3.connect(tmp_path / "state.db")
+        copies = {}
+        for table in ("messages", "checkpoints", "ledger", "traces"):
+            rows = connection.execute(f"SELECT data FROM {table}").fetchall()
+            copies[table] = sum(data.count(marker[:1_000]) for (data,) in rows)
+        connection.close()
+        # the tool result message, and the final answer (the planner quotes its results)
+        assert copies == {"messages": 2, "checkpoints": 0, "ledger": 0, "traces": 0}
+        assert marker in result.output

@@ -96,6 +96,17 @@ async def test_every_step_of_a_real_run_round_trips(
     monkeypatch.setattr(
         session_module, "commit_step", spy(recorded, "commit", steps.commit_step, False)
     )
+
+    async def commit_in_group(env: Any, given: Any, committed: Callable[..., None]) -> None:
+        taken = through_json(given.to_dict())
+
+        def noted(checkpoint: CheckpointRecord) -> None:
+            recorded.append(("commit", taken, checkpoint))
+            committed(checkpoint)
+
+        await steps.commit_step_in_group(env, given, noted)
+
+    monkeypatch.setattr(session_module, "commit_step_in_group", commit_in_group)
     with open_store(tmp_path / "state.db") as store:
         runtime = Runtime(
             cwd=tmp_path,
@@ -130,4 +141,5 @@ async def test_every_step_of_a_real_run_round_trips(
     kept = [m for m in result.messages if isinstance(m, ToolResultMessage)]
     assert all(any(o.outcome.message == m for o in tool_outputs) for m in kept)
     assert all(o.traces for o in tool_outputs)  # each step returns its own trace
-    assert any(o.ledger for o in tool_outputs)  # a side effect's ledger entries ride along
+    # a side effect's ledger entries ride along (the closing one, to go with the turn's commit)
+    assert any(o.ledger or o.closing for o in tool_outputs)

@@ -537,7 +537,7 @@ class Delegation:
         try:
             await self._enter_worktree(handle)
         except WorktreeError as error:
-            result = session._finish(
+            result = await session._finish(
                 "failed", session._partial_output(), started, error=f"no worktree: {error}"
             )
             return self._record_spawn(handle, result, started)

@@ -7,17 +7,19 @@ the store. The same records are what ``subagents trace`` and the export show.
 
 Each value is stored whole once. A tool call's arguments live in the assistant message that
 made the call, its result in the tool result message; the ledger entries, the trace record and
-a paused run's question describe the call with the arguments (and, in the trace, the result)
-whole while small and a bounded preview otherwise (see :mod:`subagents.tracing.preview`: the
-first characters and entries, and a note saying the full value is in the session's messages).
-Crash recovery needs no arguments from the ledger: it re-reads the call from the messages and
-only the ledger's status and result (kept whole: the result may exist nowhere else yet).
+a paused run's question describe the call with the arguments whole while small and a bounded
+preview otherwise (see :mod:`subagents.tracing.preview`: the first characters and entries, and
+a note saying the full value is in the session's messages). The trace record of a call that
+succeeded points at its result message instead of copying the result. Crash recovery needs no
+arguments from the ledger: it re-reads the call from the messages and only the ledger's status
+and, for an entry closed in a commit of its own, its result (kept whole: it may exist nowhere
+else yet).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from subagents.status import (
 )
 from subagents.store.base import StepWrite
 from subagents.store.codec import UPGRADE_ADVICE
+from subagents.store.group import commit_group
 from subagents.store.records import (
     CheckpointRecord,
     LedgerStatus,
@@ -87,7 +90,11 @@ def _now() -> datetime:
 
 
 class Recorder:
-    """The bridge between a run's sessions and the store; one per task."""
+    """The bridge between a run's sessions and the store; one per task.
+
+    The records of every step (checkpoint, ledger entries, model and tool traces) are built
+    with ``model_construct``: their values come from this module, typed, and validating them
+    again cost a fifth of a step's CPU. Records read back from the store are validated."""
 
     __slots__ = ("redactor", "store", "task")
 
@@ -138,6 +145,43 @@ class Recorder:
     ) -> CheckpointRecord:
         """Commit what ``snapshot`` holds, with a checkpoint at ``position``; returns the
         checkpoint as stored. ``decisions``: a person's, delivered in this step."""
+        write = self.step_write(snapshot, position, traces, ledger, question, decisions)
+        saved = self.store.commit(write)
+        assert write.checkpoint is not None
+        return saved if saved is not None else write.checkpoint
+
+    async def commit_in_group(
+        self,
+        snapshot: SessionSnapshot,
+        position: str,
+        committed: Callable[[CheckpointRecord], None],
+        *,
+        traces: Sequence[TraceRecord] = (),
+        ledger: Sequence[ToolLedgerEntry] = (),
+        decisions: Sequence[DeliveredDecision] = (),
+    ) -> None:
+        """:meth:`commit`, in one transaction with the steps other sessions commit in the
+        same turn of the event loop (see :mod:`subagents.store.group`); ``committed`` gets
+        the stored checkpoint as soon as it is written."""
+        write = self.step_write(snapshot, position, traces, ledger, None, decisions)
+        checkpoint = write.checkpoint
+        assert checkpoint is not None
+
+        def stored(saved: CheckpointRecord | None) -> None:
+            committed(saved if saved is not None else checkpoint)
+
+        await commit_group(self.store).commit(write, stored)
+
+    def step_write(
+        self,
+        snapshot: SessionSnapshot,
+        position: str,
+        traces: Sequence[TraceRecord],
+        ledger: Sequence[ToolLedgerEntry],
+        question: HumanQuestion | None,
+        decisions: Sequence[DeliveredDecision],
+    ) -> StepWrite:
+        """The records of one step, redacted, with its checkpoint at ``position``."""
         first = snapshot.first_message
         value = self.redactor.value
         new = [
@@ -161,7 +205,7 @@ class Recorder:
         if decisions:
             state["decisions"] = [self._decision(delivered) for delivered in decisions]
         task_id = self.task.id
-        checkpoint = CheckpointRecord(
+        checkpoint = CheckpointRecord.model_construct(
             checkpoint_id=checkpoint_id(task_id, snapshot.session_id, snapshot.checkpoint_index),
             task_id=task_id,
             session_id=snapshot.session_id,
@@ -177,17 +221,14 @@ class Recorder:
         record = None
         if snapshot.write_record or position == "finished":
             record = self.session_record(snapshot)
-        saved = self.store.commit(
-            StepWrite(
-                task_id=task_id,
-                session=record,
-                messages=new,
-                checkpoint=checkpoint,
-                ledger=ledger,
-                traces=traces,
-            )
+        return StepWrite(
+            task_id=task_id,
+            session=record,
+            messages=new,
+            checkpoint=checkpoint,
+            ledger=ledger,
+            traces=traces,
         )
-        return saved if saved is not None else checkpoint
 
     def session_record(self, snapshot: SessionSnapshot) -> SessionRecord:
         return SessionRecord(
@@ -213,13 +254,22 @@ class Recorder:
         )
 
     def ledger_entry(
-        self, session: Session, call: ToolCall, tool: Tool, outcome: ToolOutcome | None = None
+        self,
+        session: Session,
+        call: ToolCall,
+        tool: Tool,
+        outcome: ToolOutcome | None = None,
+        *,
+        with_result: bool = True,
     ) -> ToolLedgerEntry:
+        """The ledger entry of ``call``: 'started' without ``outcome``; else its closing
+        entry, holding the result unless ``with_result`` is false (it is committed with the
+        tool result message)."""
         now = _now()
         status: LedgerStatus = "started"
         if outcome is not None:
             status = "failed" if outcome.message.is_error else "completed"
-        return ToolLedgerEntry(
+        return ToolLedgerEntry.model_construct(
             task_id=self.task.id,
             session_id=session.agent_id,
             tool_call_id=call.id,
@@ -228,7 +278,9 @@ class Recorder:
             status=status,
             read_only=tool.read_only,
             idempotent=tool.idempotent,
-            result=self.redactor.text(outcome.message.content) if outcome is not None else None,
+            result=self.redactor.text(outcome.message.content)
+            if outcome is not None and with_result
+            else None,
             is_error=outcome.message.is_error if outcome is not None else False,
             started_at=now,
             finished_at=now if outcome is not None else None,
@@ -268,7 +320,7 @@ class Recorder:
         self, session: Session, response: ModelResponse, duration_ms: float
     ) -> TraceRecord:
         usage = response.usage
-        return TraceRecord(
+        return TraceRecord.model_construct(
             task_id=self.task.id,
             session_id=session.agent_id,
             kind="step",
@@ -293,8 +345,10 @@ class Recorder:
         server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
         ran_with = outcome.ran_with
         arguments, arguments_cut = self._arguments(call.arguments if ran_with is None else ran_with)
-        content, content_cut = self._text(outcome.message.content)
-        return TraceRecord(
+        # A result is stored once, in the tool result message (the trace view reads it there);
+        # an error is kept here too (previewed), for the trace to say what went wrong.
+        content, content_cut = self._text(outcome.message.content) if failed else ("", False)
+        return TraceRecord.model_construct(
             task_id=self.task.id,
             session_id=session.agent_id,
             kind="tool_call",
@@ -310,7 +364,8 @@ class Recorder:
                 "tool_call_id": call.id,
                 "arguments": arguments,
                 "arguments_preview": arguments_cut,
-                "result": None if failed else content,
+                "result": None,
+                "result_in_message": not failed,
                 "error": content if failed else None,
                 "result_preview": content_cut,
                 **self._repairs(call),

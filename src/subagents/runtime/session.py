@@ -55,6 +55,7 @@ from subagents.runtime.steps import (
     ToolStepInput,
     ToolStepOutput,
     commit_step,
+    commit_step_in_group,
     model_step,
     tool_step,
 )
@@ -69,7 +70,8 @@ if TYPE_CHECKING:
     from subagents.models.base import Model, ToolSpec
     from subagents.runtime.context import RunContext
     from subagents.runtime.recorder import Recorder
-    from subagents.store.records import TraceRecord
+    from subagents.runtime.snapshot import SessionSnapshot
+    from subagents.store.records import ToolLedgerEntry, TraceRecord
     from subagents.tools.permissions import PermissionPolicy
     from subagents.tools.sandbox import BashSandbox
 
@@ -128,6 +130,8 @@ class Session:
     # trace records not yet committed: the steps' and those others add (add_trace)
     _traces: list[TraceRecord] = field(default_factory=list)
     _call_ids: set[str] | None = None  # every tool call id of this session so far
+    # calls whose 'started' ledger entry went to the store with the turn that made them
+    ledger_opened: set[str] = field(default_factory=set)
     _loop_guard: LoopGuard | None = None  # the latest tool calls, to notice repeats
     _loop_stop: LoopFinding | None = None  # the repeated failure that stops this run
 
@@ -217,7 +221,7 @@ class Session:
                 self.turns += 1
                 self._deliver_inbox()
                 if recorder is not None and self.persisted_messages < len(self.messages):
-                    self._commit(recorder, "before_model", ())
+                    await self._commit_in_group(recorder, "before_model", ())
                 if events.active:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
                 step = ModelStepInput(
@@ -238,16 +242,18 @@ class Session:
                     if context is not None and await context.settle_background(self.agent_id):
                         continue  # a background subagent finished: show the model its result
                     if response.stop_reason == "max_tokens":
-                        return self._finish(
+                        return await self._finish(
                             "failed", self._partial_output(), started, error=_CUT_OFF
                         )
-                    return self._finish("completed", response.text, started)
+                    return await self._finish("completed", response.text, started)
                 if recorder is not None and self._needs_durable_calls(calls):
-                    self._commit(recorder, "after_model", self._take_traces())
+                    opened = self._open_ledger(recorder, calls)
+                    traces = self._take_traces()
+                    await self._commit_in_group(recorder, "after_model", traces, ledger=opened)
                 await self._run_tool_calls(calls)
                 if self._loop_stop is not None:
-                    return self._stop_for_loop(started)
-            return self._finish(
+                    return await self._stop_for_loop(started)
+            return await self._finish(
                 "max_turns",
                 self._partial_output(),
                 started,
@@ -266,10 +272,10 @@ class Session:
                 events.emit(ev.SessionPaused(self.agent_id, pause.question))
             raise
         except asyncio.CancelledError:
-            self._finish("cancelled", self._partial_output(), started, error="cancelled")
+            await self._finish("cancelled", self._partial_output(), started, error="cancelled")
             raise
         except Exception as error:
-            return self._finish(
+            return await self._finish(
                 "failed",
                 self._partial_output(),
                 started,
@@ -300,17 +306,52 @@ class Session:
         *,
         question: HumanQuestion | None = None,
         decisions: tuple[DeliveredDecision, ...] = (),
+        ledger: tuple[ToolLedgerEntry, ...] = (),
     ) -> None:
         """Run the commit step: a checkpoint of this session at ``position``."""
         snapshot = snapshot_of(self)
         step = CommitStepInput(
-            snapshot, position, tuple(traces), question=question, decisions=decisions
+            snapshot, position, tuple(traces), ledger, question=question, decisions=decisions
         )
         commit_step(recorder, step)
+        self._committed(snapshot, position)
+
+    async def _commit_in_group(
+        self,
+        recorder: Recorder,
+        position: str,
+        traces: Sequence[TraceRecord],
+        *,
+        decisions: tuple[DeliveredDecision, ...] = (),
+        ledger: tuple[ToolLedgerEntry, ...] = (),
+    ) -> None:
+        """:meth:`_commit` for the steps of the loop: in one transaction with those other
+        sessions of the process commit at the same moment (see :mod:`subagents.store.group`)."""
+        snapshot = snapshot_of(self)
+        step = CommitStepInput(snapshot, position, tuple(traces), ledger, decisions=decisions)
+        await commit_step_in_group(
+            recorder, step, lambda checkpoint: self._committed(snapshot, position)
+        )
+
+    def _committed(self, snapshot: SessionSnapshot, position: str) -> None:
         self.persisted_messages = snapshot.message_count
         if snapshot.write_record or position == "finished":
             self.recorded_status = snapshot.status
         self.checkpoints += 1
+
+    def _open_ledger(
+        self, recorder: Recorder, calls: tuple[ToolCall, ...]
+    ) -> tuple[ToolLedgerEntry, ...]:
+        """The 'started' ledger entries of the turn's side-effecting calls, committed with the
+        turn itself rather than one commit each before the call runs. A call that is denied
+        or paused before it runs closes its entry like one that ran."""
+        entries = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and not tool.read_only:
+                entries.append(recorder.ledger_entry(self, call, tool))
+                self.ledger_opened.add(call.id)
+        return tuple(entries)
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.
@@ -334,9 +375,9 @@ class Session:
         pending = tuple(call for call in last.tool_calls if call.id not in answered)
         if pending:
             await self._run_tool_calls(pending, recovering=True)
-            return self._stop_for_loop(started) if self._loop_stop is not None else None
+            return await self._stop_for_loop(started) if self._loop_stop is not None else None
         if not last.tool_calls:
-            return self._finish("completed", last.content, started)
+            return await self._finish("completed", last.content, started)
         return None
 
     def _deliver_inbox(self) -> None:
@@ -376,7 +417,9 @@ class Session:
         """Run the tool step of every call of the turn, concurrently, then commit the turn."""
         self.tool_call_count += len(calls)
         if len(calls) == 1:
-            outputs = [await tool_step(self, ToolStepInput(calls[0], recovering))]
+            # the only call of the turn: its closing ledger entry goes with the turn's commit
+            step = ToolStepInput(calls[0], recovering, close_with_turn=True)
+            outputs = [await tool_step(self, step)]
         else:
             gathered = await asyncio.gather(
                 *(tool_step(self, ToolStepInput(call, recovering)) for call in calls),
@@ -397,7 +440,10 @@ class Session:
             if findings:
                 traces.extend(loop_trace(recorder, self, finding) for finding in findings)
             decisions = tuple(o.decision for o in outputs if o.decision is not None)
-            self._commit(recorder, "after_tools", traces, decisions=decisions)
+            closing = tuple(entry for output in outputs for entry in output.closing)
+            await self._commit_in_group(
+                recorder, "after_tools", traces, decisions=decisions, ledger=closing
+            )
 
     def _watch_for_loops(
         self, calls: tuple[ToolCall, ...], outputs: list[ToolStepOutput]
@@ -431,7 +477,7 @@ class Session:
         context = self.context
         return DEFAULT_MAX_REPEATED_FAILURES if context is None else context.max_repeated_failures
 
-    def _stop_for_loop(self, started: float) -> RunResult:
+    async def _stop_for_loop(self, started: float) -> RunResult:
         """End the run on the repeated failure the loop guard found; a later run of this
         session starts with a fresh guard."""
         finding, self._loop_stop, self._loop_guard = self._loop_stop, None, None
@@ -442,7 +488,7 @@ class Session:
             self.recorder.task_id if self.recorder is not None and self.parent is None else None
         )
         error = str(finding.error_for(task_id))
-        return self._finish("failed", self._partial_output(), started, error=error)
+        return await self._finish("failed", self._partial_output(), started, error=error)
 
     def wait_point(self, key: str) -> WaitPoint:
         """Where this session waits for a person about ``key`` (a tool call id)."""
@@ -493,7 +539,7 @@ class Session:
         texts = [m.content for m in self.messages if isinstance(m, AssistantMessage) and m.content]
         return "\n\n".join(texts)
 
-    def _finish(
+    async def _finish(
         self, status: RunStatus, output: str, started: float, *, error: str | None = None
     ) -> RunResult:
         self.status = session_status(status)
@@ -515,7 +561,7 @@ class Session:
         if recorder is not None and status != "cancelled":
             traces = self._take_traces()
             traces.append(recorder.session_trace(self, "session_finished", error or status))
-            self._commit(recorder, "finished", traces)
+            await self._commit_in_group(recorder, "finished", traces)
         if self.events.active:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result

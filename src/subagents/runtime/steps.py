@@ -6,7 +6,8 @@ A session (:mod:`subagents.runtime.session`) sequences three kinds of step:
   (bounded, repaired, with ids unique in the session and derived, not random);
 - :func:`tool_step` settles one tool call: runs it, or answers it from a person's decision,
   from the ledger of a call that finished before a crash, or by the crash-recovery policy;
-- :func:`commit_step` writes a checkpoint of a :class:`~subagents.runtime.snapshot.SessionSnapshot`.
+- :func:`commit_step` writes a checkpoint of a :class:`~subagents.runtime.snapshot.SessionSnapshot`
+  (:func:`commit_step_in_group` with those other sessions write at the same moment).
 
 Each takes an input dataclass and returns an output dataclass, both with ``to_dict`` and
 ``from_dict``: the seam a durable-execution engine wraps, storing a step's output and handing
@@ -21,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ __all__ = [
     "ToolStepInput",
     "ToolStepOutput",
     "commit_step",
+    "commit_step_in_group",
     "model_step",
     "tool_step",
 ]
@@ -262,28 +264,41 @@ def derived_call_id(session_id: str, turn: int, index: int, sent: str, seen: set
 
 @dataclass(slots=True)
 class ToolStepInput:
-    """One tool call to settle; ``recovering``: it was left open by a crash or a pause."""
+    """One tool call to settle; ``recovering``: it was left open by a crash or a pause;
+    ``close_with_turn``: its closing ledger entry is committed with the turn's results (in
+    :attr:`ToolStepOutput.closing`) instead of on its own as soon as it is known."""
 
     call: ToolCall
     recovering: bool = False
+    close_with_turn: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"call": tool_call_to_dict(self.call), "recovering": self.recovering}
+        return {
+            "call": tool_call_to_dict(self.call),
+            "recovering": self.recovering,
+            "close_with_turn": self.close_with_turn,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolStepInput:
-        return cls(tool_call_from_dict(data["call"]), bool(data.get("recovering", False)))
+        return cls(
+            tool_call_from_dict(data["call"]),
+            bool(data.get("recovering", False)),
+            bool(data.get("close_with_turn", False)),
+        )
 
 
 @dataclass(slots=True)
 class ToolStepOutput:
-    """What came of the call, its trace records, the ledger entries written for it and the
-    person's decision it delivered, if one resumed it."""
+    """What came of the call, its trace records, the ledger entries written for it, the
+    person's decision it delivered, if one resumed it, and the ledger entry that closes it
+    when that goes to the store with the turn's commit (``close_with_turn``)."""
 
     outcome: ToolOutcome
     traces: tuple[TraceRecord, ...] = ()
     ledger: tuple[ToolLedgerEntry, ...] = ()
     decision: DeliveredDecision | None = None
+    closing: tuple[ToolLedgerEntry, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         outcome = self.outcome
@@ -298,6 +313,7 @@ class ToolStepOutput:
             "traces": _traces_to_list(self.traces),
             "ledger": [entry.model_dump(mode="json") for entry in self.ledger],
             "decision": self.decision.to_dict() if self.decision is not None else None,
+            "closing": [entry.model_dump(mode="json") for entry in self.closing],
         }
 
     @classmethod
@@ -315,6 +331,7 @@ class ToolStepOutput:
             traces=_traces_from_list(data["traces"]),
             ledger=tuple(ToolLedgerEntry.model_validate(e) for e in data["ledger"]),
             decision=DeliveredDecision.from_dict(decision) if decision is not None else None,
+            closing=tuple(ToolLedgerEntry.model_validate(e) for e in data.get("closing", ())),
         )
 
 
@@ -324,7 +341,7 @@ async def tool_step(session: Session, step: ToolStepInput) -> ToolStepOutput:
     events = session.events
     if events.active:
         events.emit(ev.ToolCallStarted(session.agent_id, call))
-    settling = _CallStep(session, call, step.recovering)
+    settling = _CallStep(session, call, step.recovering, step.close_with_turn)
     outcome = await settling.settle()
     if events.active:
         events.emit(ev.ToolCallFinished(session.agent_id, call, outcome))
@@ -335,19 +352,32 @@ async def tool_step(session: Session, step: ToolStepInput) -> ToolStepOutput:
         traces = (recorder.tool_trace(session, call, outcome),)
         if delivered is not None:
             traces = (recorder.decision_trace(session, delivered), *traces)
-    return ToolStepOutput(outcome, traces, tuple(settling.ledger), delivered)
+    closing = (settling.closing,) if settling.closing is not None else ()
+    return ToolStepOutput(outcome, traces, tuple(settling.ledger), delivered, closing)
 
 
 class _CallStep:
     """One tool call being settled, and the ledger entries written on the way."""
 
-    __slots__ = ("call", "delivered", "ledger", "recovering", "session")
+    __slots__ = (
+        "call",
+        "close_with_turn",
+        "closing",
+        "delivered",
+        "ledger",
+        "recovering",
+        "session",
+    )
 
-    def __init__(self, session: Session, call: ToolCall, recovering: bool) -> None:
+    def __init__(
+        self, session: Session, call: ToolCall, recovering: bool, close_with_turn: bool = False
+    ) -> None:
         self.session = session
         self.call = call
         self.recovering = recovering
+        self.close_with_turn = close_with_turn
         self.ledger: list[ToolLedgerEntry] = []
+        self.closing: ToolLedgerEntry | None = None
         self.delivered: DeliveredDecision | None = None
 
     def _write_ledger(self, entry: ToolLedgerEntry) -> None:
@@ -355,6 +385,27 @@ class _CallStep:
         assert recorder is not None
         recorder.write_ledger(entry)
         self.ledger.append(entry)
+
+    def _open_ledger(self, tool: Tool) -> None:
+        """'started' is durable before the call runs: written now unless the turn's commit
+        already holds it."""
+        session, call = self.session, self.call
+        if call.id in session.ledger_opened:
+            session.ledger_opened.discard(call.id)
+            return
+        recorder = session.recorder
+        assert recorder is not None
+        self._write_ledger(recorder.ledger_entry(session, call, tool))
+
+    def _close_ledger(self, tool: Tool, outcome: ToolOutcome) -> None:
+        session, call = self.session, self.call
+        session.ledger_opened.discard(call.id)
+        recorder = session.recorder
+        assert recorder is not None
+        if self.close_with_turn:  # the tool result message, in the same commit, holds it
+            self.closing = recorder.ledger_entry(session, call, tool, outcome, with_result=False)
+        else:
+            self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
 
     async def settle(self) -> ToolOutcome:
         session, call, recovering = self.session, self.call, self.recovering
@@ -387,7 +438,7 @@ class _CallStep:
                     raise RunPaused(session.question(call, "crash_recovery"))
                 if policy == "fail":
                     outcome = error_outcome(call, _INTERRUPTED, "error")
-                    self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
+                    self._close_ledger(tool, outcome)
                     return outcome
         return await self.execute(call, tool)
 
@@ -403,16 +454,19 @@ class _CallStep:
         permissions: PermissionPolicy | bool | None = True,
     ) -> ToolOutcome:
         session = self.session
+        recorder = session.recorder
+        tracked = recorder is not None and tool is not None and not tool.read_only
         hooks = session.hooks
         if hooks is not None and hooks:
             denial = await _pre_tool_use(session, call)
             if denial is not None:
+                if tracked and call.id in session.ledger_opened:
+                    assert tool is not None
+                    self._close_ledger(tool, denial)
                 return denial
-        recorder = session.recorder
-        tracked = recorder is not None and tool is not None and not tool.read_only
         if tracked:
-            assert recorder is not None and tool is not None
-            self._write_ledger(recorder.ledger_entry(session, call, tool))
+            assert tool is not None
+            self._open_ledger(tool)
         ctx = ToolContext(
             session.workspace,
             session.agent_id,
@@ -435,8 +489,8 @@ class _CallStep:
         else:
             outcome = await execute_tool_call(call, session.tools, ctx, permissions=policy)
         if tracked:
-            assert recorder is not None and tool is not None
-            self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
+            assert tool is not None
+            self._close_ledger(tool, outcome)
         if hooks is not None and hooks:
             await _post_tool_use(session, call, outcome)
         return outcome
@@ -449,10 +503,8 @@ class _CallStep:
         if decision.action == "reject":
             reason = decision.reason or "no reason given"
             outcome = error_outcome(call, f"A person rejected this call: {reason}", "denied")
-            recorder = session.recorder
-            if recorder is not None and tool is not None and not tool.read_only:
-                # close the ledger entry the paused call left open: it never ran
-                self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
+            if session.recorder is not None and tool is not None and not tool.read_only:
+                self._close_ledger(tool, outcome)  # the paused call's entry: it never ran
             return outcome
         if decision.action == "modify" and decision.arguments is not None:
             modified = ToolCall(call.id, call.name, dict(decision.arguments))
@@ -483,9 +535,8 @@ class _CallStep:
         """Answer the call without running it, closing the ledger entry it may have left."""
         session, call = self.session, self.call
         outcome = error_outcome(call, text, "error")
-        recorder = session.recorder
-        if recorder is not None and tool is not None and not tool.read_only:
-            self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
+        if session.recorder is not None and tool is not None and not tool.read_only:
+            self._close_ledger(tool, outcome)
         return outcome
 
 
@@ -578,6 +629,21 @@ def commit_step(recorder: Recorder, step: CommitStepInput) -> CheckpointRecord:
         traces=step.traces,
         ledger=step.ledger,
         question=step.question,
+        decisions=step.decisions,
+    )
+
+
+async def commit_step_in_group(
+    recorder: Recorder, step: CommitStepInput, committed: Callable[[CheckpointRecord], None]
+) -> None:
+    """:func:`commit_step`, in one transaction with the steps other sessions commit in the
+    same turn of the event loop; ``committed`` gets the checkpoint once it is stored."""
+    await recorder.commit_in_group(
+        step.snapshot,
+        step.position,
+        committed,
+        traces=step.traces,
+        ledger=step.ledger,
         decisions=step.decisions,
     )
 

@@ -171,6 +171,9 @@ class ToolLedgerEntry(BaseModel):
     read_only: bool = False
     idempotent: bool = False
     result: str | None = None
+    """The call's result, whole, when the entry closed in a commit of its own (the result
+    was in no message yet); ``None`` when it closed with the turn's commit, whose tool
+    result message holds it."""
     is_error: bool = False
     started_at: Timestamp = Field(default_factory=utc_now)
     finished_at: Timestamp | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import typing
@@ -16,6 +15,7 @@ from subagents.errors import ToolDefinitionError
 from subagents.tools.base import Tool, ToolContext, ToolFunction
 from subagents.tools.docstrings import parse_docstring
 from subagents.tools.schema import input_schema
+from subagents.tools.threads import run_in_worker
 
 __all__ = ["CONTEXT_PARAMETER", "tool"]
 
@@ -236,6 +236,6 @@ def _in_thread(function: ToolFunction) -> ToolFunction:
 
     @functools.wraps(function)
     async def run_in_thread(**kwargs: Any) -> Any:
-        return await asyncio.to_thread(function, **kwargs)
+        return await run_in_worker(function, kwargs)
 
     return run_in_thread

@@ -2,9 +2,10 @@
 tool calls and durations, and the JSON "seed format" of ``subagents trace --json``.
 
 Everything here is built from what the recorder wrote (trace records, session records and
-checkpoints); nothing is recomputed from messages. Large tool arguments and results are
-recorded as bounded previews (``arguments_preview`` / ``result_preview`` say so); the whole
-values are in the session's messages, which the export writes out. The recorder already
+checkpoints). A tool call's result is read from its tool result message, where it is stored
+once (``result_in_message``; older records carry it themselves). Large tool arguments and
+errors are recorded as bounded previews (``arguments_preview`` / ``result_preview`` say so);
+the whole values are in the session's messages, which the export writes out. The recorder already
 redacts secrets; the view redacts again, so a record written by an older or foreign writer
 cannot leak one.
 
@@ -15,13 +16,14 @@ stamp minus its duration. A session lasts from its first checkpoint or call to i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from subagents.store.records import TaskRecord, TraceRecord, TraceStatus
 from subagents.todos import TodoItem, todos_from_state, todos_to_state
+from subagents.tracing.preview import preview_text
 from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
@@ -218,6 +220,7 @@ def build_trace(store: Store, task_id: str, *, redactor: Redactor | None = None)
             by_session.get(session.session_id, []),
             checkpoints_by_session.get(session.session_id, []),
             redact,
+            lambda session_id: _tool_results(store, session_id),
         )
         for session in store.sessions(task.id)
     ]
@@ -241,6 +244,16 @@ def _workflow_path(records: list[TraceRecord], redact: Redactor) -> list[dict[st
     return path
 
 
+def _tool_results(store: Store, session_id: str) -> dict[str, str]:
+    """The results of the session's tool calls, by tool call id, from its messages."""
+    results = {}
+    for message in store.messages(session_id):
+        call_id = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(call_id, str):
+            results[call_id] = str(message.get("content", ""))
+    return results
+
+
 def _redacted_task(task: TaskRecord, redact: Redactor) -> TaskRecord:
     return TaskRecord.model_validate(redact.value(task.model_dump(mode="json")))
 
@@ -250,13 +263,17 @@ def _session_trace(
     records: list[TraceRecord],
     checkpoints: list[CheckpointRecord],
     redact: Redactor,
+    tool_results: Callable[[str], dict[str, str]],
 ) -> SessionTrace:
     model_calls: list[ModelCallTrace] = []
     tool_calls: list[ToolCallTrace] = []
     events: list[EventTrace] = []
+    results: dict[str, str] | None = None
     for record in sorted(records, key=lambda r: r.timestamp):
         if record.kind == "tool_call":
-            tool_calls.append(_tool_call(record, redact))
+            if record.data.get("result_in_message") is True and results is None:
+                results = tool_results(session.session_id)
+            tool_calls.append(_tool_call(record, redact, results or {}))
         elif record.kind == "step" and record.step_name == MODEL_CALL_STEP:
             model_calls.append(_model_call(record, redact))
         else:
@@ -309,7 +326,7 @@ def _started(finished: datetime, duration_ms: float | None) -> datetime:
         return finished
 
 
-def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
+def _tool_call(record: TraceRecord, redact: Redactor, results: dict[str, str]) -> ToolCallTrace:
     data = record.data
     finished = record.timestamp
     duration = _duration(record)
@@ -317,6 +334,10 @@ def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
     failed = record.status == "error"
     error = data.get("error")
     result = data.get("result")
+    result_cut = data.get("result_preview") is True
+    if data.get("result_in_message") is True:
+        found = results.get(str(data.get("tool_call_id") or ""))
+        result, result_cut = preview_text(found) if found is not None else (None, False)
     arguments = data.get("arguments")
     return ToolCallTrace(
         call_id=str(data.get("tool_call_id") or ""),
@@ -332,7 +353,7 @@ def _tool_call(record: TraceRecord, redact: Redactor) -> ToolCallTrace:
         started_at=started,
         finished_at=finished,
         arguments_preview=data.get("arguments_preview") is True,
-        result_preview=data.get("result_preview") is True,
+        result_preview=result_cut,
         repairs=_repairs(data.get("repairs"), redact),
     )
 

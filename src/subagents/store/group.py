@@ -1,0 +1,111 @@
+"""Group commit: the steps concurrent sessions write in one turn of the event loop share one
+transaction.
+
+A SQLite commit costs the same for one step as for a hundred (its price is the write-ahead
+log's frames and locks, not the rows), and a run's sessions write from one event loop. When
+100 subagents' model calls return together, their 100 checkpoints used to be 100 commits in a
+row on the loop. Through :class:`CommitGroup` the first step of a loop turn commits at once,
+as before, and the steps that arrive after it in the same turn wait for one transaction that
+writes them all, run as soon as the turn's callbacks are done.
+
+Durability is unchanged: a session goes on only once its own step is committed. A step whose
+writer was cancelled before the transaction began is left out (its session writes it with its
+last checkpoint); a step that the store refuses fails alone: the others of its group are
+written in savepoints of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from subagents.store.base import StepWrite, Store
+    from subagents.store.records import CheckpointRecord
+
+__all__ = ["CommitGroup", "commit_group"]
+
+Committed = Callable[["CheckpointRecord | None"], None]
+
+_GROUPS: weakref.WeakKeyDictionary[object, CommitGroup] = weakref.WeakKeyDictionary()
+
+
+def commit_group(store: Store) -> CommitGroup:
+    """The group of ``store`` (one per store object)."""
+    group = _GROUPS.get(store)
+    if group is None:
+        group = _GROUPS[store] = CommitGroup(store)
+    return group
+
+
+class _Pending:
+    __slots__ = ("committed", "future", "write")
+
+    def __init__(
+        self, write: StepWrite, committed: Committed, future: asyncio.Future[None]
+    ) -> None:
+        self.write = write
+        self.committed = committed
+        self.future = future
+
+
+class CommitGroup:
+    """Commits the steps of one store, grouping those of one loop turn."""
+
+    __slots__ = ("__weakref__", "_busy", "_loop", "_pending", "store")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._busy = False  # a step was committed in this turn of the loop
+        self._pending: list[_Pending] = []
+
+    async def commit(self, write: StepWrite, committed: Committed) -> None:
+        """Commit ``write``; ``committed`` gets the stored checkpoint right after the
+        transaction that holds it, before anything else runs (even when the caller was
+        cancelled meanwhile), so the writer's bookkeeping never misses a step it wrote."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a store used by another loop (a new asyncio.run)
+            self._loop, self._busy, self._pending = loop, False, []
+        if not self._busy:
+            self._busy = True
+            loop.call_soon(self._turn_over)
+            committed(self.store.commit(write))
+            return
+        future: asyncio.Future[None] = loop.create_future()
+        if not self._pending:
+            loop.call_soon(self._flush)
+        self._pending.append(_Pending(write, committed, future))
+        await future
+
+    def _turn_over(self) -> None:
+        self._busy = False
+
+    def _flush(self) -> None:
+        batch = [pending for pending in self._pending if not pending.future.cancelled()]
+        self._pending = []
+        if not batch:
+            return
+        self._busy = True
+        assert self._loop is not None
+        self._loop.call_soon(self._turn_over)
+        outcomes: list[CheckpointRecord | BaseException | None] = []
+        try:
+            with self.store.transaction() as tx:
+                for pending in batch:
+                    try:
+                        outcomes.append(self.store.commit(pending.write, tx=tx))
+                    except Exception as error:  # it fails its own writer only
+                        outcomes.append(error)
+        except Exception as error:  # the transaction failed: all hear
+            outcomes = [error] * len(batch)
+        for pending, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                if not pending.future.done():
+                    pending.future.set_exception(outcome)
+                continue
+            pending.committed(outcome)
+            if not pending.future.done():
+                pending.future.set_result(None)

@@ -1,0 +1,192 @@
+"""Group commit: the steps concurrent sessions write in one turn of the event loop share one
+SQLite transaction, without giving up a step's durability or its errors. Real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents.definitions.model import AgentDefinition
+from subagents.errors import StoreError
+from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.runtime import Runtime
+from subagents.store import CheckpointRecord, SessionRecord, StepWrite, TaskRecord
+from subagents.store.group import commit_group
+from subagents.store.sqlite import SQLiteStore, open_store
+from subagents.testing import FunctionModel, text_response, tool_call_response
+from subagents.tools.decorator import tool
+
+
+def count_commits(store: SQLiteStore) -> list[str]:
+    """Every COMMIT the store's connection runs from now on (SQLite's own statement trace)."""
+    seen: list[str] = []
+    store._db._connection.set_trace_callback(  # type: ignore[union-attr]
+        lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None
+    )
+    return seen
+
+
+def new_task(store: SQLiteStore) -> tuple[TaskRecord, list[SessionRecord]]:
+    task = TaskRecord(description="group", prompt="go", workspace="/tmp")
+    store.create_task(task)
+    sessions = [
+        SessionRecord(
+            session_id=f"session-{i}",
+            task_id=task.id,
+            agent_name=f"s{i}",
+            task_description="",
+            model="m",
+            max_turns=10,
+        )
+        for i in range(3)
+    ]
+    for session in sessions:
+        store.commit(StepWrite(task_id=task.id, session=session))
+    return task, sessions
+
+
+def step(task: TaskRecord, session: SessionRecord, seq: int) -> StepWrite:
+    checkpoint = CheckpointRecord(
+        checkpoint_id=f"{session.session_id}:{seq}",
+        task_id=task.id,
+        session_id=session.session_id,
+        position="after_model",
+        state={"n": seq},
+    )
+    message = {"role": "user", "content": f"message {seq} of {session.agent_name}"}
+    return StepWrite(
+        task_id=task.id,
+        messages=[(session.session_id, seq, message)],
+        checkpoint=checkpoint,
+    )
+
+
+async def test_steps_of_one_loop_turn_share_a_transaction(tmp_path: Path) -> None:
+    with open_store(tmp_path / "state.db") as store:
+        task, sessions = new_task(store)
+        commits = count_commits(store)
+        stored: list[str] = []
+        group = commit_group(store)
+
+        def note(name: str) -> Callable[[CheckpointRecord | None], None]:
+            return lambda checkpoint: stored.append(name)
+
+        writes = [group.commit(step(task, s, 0), note(s.agent_name)) for s in sessions]
+        await asyncio.gather(*writes)
+        assert sorted(stored) == ["s0", "s1", "s2"]
+        # the first went at once, the two that came in the same turn waited for one more
+        assert len(commits) == 2
+        assert len(store.checkpoints(task.id)) == 3
+        for session in sessions:
+            assert len(store.messages(session.session_id)) == 1
+
+
+async def test_a_cancelled_writers_step_is_left_out_and_a_refused_one_fails_alone(
+    tmp_path: Path,
+) -> None:
+    with open_store(tmp_path / "state.db") as store:
+        task, (first, cancelled, refused) = new_task(store)
+        group = commit_group(store)
+        stored: list[str] = []
+
+        def note(name: str) -> Callable[[CheckpointRecord | None], None]:
+            return lambda checkpoint: stored.append(name)
+
+        # four steps in one turn: the first commits at once, the others wait for a group
+        going = asyncio.ensure_future(group.commit(step(task, first, 0), note("first")))
+        dropped = asyncio.ensure_future(group.commit(step(task, cancelled, 0), note("dropped")))
+        gap = asyncio.ensure_future(group.commit(step(task, refused, 5), note("gap")))
+        later = asyncio.ensure_future(group.commit(step(task, first, 1), note("later")))
+        await asyncio.sleep(0)
+        assert stored == ["first"]
+        dropped.cancel()  # before the group's transaction begins
+        await going
+        with pytest.raises(StoreError, match="gap"):
+            await gap
+        await later
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+        assert stored == ["first", "later"]
+        assert store.messages(cancelled.session_id) == []
+        assert store.messages(refused.session_id) == []
+        assert [m["content"] for m in store.messages(first.session_id)] == [
+            "message 0 of s0",
+            "message 1 of s0",
+        ]
+
+
+async def test_parallel_subagents_commit_in_groups_and_resume_finds_every_step(
+    tmp_path: Path,
+) -> None:
+    count = 12
+    arrived = 0
+    recorded: list[str] = []
+
+    @tool
+    async def record(text: str) -> str:
+        """Record a text (a side effect: its calls are in the ledger)."""
+        recorded.append(text)  # no thread, no I/O: every worker's call ends in the same turn
+        return "recorded"
+
+    all_here = asyncio.Event()
+
+    async def worker(request: ModelRequest) -> ModelResponse:
+        # every worker's first answer waits until all have asked: they return in one turn
+        nonlocal arrived
+        if not any(isinstance(m, AssistantMessage) for m in request.messages):
+            arrived += 1
+            if arrived == count:
+                all_here.set()
+            await all_here.wait()
+            return tool_call_response("record", {"text": "x"})
+        return text_response("done")
+
+    def main(request: ModelRequest) -> ModelResponse:
+        if not any(isinstance(m, ToolResultMessage) for m in request.messages):
+            calls = [
+                (
+                    "Task",
+                    {"description": f"job {i}", "prompt": f"do {i}", "subagent_type": "worker"},
+                )
+                for i in range(count)
+            ]
+            return ModelResponse(tool_calls=tuple(_calls(calls)), stop_reason="tool_use")
+        return text_response("all done")
+
+    with open_store(tmp_path / "state.db") as store:
+        runtime = Runtime(
+            cwd=tmp_path,
+            agents=[
+                AgentDefinition(
+                    name="worker", description="Works.", system_prompt="W.", tools=["record"]
+                )
+            ],
+            tools=[record],
+            model=FunctionModel(main, name="scripted:main"),
+            agent_models={"worker": FunctionModel(worker, name="scripted:worker")},
+            store=store,
+            permission_mode="bypassPermissions",
+        )
+        commits = count_commits(store)
+        result = await runtime.run("go")
+        assert result.status == "completed", result.error
+        assert result.task_id is not None
+        checkpoints = store.checkpoints(result.task_id)
+        assert len(commits) < len(checkpoints) / 2  # grouped, not one commit per step
+        workers = [s for s in store.sessions(result.task_id) if s.agent_name == "worker"]
+        assert len(workers) == count and all(s.status == "completed" for s in workers)
+        for session in workers:
+            roles = [m["role"] for m in store.messages(session.session_id)]
+            assert roles == ["user", "assistant", "tool", "assistant"]
+        assert len(recorded) == count
+        entries = store.ledger(result.task_id)
+        assert len(entries) == count and {e.status for e in entries} == {"completed"}
+
+
+def _calls(calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
+    return [ToolCall(f"call_{i}", name, dict(args)) for i, (name, args) in enumerate(calls)]
