@@ -116,6 +116,10 @@ def ls_paths_shown(view: BlockView) -> list[str]:
     return [f"d{i:02d}" for i in range(LS_CALLS) if f'"d{i:02d}"' in view.text.plain]
 
 
+def is_expanded(view: BlockView) -> bool:
+    return view.block.expanded
+
+
 async def test_blocks_expand_collapse_and_the_final_answer_waits_for_q(tmp_path: Path) -> None:
     app = RunApp(scripted_runtime(tmp_path), "Survey the folders.")
     async with app.run_test(size=SIZE) as pilot:
@@ -165,10 +169,10 @@ async def test_blocks_expand_collapse_and_the_final_answer_waits_for_q(tmp_path:
 
         await pilot.click(lister)  # a click selects and expands the block
         await pilot.pause()
-        assert app.selected_block() is lister.block and lister.block.expanded
+        assert app.selected_block() is lister.block and is_expanded(lister)
         await pilot.click(lister)
         await pilot.pause()
-        assert not lister.block.expanded
+        assert not is_expanded(lister)
 
         await pilot.press("k", "k", "k")
         assert app.selected_block() is app.blocks.main
