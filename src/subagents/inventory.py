@@ -31,7 +31,6 @@ the inventory, with status ``disabled``, so that ``subagents agents list`` can s
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -391,6 +390,8 @@ class Inventory:
                 location=record.source,
                 available=available,
             )
+        import difflib  # only for a name that is not found
+
         closest = difflib.get_close_matches(normalise_name(name), available, n=3, cutoff=0.6)
         raise AgentNotFoundError(name, available=available, closest=closest)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from subagents._preview import shorten
+from subagents.cli import plain
 from subagents.cli.common import make_console, user_errors
 from subagents.tools.specs import delegation_limit
 
@@ -119,8 +120,8 @@ def _fallback_json(record: AgentRecord) -> dict[str, Any] | None:
     }
 
 
-def _print_model_notes(console: Any, records: list[AgentRecord]) -> None:
-    """One line per distinct model that cannot run here as declared, with what to do."""
+def _model_notes(records: list[AgentRecord]) -> list[str]:
+    """One note per distinct model that cannot run here as declared, with what to do."""
     notes: dict[str, list[str]] = {}
     for record in records:
         choice = record.model_choice
@@ -129,11 +130,11 @@ def _print_model_notes(console: Any, records: list[AgentRecord]) -> None:
         if choice.fallback is not None or choice.error is not None:
             requested = shorten(choice.requested or "", _SHOWN_MODEL_CHARS)
             notes.setdefault(f"{requested} → {choice.describe()}", []).append(record.name)
-    from rich.markup import escape
-
-    for note, names in notes.items():
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        console.print(f"[yellow]model[/]: {escape(note)} ({escape(shown)})", highlight=False)
+    return [
+        f"{note} ({', '.join(names[:5])}"
+        + (f" and {len(names) - 5} more)" if len(names) > 5 else ")")
+        for note, names in notes.items()
+    ]
 
 
 def _overrides_summary(record: AgentRecord) -> str:
@@ -250,42 +251,67 @@ def list_agents(
         )
         return
 
-    from rich import box
-    from rich.table import Table
+    colour = plain.use_colour()
+    typer.echo("\n".join(_list_lines(inventory, records, base, colour)), color=colour)
 
-    console = make_console()
-    console.print(f"Agents: {len(inventory.active())} active of {len(records)}", highlight=False)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("Name", "Scope", "Model", "Tools", "Status", "Overrides", "Source"):
-        fixed = column in ("Name", "Scope", "Status")
-        table.add_column(column, no_wrap=fixed, overflow="fold")
-    styles = {"active": "green", "invalid": "red", "disabled": "yellow"}
-    for record in records:
-        table.add_row(
+
+_STATUS_COLOURS = {"active": "green", "invalid": "red", "disabled": "yellow"}
+_LIST_COLUMNS = (
+    plain.Column("Name", flexible=False),
+    plain.Column("Scope", flexible=False),
+    plain.Column("Model"),
+    plain.Column("Tools"),
+    plain.Column("Status", flexible=False, colours=_STATUS_COLOURS),
+    plain.Column("Overrides", optional=True),
+    plain.Column("Source", keep="end"),
+)
+
+
+def _list_lines(
+    inventory: Inventory, records: list[AgentRecord], base: Path, colour: bool
+) -> list[str]:
+    """`agents list` as plain text: a table, one line per agent, then the notes."""
+    width = plain.output_width()
+    rows = [
+        (
             record.name,
             record.scope,
             _model_summary(record),
             _tools_summary(record),
-            f"[{styles[record.status]}]{record.status}[/]",
+            record.status,
             _overrides_summary(record),
             _source(record.definition, base),
         )
-    console.print(table)
-    _print_model_notes(console, records)
+        for record in records
+    ]
+    lines = [f"Agents: {len(inventory.active())} active of {len(records)}"]
+    lines.extend(plain.table_lines(_LIST_COLUMNS, rows, width, colour=colour))
+    notes = [("model", "yellow", note) for note in _model_notes(records)]
     for conflict in inventory.conflicts:
         losers = ", ".join(_display_path(d.source_path, base) for d in conflict.losers)
-        console.print(
-            f"[yellow]conflict[/]: {conflict.name!r} ({conflict.scope}) defined more than once;"
-            f" using {_display_path(conflict.winner.source_path, base)}, ignoring {losers}",
-            highlight=False,
-        )
-    for record in records:
-        if record.status == "invalid":
-            console.print(
-                f"[red]invalid[/]: {record.name}: {record.detail}"
-                " (run 'subagents agents validate' for details)",
-                highlight=False,
+        notes.append(
+            (
+                "conflict",
+                "yellow",
+                f"{conflict.name!r} ({conflict.scope}) defined more than once; using "
+                f"{_display_path(conflict.winner.source_path, base)}, ignoring {losers}",
             )
+        )
+    notes.extend(
+        ("invalid", "red", f"{r.name}: {r.detail} (run 'subagents agents validate' for details)")
+        for r in records
+        if r.status == "invalid"
+    )
+    for label, style, text in notes:
+        lines.extend(_labelled(label, style, text, width, colour))
+    return lines
+
+
+def _labelled(label: str, style: str, text: str, width: int, colour: bool) -> list[str]:
+    """``label: text`` wrapped to ``width``, the label in ``style``."""
+    lines = plain.wrap(f"{label}: {text}", width)
+    lines[0] = plain.paint(label, style, colour) + lines[0][len(label) :]
+    return lines
 
 
 @agents_app.command("show")

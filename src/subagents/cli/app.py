@@ -1,38 +1,43 @@
 """The `subagents` command: a thin Typer app that wires the command groups together.
 
 Each command module imports its heavy dependencies inside the command function so that
-``subagents --help`` stays fast.
+``subagents --help`` stays fast. :func:`main` goes further: when the command line names a
+command, only that command's module is imported and only its Click command is built
+(``subagents agents list`` never loads the run, chat or MCP modules); the help and an unknown
+name get the whole app. ``app`` (the whole app, for tests and embedding) is built on first use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
 import typer
 
-from subagents.cli.agents import agents_app
-from subagents.cli.chat import chat_command
-from subagents.cli.mcp import mcp_app
-from subagents.cli.models import models_app
-from subagents.cli.permissions import permissions_app
-from subagents.cli.resume import resume_command
-from subagents.cli.run import run_command
-from subagents.cli.skills import skills_app
-from subagents.cli.suggest import suggest_command
-from subagents.cli.tasks import cleanup_command, export_command, import_command, tasks_app
-from subagents.cli.trace import trace_command
-from subagents.cli.workflow import workflow_app
-from subagents.cli.workflow_run import workflow_run_command
+__all__ = ["COMMANDS", "app", "build_app", "main"]
 
-__all__ = ["app", "main"]
+app: typer.Typer  # the whole app, built by __getattr__ on first use
 
-app = typer.Typer(
-    name="subagents",
-    help="Claude-Code-style subagents for any LLM.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain Click help: Rich-rendered help imports rich.markdown & co. and costs ~200 ms.
-    rich_markup_mode=None,
-)
+# name -> (module, attribute): a typer.Typer is a group, anything else a command. The help
+# lists commands, then groups, each in this order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "agents": ("subagents.cli.agents", "agents_app"),
+    "run": ("subagents.cli.run", "run_command"),
+    "chat": ("subagents.cli.chat", "chat_command"),
+    "resume": ("subagents.cli.resume", "resume_command"),
+    "trace": ("subagents.cli.trace", "trace_command"),
+    "tasks": ("subagents.cli.tasks", "tasks_app"),
+    "mcp": ("subagents.cli.mcp", "mcp_app"),
+    "skills": ("subagents.cli.skills", "skills_app"),
+    "suggest": ("subagents.cli.suggest", "suggest_command"),
+    "cleanup": ("subagents.cli.tasks", "cleanup_command"),
+    "export": ("subagents.cli.tasks", "export_command"),
+    "import": ("subagents.cli.tasks", "import_command"),
+    "permissions": ("subagents.cli.permissions", "permissions_app"),
+    "models": ("subagents.cli.models", "models_app"),
+    "workflow": ("subagents.cli.workflow", "workflow_app"),
+}
 
 
 def _print_version(value: bool) -> None:
@@ -43,7 +48,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _options(
     version: bool = typer.Option(
         False,
@@ -56,22 +60,39 @@ def _options(
     """Claude-Code-style subagents for any LLM."""
 
 
-app.add_typer(agents_app, name="agents")
-app.command("run")(run_command)
-app.command("chat")(chat_command)
-app.command("resume")(resume_command)
-app.command("trace")(trace_command)
-app.add_typer(tasks_app, name="tasks")
-app.add_typer(mcp_app, name="mcp")
-app.add_typer(skills_app, name="skills")
-app.command("suggest")(suggest_command)
-app.command("cleanup")(cleanup_command)
-app.command("export")(export_command)
-app.command("import")(import_command)
-app.add_typer(permissions_app, name="permissions")
-app.add_typer(models_app, name="models")
-workflow_app.command("run")(workflow_run_command)
-app.add_typer(workflow_app, name="workflow")
+def _load(name: str) -> typer.Typer | Callable[..., Any]:
+    module, attribute = COMMANDS[name]
+    found: typer.Typer | Callable[..., Any] = getattr(import_module(module), attribute)
+    return found
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `subagents` app with every command, or with only the command ``only``."""
+    built = typer.Typer(
+        name="subagents",
+        help="Claude-Code-style subagents for any LLM.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        # Plain Click help: Rich-rendered help imports rich.markdown & co. and costs ~200 ms.
+        rich_markup_mode=None,
+    )
+    built.callback()(_options)
+    for name in COMMANDS if only is None else (only,):
+        target = _load(name)
+        if isinstance(target, typer.Typer):
+            built.add_typer(target, name=name)
+        else:
+            built.command(name)(target)
+    return built
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    whole = build_app()
+    globals()["app"] = whole
+    return whole
 
 
 def main() -> None:
@@ -80,4 +101,5 @@ def main() -> None:
     # bare `subagents` in a terminal opens the chat; anywhere else it prints the help, as before
     if len(sys.argv) == 1 and sys.stdin.isatty() and sys.stdout.isatty():
         sys.argv.append("chat")
-    app()
+    named = sys.argv[1] if len(sys.argv) > 1 else None
+    build_app(named if named in COMMANDS else None)()

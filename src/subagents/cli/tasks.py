@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from subagents.cli import plain
 from subagents.cli.common import (
     CwdOption,
     JsonOption,
@@ -126,44 +127,53 @@ def list_command(
             with _opened(path) as opened:
                 scan = opened.scan_tasks(status=status, limit=limit)
             tasks, unreadable = scan.tasks, scan.unreadable
+    redactor: Redactor | None = None
     if tasks:
         from subagents.secrets import workspace_redactor
 
-        tasks = _redacted(tasks, workspace_redactor(cwd))
+        redactor = workspace_redactor(cwd)
     if as_json:
-        _print_json([task.model_dump(mode="json") for task in tasks])
-    else:
-        _print_task_table(path, tasks, status, unreadable)
+        shown = _redacted(tasks, redactor) if redactor is not None else []
+        _print_json([task.model_dump(mode="json") for task in shown])
+    elif redactor is not None:
+        _print_task_table(path, tasks, redactor)
+    elif not unreadable:
+        _print_no_tasks(path, status)
     _report_unreadable(path, unreadable, "not listed")
 
 
-def _print_task_table(
-    path: Path, tasks: list[TaskRecord], status: str | None, unreadable: list[UnreadableTask]
-) -> None:
-    console = make_console()
-    if not tasks:
-        if not unreadable:
-            where = str(path) if path.exists() else f"{path} (no store yet)"
-            which = f" with status {status}" if status else ""
-            console.print(f"No tasks{which} in {where}.", highlight=False)
-        return
+_TASK_COLUMNS = (
+    plain.Column("ID", flexible=False),
+    plain.Column("Status", flexible=False, colours=_STATUS_STYLES),
+    plain.Column("Agent"),
+    plain.Column("Created", flexible=False),
+    plain.Column("Description"),
+)
 
-    from rich import box
-    from rich.table import Table
 
-    console.print(f"Tasks in {path} (newest first):", highlight=False)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("ID", "Status", "Agent", "Created", "Description"):
-        table.add_column(column, no_wrap=column != "Description", overflow="fold")
-    for task in tasks:
-        table.add_row(
+def _print_task_table(path: Path, tasks: list[TaskRecord], redactor: Redactor) -> None:
+    """The tasks as plain text, one line each (see :mod:`subagents.cli.plain`); only the
+    values shown pass through ``redactor`` (the table shows no more of a task)."""
+    rows = [
+        (
             task.id[:8],
-            _styled(task.status),
-            _agent_of(task),
+            task.status,
+            redactor.text(_agent_of(task)),
             _when(task.created_at),
-            _short(task.description or task.prompt),
+            _short(redactor.text(task.description or task.prompt)),
         )
-    console.print(table)
+        for task in tasks
+    ]
+    width, colour = plain.output_width(), plain.use_colour()
+    lines = plain.wrap(f"Tasks in {path} (newest first):", width)
+    lines.extend(plain.table_lines(_TASK_COLUMNS, rows, width, colour=colour))
+    typer.echo("\n".join(lines), color=colour)
+
+
+def _print_no_tasks(path: Path, status: str | None) -> None:
+    where = str(path) if path.exists() else f"{path} (no store yet)"
+    which = f" with status {status}" if status else ""
+    typer.echo("\n".join(plain.wrap(f"No tasks{which} in {where}.", plain.output_width())))
 
 
 def _report_unreadable(path: Path, unreadable: list[UnreadableTask], outcome: str) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from subagents.cli.common import CwdOption, user_errors
+from subagents.cli.workflow_run import workflow_run_command
 
 if TYPE_CHECKING:
     from subagents.workflows.graph import Workflow
@@ -282,3 +283,6 @@ def show_workflow(
         typer.echo(f"{_count(result.errors, 'error')}, {_count(result.warnings, 'warning')}:")
         for problem in result.problems:
             _echo_wrapped(f"  {problem}", indent="      ")
+
+
+workflow_app.command("run")(workflow_run_command)  # last: the help lists it after the others
