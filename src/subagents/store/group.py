@@ -1,12 +1,12 @@
 """Group commit: the steps concurrent sessions write in one turn of the event loop share one
 transaction.
 
-A SQLite commit costs the same for one step as for a hundred (its price is the write-ahead
-log's frames and locks, not the rows), and a run's sessions write from one event loop. When
-100 subagents' model calls return together, their 100 checkpoints used to be 100 commits in a
-row on the loop. Through :class:`CommitGroup` the first step of a loop turn commits at once,
-as before, and the steps that arrive after it in the same turn wait for one transaction that
-writes them all, run as soon as the turn's callbacks are done.
+A SQLite commit costs about the same for one step as for a hundred (its price is the
+write-ahead log's frames and locks, not the rows), and a run's sessions write from one event
+loop. When 100 subagents' model calls return together, their 100 checkpoints used to be 100
+commits in a row on the loop. Through :class:`CommitGroup` a step commits at once when nothing
+else is ready to run on the loop (a lone session pays nothing); otherwise it waits for the
+callbacks already due in this turn, whose steps join it in one transaction.
 
 Durability is unchanged: a session goes on only once its own step is committed. A step whose
 writer was cancelled before the transaction began is left out (its session writes it with its
@@ -54,12 +54,11 @@ class _Pending:
 class CommitGroup:
     """Commits the steps of one store, grouping those of one loop turn."""
 
-    __slots__ = ("__weakref__", "_busy", "_loop", "_pending", "store")
+    __slots__ = ("__weakref__", "_loop", "_pending", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._busy = False  # a step was committed in this turn of the loop
         self._pending: list[_Pending] = []
 
     async def commit(self, write: StepWrite, committed: Committed) -> None:
@@ -68,10 +67,8 @@ class CommitGroup:
         cancelled meanwhile), so the writer's bookkeeping never misses a step it wrote."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a store used by another loop (a new asyncio.run)
-            self._loop, self._busy, self._pending = loop, False, []
-        if not self._busy:
-            self._busy = True
-            loop.call_soon(self._turn_over)
+            self._loop, self._pending = loop, []
+        if not self._pending and not _others_ready(loop):
             committed(self.store.commit(write))
             return
         future: asyncio.Future[None] = loop.create_future()
@@ -80,17 +77,12 @@ class CommitGroup:
         self._pending.append(_Pending(write, committed, future))
         await future
 
-    def _turn_over(self) -> None:
-        self._busy = False
-
     def _flush(self) -> None:
         batch = [pending for pending in self._pending if not pending.future.cancelled()]
         self._pending = []
-        if not batch:
+        if len(batch) == 1:
+            self._settle(batch[0], self._one(batch[0]))
             return
-        self._busy = True
-        assert self._loop is not None
-        self._loop.call_soon(self._turn_over)
         outcomes: list[CheckpointRecord | BaseException | None] = []
         try:
             with self.store.transaction() as tx:
@@ -102,10 +94,27 @@ class CommitGroup:
         except Exception as error:  # the transaction failed: all hear
             outcomes = [error] * len(batch)
         for pending, outcome in zip(batch, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                if not pending.future.done():
-                    pending.future.set_exception(outcome)
-                continue
-            pending.committed(outcome)
+            self._settle(pending, outcome)
+
+    def _one(self, pending: _Pending) -> CheckpointRecord | BaseException | None:
+        try:
+            return self.store.commit(pending.write)
+        except Exception as error:
+            return error
+
+    @staticmethod
+    def _settle(pending: _Pending, outcome: CheckpointRecord | BaseException | None) -> None:
+        if isinstance(outcome, BaseException):
             if not pending.future.done():
-                pending.future.set_result(None)
+                pending.future.set_exception(outcome)
+            return
+        pending.committed(outcome)
+        if not pending.future.done():
+            pending.future.set_result(None)
+
+
+def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether other callbacks are due in this turn of ``loop`` (asyncio's own loops keep them
+    in ``_ready``; another loop is taken to have none, and its steps commit one by one)."""
+    ready = getattr(loop, "_ready", None)
+    return bool(ready)
