@@ -128,6 +128,9 @@ def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     assert "subagents.runtime.runtime" in modules and "openai" in modules  # it did run
     assert loaded(modules, *NEVER) == []
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.tasks") == []
+    # the search tools' engines load when a tool first searches, not at every start
+    assert "subagents.tools.builtin.grep" in modules
+    assert loaded(modules, "regex", "pathspec") == []
 
 
 def test_the_help_still_lists_every_command(tmp_path: Path) -> None:

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-
-import regex
+from typing import TYPE_CHECKING
 
 from subagents.errors import ToolError
 from subagents.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -152,6 +154,8 @@ def glob_regex(pattern: str) -> regex.Pattern[str]:
     no folder at all), ``[abc]`` is a class and ``{a,b}`` an alternation, as in the shells and
     ripgrep globs models are used to.
     """
+    import regex  # when a tool first searches: it costs ~10 ms at every start otherwise
+
     try:
         return regex.compile(_translate(pattern) + r"\Z", regex.DOTALL | regex.V0)
     except regex.error as exc:

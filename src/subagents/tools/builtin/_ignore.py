@@ -36,8 +36,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from subagents.tools.builtin._files import VCS_DIRS
 from subagents.tools.workspace import Workspace
 
@@ -294,6 +292,8 @@ class SearchFilter:
         return (git_own or real.is_relative_to(self._walk_top())) and real.is_file()
 
     def _compile(self, lines: list[str], shown: str) -> tuple[_Pattern, ...]:
+        import pathspec  # at the first ignore file read, not at every start (~20 ms)
+
         try:
             spec = pathspec.GitIgnoreSpec.from_lines(lines)
         except Exception:  # one bad pattern spoils the lot: keep the good ones

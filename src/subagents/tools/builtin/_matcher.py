@@ -16,10 +16,12 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-
-import regex
+from typing import TYPE_CHECKING
 
 from subagents.tools.builtin._files import Deadline
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = [
     "MAX_PATTERN_EXPANSION",
@@ -72,6 +74,8 @@ class LineMatcher:
     def compile(cls, pattern: str, flags: int, deadline: Deadline) -> LineMatcher:
         """Raises ``regex.error`` (and ``OverflowError``...) for a bad pattern, and
         :class:`PatternTooLargeError` for one whose repeats would take too much memory."""
+        import regex  # at the first search, not at every start
+
         size = expansion(pattern)
         if size > MAX_PATTERN_EXPANSION:
             raise PatternTooLargeError(size)
