@@ -145,6 +145,9 @@ class Delegation:
     run_policy: PermissionPolicy | None = None  # the run's own, before any agent narrows it
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tools: tuple[Tool, ...] | None = None
+    # whether any subagent of the run went to the background: until one does, the questions
+    # about background work are answered without walking every handle (a run may have 500)
+    _any_background: bool = False
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -274,6 +277,7 @@ class Delegation:
         child_prompt = None if rebound is not None else prompt
         if run_in_background:
             handle.background = True
+            self._any_background = True
             handle.session.background = True
             handle.delivered = False
             handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
@@ -666,6 +670,8 @@ class Delegation:
         Returns True when one finished (its notification is then queued), False when there is
         nothing left to wait for, so that no background work is dropped when a parent answers.
         """
+        if not self._any_background:
+            return False
         waiting = [
             h.task
             for h in self.handles.values()
@@ -682,7 +688,7 @@ class Delegation:
     def has_background(self, session_id: str) -> bool:
         """Whether session ``session_id`` has a background subagent that is running or whose
         result it has not seen: only then are TaskOutput and TaskCancel offered to it."""
-        return any(
+        return self._any_background and any(
             handle.parent.agent_id == session_id
             and handle.background
             and (not handle.delivered or handle.running)
@@ -770,6 +776,7 @@ class Delegation:
             handle.rebound = True
             handle.delivered = _was_delivered(parent, record.session_id)
             self.handles[record.session_id] = handle
+            self._any_background = True
             if record.status in ("completed", "error", "cancelled"):
                 handle.result = _spawn_from_record(handle, record)
                 if not handle.delivered:
@@ -806,6 +813,8 @@ class Delegation:
         )
 
     def background_handles(self) -> list[SubagentHandle]:
+        if not self._any_background:
+            return []
         return [h for h in self.handles.values() if h.background]
 
     async def close(self) -> None:
