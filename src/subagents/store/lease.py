@@ -8,14 +8,17 @@ expires another owner may claim the task (at once when the dead process ran on t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from subagents.errors import StoreError, TaskLeasedError
 from subagents.store.base import DEFAULT_LEASE_TTL, Store, TaskLease, TaskOwner
 from subagents.store.records import utc_now
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["LeaseKeeper", "aware", "lease_lost", "lease_refusal"]
 
@@ -81,6 +84,8 @@ class LeaseKeeper:
         self._every = every if every is not None else ttl.total_seconds() / 4
         self._clock = clock
         self._on_lost = on_lost
+        import asyncio  # here, not at the top: `subagents tasks list` and the like never renew
+
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.lost: TaskLeasedError | None = None
@@ -88,6 +93,8 @@ class LeaseKeeper:
 
     def start(self) -> None:
         """Start renewing (on the running event loop)."""
+        import asyncio
+
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._keep())
 
@@ -110,6 +117,8 @@ class LeaseKeeper:
         return lease
 
     async def _keep(self) -> None:
+        import asyncio
+
         while not self._stopping.is_set():
             try:
                 await asyncio.wait_for(self._stopping.wait(), self._every)
