@@ -100,6 +100,7 @@ _SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 
 
+@functools.lru_cache(maxsize=4096)  # the environment's names, asked about at every run
 def looks_like_secret_name(name: str) -> bool:
     """Whether a variable or header named ``name`` holds a secret: its last word says so
     (``GITHUB_TOKEN``, ``DB_PASSWORD``, ``apiKey``, ``X-Api-Key``, ``MY_LLM_CRED``)."""
