@@ -108,8 +108,9 @@ class Run:
             if task_id is not None:
                 recorder.task.id = task_id
             session.recorder = recorder
-            recorder.start_task()
-            store.claim_task(recorder.task_id, runtime.owner)
+            with store.transaction():  # the task and its lease land together: one commit
+                recorder.start_task()
+                store.claim_task(recorder.task_id, runtime.owner)
         work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
         return await self._drive(session, with_stop_hooks(session, work))
 
@@ -237,14 +238,15 @@ class Run:
                 if recorder is not None:
                     if keeper is not None:
                         await keeper.stop()
-                    # the outcome is written first, then the task given up, so that a
-                    # resumer never finds it free but still marked running
-                    if result is not None:
-                        result.task_id = recorder.task_id
-                        recorder.finish_task(result)
-                    elif stopped is not None:
-                        recorder.finish_task(stopped)
-                    recorder.store.release_task(recorder.task_id, self.runtime.owner)
+                    # the outcome and the release land together, so that a resumer never
+                    # finds the task free but still marked running
+                    with recorder.store.transaction():
+                        if result is not None:
+                            result.task_id = recorder.task_id
+                            recorder.finish_task(result)
+                        elif stopped is not None:
+                            recorder.finish_task(stopped)
+                        recorder.store.release_task(recorder.task_id, self.runtime.owner)
         self.result = result
         return result
 
