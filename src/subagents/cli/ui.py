@@ -142,7 +142,12 @@ def _header(tree: BlockTree, block: AgentBlock, selected: bool, width: int) -> T
 
 def _one_line(text: str) -> str:
     """``text`` with line breaks and control characters (a model wrote it) as spaces."""
-    return "".join(" " if unicodedata.category(char)[0] == "C" else char for char in text)
+    return "".join(" " if _breaks_the_line(char) else char for char in text)
+
+
+def _breaks_the_line(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 def _append_todos(text: Text, block: AgentBlock, width: int) -> None:
