@@ -8,8 +8,9 @@ This module is the wire format; the client, the key, the retries and the SDK's e
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from subagents.models.base import (
     ToolSpec,
 )
 from subagents.models.retry import Failure, MalformedResponseError
-from subagents.models.sdk import SDKModel, SDKOptions
+from subagents.models.sdk import HistoryCache, SDKModel, SDKOptions
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic  # noqa: F401 - the client type in SDKModel[...]
@@ -60,6 +61,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_PATH = "/v1/messages"
 
 
 def _blocks(message: Message, reasoning: bool = True) -> list[dict[str, Any]]:
@@ -99,20 +101,27 @@ def to_anthropic_messages(
     Assistant turns with neither text nor tool calls are left out (the API refuses them).
     ``reasoning=False`` leaves out the thinking blocks (for a request without thinking).
     """
+    return _merged(system, messages, [_blocks(message, reasoning) for message in messages])
+
+
+def _merged(
+    system: str, messages: Sequence[Message], blocks_of: Sequence[list[dict[str, Any]]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """:func:`to_anthropic_messages` of ``messages``, whose blocks are ``blocks_of`` (shared
+    with other requests: they are copied, never changed)."""
     system_parts = [system] if system else []
     converted: list[dict[str, Any]] = []
-    for message in messages:
+    for message, blocks in zip(messages, blocks_of, strict=True):
         if isinstance(message, SystemMessage):
             system_parts.append(message.content)
             continue
         role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        blocks = _blocks(message, reasoning)
         if not blocks:
             continue
         if converted and converted[-1]["role"] == role:
             converted[-1]["content"].extend(blocks)
         else:
-            converted.append({"role": role, "content": blocks})
+            converted.append({"role": role, "content": list(blocks)})
     return "\n\n".join(system_parts), converted
 
 
@@ -140,12 +149,13 @@ def _usage(usage: Any) -> Usage:
 
 
 def _response_from_message(message: Any, model_name: str) -> ModelResponse:
-    if not hasattr(message, "content"):
+    """The response of a whole answer: ``message`` is its decoded JSON (or its text)."""
+    if not isinstance(message, Mapping):
         raise MalformedResponseError(f"a body that is not a message: {message!r:.200}")
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, Any]] = []
-    for block in wire.items(message.content):
+    for block in wire.items(message.get("content")):
         kind = wire.field(block, "type")
         if kind == "text":
             texts.append(wire.text(wire.field(block, "text")))
@@ -356,20 +366,24 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
     ) -> None:
         super().__init__(model_name, provider="anthropic", base_url=base_url, **options)
         self.max_tokens = max_tokens
+        self._history = {
+            reasoning: HistoryCache(functools.partial(_blocks, reasoning=reasoning))
+            for reasoning in (True, False)
+        }
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         settings = request.settings
         budget = THINKING_BUDGETS.get(settings.effort or "")
         if budget is not None and _loop_without_thinking(request.messages):
             budget = None  # one thinking setting per tool-use loop, as the API requires
-        system, messages = to_anthropic_messages(
-            request.system, request.messages, reasoning=budget is not None
+        history = request.messages
+        system, messages = _merged(
+            request.system, history, self._history[budget is not None](history)
         )
         params: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
             "max_tokens": settings.max_tokens or self.max_tokens,
-            "timeout": self._timeout(settings.timeout_seconds),
         }
         if system:
             params["system"] = system
@@ -381,22 +395,27 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
         elif settings.temperature is not None:
             # Newer SDKs dropped the sampling arguments from create(); the field still goes
             # in the body for the models and servers that accept it.
-            params["extra_body"] = {"temperature": settings.temperature}
+            params["temperature"] = settings.temperature
         return params
 
+    def _options(self, request: ModelRequest) -> dict[str, Any]:
+        # always a timeout, as create() was given: the SDK reports it to the API in a header
+        return {"timeout": self._timeout(request.settings.timeout_seconds)}
+
     async def request(self, request: ModelRequest) -> ModelResponse:
-        params = self._params(request)
+        params, options = self._params(request), self._options(request)
 
         async def attempt() -> ModelResponse:
-            message = await self._client().messages.create(**params)
+            message = await self._post(_PATH, params, options)
             return _response_from_message(message, self.name)
 
         return await self._request(attempt)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        params = self._params(request)
+        params, options = self._params(request), self._options(request)
+        params["stream"] = True
         return self._stream(
-            lambda: self._client().messages.create(**params, stream=True), _EventAssembler
+            lambda: self._post(_PATH, params, options, stream=True), _EventAssembler
         )
 
     def _status_failure(self, exc: Any, message: str) -> Failure:

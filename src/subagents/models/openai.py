@@ -7,7 +7,7 @@ retries and the SDK's errors are :mod:`subagents.models.sdk`'s.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ from subagents.models.base import (
     ToolSpec,
 )
 from subagents.models.retry import Failure, MalformedResponseError, error_message_from_body
-from subagents.models.sdk import SDKModel, SDKOptions
+from subagents.models.sdk import HistoryCache, SDKModel, SDKOptions
 from subagents.models.settings import ToolCallMode
 from subagents.models.text_tools import read_text_tool_calls, text_mode_request
 from subagents.models.tool_arguments import arguments_text
@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 OLLAMA_DEFAULT_BASE_URL = "http://localhost:11434/v1"
+_PATH = "/chat/completions"
 # ``effort`` -> ``reasoning_effort`` (the API has no level above ``high``)
 REASONING_EFFORTS: dict[str, str] = {
     "low": "low",
@@ -67,36 +68,36 @@ _FINISH_REASONS: dict[str, StopReason] = {
 
 def to_openai_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Our history in Chat Completions form: system first, tool results as ``role=tool``."""
-    converted: list[dict[str, Any]] = []
-    if system:
-        converted.append({"role": "system", "content": system})
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            if message.tool_calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": arguments_text(call)},
-                    }
-                    for call in message.tool_calls
-                ]
-            elif entry["content"] is None:
-                entry["content"] = ""
-            converted.append(entry)
-        elif isinstance(message, ToolResultMessage):
-            content = message.content
-            if message.is_error and not content.lower().startswith("error"):
-                content = f"Error: {content}"
-            converted.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
-            )
-        elif isinstance(message, SystemMessage):
-            converted.append({"role": "system", "content": message.content})
-        else:
-            converted.append({"role": "user", "content": message.content})
-    return converted
+    return _with_system(system, [_openai_message(message) for message in messages])
+
+
+def _with_system(system: str, converted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system}, *converted] if system else converted
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    if isinstance(message, AssistantMessage):
+        entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+        if message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": arguments_text(call)},
+                }
+                for call in message.tool_calls
+            ]
+        elif entry["content"] is None:
+            entry["content"] = ""
+        return entry
+    if isinstance(message, ToolResultMessage):
+        content = message.content
+        if message.is_error and not content.lower().startswith("error"):
+            content = f"Error: {content}"
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    return {"role": "user", "content": message.content}
 
 
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -178,12 +179,12 @@ class _ChunkAssembler:
 
     def add(self, chunk: Any) -> str:
         """Take one chunk in; return its new text (may be empty)."""
-        if not hasattr(chunk, "choices"):
+        if not isinstance(chunk, Mapping):
             raise MalformedResponseError(f"a stream event that is not a chunk: {chunk!r:.200}")
-        if wire.field(chunk, "usage") is not None:
-            self.usage = chunk.usage
+        if chunk.get("usage") is not None:
+            self.usage = chunk["usage"]
         text = ""
-        for choice in wire.items(chunk.choices):
+        for choice in wire.items(chunk.get("choices")):
             finish_reason = wire.field(choice, "finish_reason")
             if isinstance(finish_reason, str) and finish_reason:
                 self.finish_reason = finish_reason
@@ -241,9 +242,10 @@ class _ChunkAssembler:
 
 
 def _response_from_completion(completion: Any, model_name: str) -> ModelResponse:
-    if not hasattr(completion, "choices"):
+    """The response of a whole answer: ``completion`` is its decoded JSON (or its text)."""
+    if not isinstance(completion, Mapping):
         raise MalformedResponseError(f"a body that is not a chat completion: {completion!r:.200}")
-    choices = wire.items(completion.choices)
+    choices = wire.items(completion.get("choices"))
     if not choices:
         raise ModelError(
             f"{model_name} returned no choices",
@@ -302,21 +304,14 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         super().__init__(model_name, provider=provider, base_url=base_url, **options)
         self._effort_refused = False
         self.tool_calls = tool_calls
+        self._history = HistoryCache(_openai_message)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body, JSON-ready (see :meth:`_options` for its timeout)."""
         if self.tool_calls == "text":
             request = text_mode_request(request)
-        params: dict[str, Any] = {
-            "model": self.model_name,
-            "messages": to_openai_messages(request.system, request.messages),
-        }
+        params: dict[str, Any] = {"model": self.model_name, "messages": self._messages(request)}
         if self.tool_calls == "schema":
-            system = "\n\n".join(
-                part
-                for part in (request.system, schema_turns.turn_instructions(request.tools))
-                if part
-            )
-            params["messages"] = schema_turns.history_messages(system, request.messages)
             params["response_format"] = schema_turns.response_format(request.tools)
         elif request.tools:
             params["tools"] = to_openai_tools(request.tools)
@@ -328,29 +323,41 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             # mostly only know max_tokens.
             key = "max_completion_tokens" if self.base_url is None else "max_tokens"
             params[key] = settings.max_tokens
-        if settings.timeout_seconds is not None:
-            params["timeout"] = self._timeout(settings.timeout_seconds)
         if settings.effort in REASONING_EFFORTS and not self._effort_refused:
             params["reasoning_effort"] = REASONING_EFFORTS[settings.effort]
         return params
 
-    async def _create(self, params: dict[str, Any], **extra: Any) -> Any:
-        """``chat.completions.create``, once more without ``reasoning_effort`` if the model
-        refuses that parameter."""
+    def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
+        if self.tool_calls == "schema":
+            system = "\n\n".join(
+                part
+                for part in (request.system, schema_turns.turn_instructions(request.tools))
+                if part
+            )
+            return schema_turns.history_messages(system, request.messages)
+        if self.tool_calls == "text":  # a text-mode history is made anew for each request
+            return to_openai_messages(request.system, request.messages)
+        return _with_system(request.system, self._history(request.messages))
+
+    async def _create(
+        self, params: dict[str, Any], options: dict[str, Any], *, stream: bool = False
+    ) -> Any:
+        """``params`` sent to ``/chat/completions`` (see :meth:`SDKModel._post`), once more
+        without ``reasoning_effort`` if the model refuses that parameter."""
         try:
-            return await self._client().chat.completions.create(**params, **extra)
+            return await self._post(_PATH, params, options, stream=stream)
         except Exception as exc:
             if "reasoning_effort" not in params or not _refuses_effort(exc):
                 raise
         self._effort_refused = True
         del params["reasoning_effort"]
-        return await self._client().chat.completions.create(**params, **extra)
+        return await self._post(_PATH, params, options, stream=stream)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        params = self._params(request)
+        params, options = self._params(request), self._options(request)
 
         async def attempt() -> ModelResponse:
-            completion = await self._create(params)
+            completion = await self._create(params, options)
             response = _response_from_completion(completion, self.name)
             if self.tool_calls == "schema":
                 return _read_schema_turn(response)
@@ -363,23 +370,25 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     ) -> ModelResponse:
         """One answer the server is asked to constrain to ``schema`` (``response_format`` of
         type ``json_schema``), returned as the server wrote it (``models check`` uses it)."""
-        params = self._params(request)
+        params, options = self._params(request), self._options(request)
         params["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": name, "strict": True, "schema": schema},
         }
 
         async def attempt() -> ModelResponse:
-            return _response_from_completion(await self._create(params), self.name)
+            return _response_from_completion(await self._create(params, options), self.name)
 
         return await self._request(attempt)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if self.tool_calls == "schema":
             return _whole(lambda: self.request(request))
-        params = self._params(request)
+        params, options = self._params(request), self._options(request)
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
         return self._stream(
-            lambda: self._create(params, stream=True, stream_options={"include_usage": True}),
+            lambda: self._create(params, options, stream=True),
             _ChunkAssembler,
             lambda response: self._read_text_calls(response, request),
         )
