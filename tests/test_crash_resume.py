@@ -20,13 +20,16 @@ EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
 TRIALS = 50
 
 
-def scenario(store: Path, workspace: Path, *args: str) -> subprocess.Popen[str]:
+def scenario(
+    store: Path, workspace: Path, *args: str, shape: str = "nested"
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(SCENARIO), str(store), str(workspace), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=workspace,
+        env={**os.environ, "CRASH_SHAPE": shape},
     )
 
 
@@ -48,9 +51,11 @@ def last_json(text: str) -> dict[str, Any]:
     return value
 
 
-def run_and_kill(store: Path, workspace: Path, delay: float) -> tuple[str, bool]:
+def run_and_kill(
+    store: Path, workspace: Path, delay: float, shape: str = "nested"
+) -> tuple[str, bool]:
     """Start a run, SIGKILL it ``delay`` seconds after its task exists; (task id, killed)."""
-    process = scenario(store, workspace, "run")
+    process = scenario(store, workspace, "run", shape=shape)
     assert process.stdout is not None
     started = json.loads(process.stdout.readline())["started"]
     wait_for_task(store, started)
@@ -62,7 +67,9 @@ def run_and_kill(store: Path, workspace: Path, delay: float) -> tuple[str, bool]
     return started, killed
 
 
-def resume_until_done(store: Path, workspace: Path, task_id: str) -> tuple[dict[str, Any], int]:
+def resume_until_done(
+    store: Path, workspace: Path, task_id: str, shape: str = "nested"
+) -> tuple[dict[str, Any], int]:
     """Resume until completed; answer crash-recovery questions as a careful person would:
     re-run a call whose effect is not in the file, reject one whose effect is."""
     decision: list[str] = []
@@ -71,7 +78,7 @@ def resume_until_done(store: Path, workspace: Path, task_id: str) -> tuple[dict[
     if task.status == "completed":  # killed after the run had finished, while exiting
         return {"status": "completed", "output": task.result}, 0
     for pauses in range(10):
-        process = scenario(store, workspace, "resume", task_id, *decision)
+        process = scenario(store, workspace, "resume", task_id, *decision, shape=shape)
         out, err = process.communicate(timeout=60)
         assert process.returncode == 0, err[-3000:]
         outcome = last_json(out)
@@ -87,11 +94,11 @@ def resume_until_done(store: Path, workspace: Path, task_id: str) -> tuple[dict[
     raise AssertionError("the run did not complete after 10 resumes")
 
 
-def calibrate(tmp_path: Path) -> float:
+def calibrate(tmp_path: Path, shape: str = "nested") -> float:
     """How long a run takes after its task exists, to spread the kills over all of it."""
-    workspace = tmp_path / "calibration"
+    workspace = tmp_path / f"calibration-{shape}"
     workspace.mkdir()
-    process = scenario(workspace / "state.db", workspace, "run")
+    process = scenario(workspace / "state.db", workspace, "run", shape=shape)
     assert process.stdout is not None
     wait_for_task(workspace / "state.db", json.loads(process.stdout.readline())["started"])
     began = time.perf_counter()
@@ -169,3 +176,38 @@ def test_a_task_that_a_live_process_runs_cannot_be_resumed_beside_it(tmp_path: P
 def _lines(workspace: Path) -> list[str]:
     ledger = workspace / "ledger.txt"
     return ledger.read_text().split() if ledger.exists() else []
+
+
+PARALLEL_LINES = ["main-1", *(f"{n}-{i}" for n in ("alpha", "beta", "gamma") for i in (1, 2))]
+PARALLEL_TRIALS = 20
+
+
+def test_parallel_subagents_committed_in_groups_survive_sigkill_exactly_once(
+    tmp_path: Path,
+) -> None:
+    """Three subagents in one turn: their steps share transactions (store/group.py); a kill at
+    any point loses no committed step and repeats no side effect."""
+    duration = calibrate(tmp_path, "parallel")
+    rng = random.Random(20261125)
+    killed_trials = 0
+    for trial in range(PARALLEL_TRIALS):
+        workspace = tmp_path / f"parallel{trial}"
+        workspace.mkdir()
+        store = workspace / "state.db"
+        task_id, killed = run_and_kill(store, workspace, rng.uniform(0.0, duration), "parallel")
+        killed_trials += killed
+        outcome, _ = resume_until_done(store, workspace, task_id, "parallel")
+        context = f"trial {trial} (killed={killed})"
+        assert outcome["status"] == "completed", context
+        lines = (workspace / "ledger.txt").read_text().split()
+        assert sorted(lines) == sorted(PARALLEL_LINES), f"{context}: {lines}"
+        with open_store(store) as db:
+            assert db.integrity_check() == [], context
+            sessions = {s.agent_name: s for s in db.sessions(task_id)}
+            assert set(sessions) == {"main", "alpha", "beta", "gamma"}, context
+            for name in ("alpha", "beta", "gamma"):
+                record = sessions[name]
+                assert record.status == "completed", f"{context}: {name}"
+                # user prompt, 2 tool turns (call + result), final answer: nothing lost
+                assert len(db.messages(record.session_id)) == 6, f"{context}: {name}"
+    assert killed_trials >= PARALLEL_TRIALS * 0.6

@@ -4,8 +4,10 @@
     python crash_run.py STORE WORKSPACE resume TASK [approve|reject]
 
 main -> worker -> nested; every level appends lines to `ledger.txt` through the side-effecting
-`Append` tool and also calls read-only tools. The models are functions of the history, as a real
-model's next step depends only on what it has seen, so a resumed run continues the same plan.
+`Append` tool and also calls read-only tools. With ``CRASH_SHAPE=parallel``, main starts three
+workers in one turn instead, whose steps the store commits in groups (store/group.py). The
+models are functions of the history, as a real model's next step depends only on what it has
+seen, so a resumed run continues the same plan.
 Prints one JSON line with the outcome.
 """
 
@@ -24,7 +26,12 @@ from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
-from subagents.testing import FunctionModel, text_response, tool_call_response
+from subagents.testing import (
+    FunctionModel,
+    text_response,
+    tool_call_response,
+    tool_calls_response,
+)
 from subagents.tools.decorator import tool
 
 PLANS: dict[str, list[tuple[str, dict[str, object]]]] = {
@@ -46,6 +53,27 @@ PLANS: dict[str, list[tuple[str, dict[str, object]]]] = {
 }
 EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
 
+PARALLEL = os.environ.get("CRASH_SHAPE") == "parallel"
+PARALLEL_WORKERS = ("alpha", "beta", "gamma")
+if PARALLEL:
+    PLANS = {
+        "main": [
+            ("Append", {"line": "main-1"}),
+            *(
+                (
+                    "Task",
+                    {"description": f"part {name}", "prompt": "do it", "subagent_type": name},
+                )
+                for name in PARALLEL_WORKERS
+            ),
+            ("Read", {"file_path": "ledger.txt"}),
+        ],
+        **{
+            name: [("Append", {"line": f"{name}-1"}), ("Append", {"line": f"{name}-2"})]
+            for name in PARALLEL_WORKERS
+        },
+    }
+
 
 def planner(who: str) -> FunctionModel:
     async def turn(request: ModelRequest) -> ModelResponse:
@@ -54,6 +82,9 @@ def planner(who: str) -> FunctionModel:
         plan = PLANS[who]
         if done < len(plan):
             name, arguments = plan[done]
+            if name == "Task" and PARALLEL:  # every Task of the plan, in one turn
+                tasks = [step for step in plan[done:] if step[0] == "Task"]
+                return tool_calls_response(tasks)
             return tool_call_response(name, arguments)
         results = [m.content for m in request.messages if isinstance(m, ToolResultMessage)]
         return text_response(f"{who} done after {len(results)} steps")
@@ -72,14 +103,14 @@ def make_runtime(store_path: Path, workspace: Path) -> Runtime:
         return f"appended {line}"
 
     agents = [
-        AgentDefinition(name="worker", description="Works.", system_prompt="You work."),
-        AgentDefinition(name="nested", description="Nests.", system_prompt="You nest."),
+        AgentDefinition(name=name, description="Works.", system_prompt="You work.")
+        for name in ("worker", "nested", *PARALLEL_WORKERS)
     ]
     return Runtime(
         cwd=workspace,
         agents=agents,
         model=planner("main"),
-        agent_models={"worker": planner("worker"), "nested": planner("nested")},
+        agent_models={name: planner(name) for name in PLANS if name != "main"},
         tools=[Append],
         permission_mode="bypassPermissions",
         store=open_store(store_path),
