@@ -55,24 +55,24 @@ EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
 
 PARALLEL = os.environ.get("CRASH_SHAPE") == "parallel"
 PARALLEL_WORKERS = ("alpha", "beta", "gamma")
-if PARALLEL:
-    PLANS = {
-        "main": [
-            ("Append", {"line": "main-1"}),
-            *(
-                (
-                    "Task",
-                    {"description": f"part {name}", "prompt": "do it", "subagent_type": name},
-                )
-                for name in PARALLEL_WORKERS
-            ),
-            ("Read", {"file_path": "ledger.txt"}),
-        ],
-        **{
-            name: [("Append", {"line": f"{name}-1"}), ("Append", {"line": f"{name}-2"})]
-            for name in PARALLEL_WORKERS
-        },
+Step = tuple[str, dict[str, object]]
+
+
+def _parallel_plans() -> dict[str, list[Step]]:
+    tasks: list[Step] = [
+        ("Task", {"description": f"part {name}", "prompt": "do it", "subagent_type": name})
+        for name in PARALLEL_WORKERS
+    ]
+    plans: dict[str, list[Step]] = {
+        "main": [("Append", {"line": "main-1"}), *tasks, ("Read", {"file_path": "ledger.txt"})]
     }
+    for name in PARALLEL_WORKERS:
+        plans[name] = [("Append", {"line": f"{name}-1"}), ("Append", {"line": f"{name}-2"})]
+    return plans
+
+
+if PARALLEL:
+    PLANS = _parallel_plans()
 
 
 def planner(who: str) -> FunctionModel:
