@@ -124,7 +124,7 @@ def _build_tool(
             hint="pass a number of seconds greater than 0",
         )
     docs = parse_docstring(inspect.getdoc(function))
-    input_model, takes_context = _input_model(function, tool_name, docs.params)
+    input_model, parameters, takes_context = _input_model(function, tool_name, docs.params)
     unknown = [name for name in writes_paths if name not in input_model.model_fields]
     if unknown:
         raise ToolDefinitionError(
@@ -135,7 +135,7 @@ def _build_tool(
     return Tool(
         name=tool_name,
         description=description if description is not None else docs.description,
-        parameters=input_schema(input_model),
+        parameters=parameters,
         function=_in_thread(function) if run_in_thread else function,
         input_model=input_model,
         takes_context=takes_context,
@@ -155,7 +155,9 @@ def _is_tool_name(name: str) -> bool:
 
 def _input_model(
     function: ToolFunction, tool_name: str, param_docs: dict[str, str]
-) -> tuple[type[BaseModel], bool]:
+) -> tuple[type[BaseModel], dict[str, Any], bool]:
+    """The arguments' model, its JSON Schema (made here, so that a type no schema can show
+    fails now, not when a model first sees the tool) and whether the tool takes ``ctx``."""
     signature = inspect.signature(function)
     try:
         hints = typing.get_type_hints(function, include_extras=True)
@@ -192,14 +194,14 @@ def _input_model(
     model_name = "".join(part[:1].upper() + part[1:] for part in tool_name.split("_")) + "Input"
     try:
         model = create_model(model_name.replace("-", "_"), __config__=_INPUT_CONFIG, **fields)
-        input_schema(model)  # fail now, not when a model first sees the tool
+        schema = input_schema(model)
     except Exception as exc:
         raise ToolDefinitionError(
             f"The parameters of tool {tool_name!r} cannot be turned into a JSON Schema: {exc}",
             hint="use JSON-friendly types (str, int, float, bool, list, dict, Literal, "
             "pydantic models) for the parameters",
         ) from exc
-    return model, takes_context
+    return model, schema, takes_context
 
 
 def _check_parameter_kind(parameter: inspect.Parameter, tool_name: str) -> None:
