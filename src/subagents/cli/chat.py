@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from subagents.cli.common import ModelOption, WorkspaceOption
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -347,16 +349,8 @@ def request_of(question: HumanQuestion) -> ApprovalRequest:
 
 
 def chat_command(
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Model as PROVIDER:MODEL or an alias (sonnet, haiku)."),
-    ] = None,
-    cwd: Annotated[
-        Path | None,
-        typer.Option(
-            "--cwd", help="Workspace directory (default: current).", exists=True, file_okay=False
-        ),
-    ] = None,
+    model: ModelOption = None,
+    cwd: WorkspaceOption = None,
     continue_: Annotated[
         bool,
         typer.Option("--continue", "-c", help="Go on with this workspace's latest conversation."),

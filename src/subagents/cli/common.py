@@ -20,8 +20,10 @@ __all__ = [
     "AnswerWatch",
     "CwdOption",
     "JsonOption",
+    "ModelOption",
     "StoreOption",
     "TaskArgument",
+    "WorkspaceOption",
     "exit_code",
     "make_console",
     "same_terminal",
@@ -42,6 +44,17 @@ CwdOption = Annotated[
         help="Project directory to work from (default: the current directory).",
         exists=True,
         file_okay=False,
+    ),
+]
+# the two commands that run agents: `run` and `chat`
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Model as PROVIDER:MODEL or an alias (sonnet, haiku)."),
+]
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd", help="Workspace directory (default: current).", exists=True, file_okay=False
     ),
 ]
 StoreOption = Annotated[

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.common import EXIT_ERROR, AnswerWatch, exit_code, same_terminal
+from subagents.cli.common import (
+    EXIT_ERROR,
+    AnswerWatch,
+    ModelOption,
+    WorkspaceOption,
+    exit_code,
+    same_terminal,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,19 +63,8 @@ def run_command(
             '\'{"name": {"description": "...", "prompt": "..."}}\' (highest precedence).',
         ),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Model as PROVIDER:MODEL or an alias (sonnet, haiku)."),
-    ] = None,
-    cwd: Annotated[
-        Path | None,
-        typer.Option(
-            "--cwd",
-            help="Workspace directory (default: current).",
-            exists=True,
-            file_okay=False,
-        ),
-    ] = None,
+    model: ModelOption = None,
+    cwd: WorkspaceOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON (--output-format json).")
     ] = False,
