@@ -22,7 +22,7 @@ from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import main_session_id
-from subagents.runtime.result import RunResult
+from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.tool_menu import description_profile
 from subagents.store.lease import LeaseKeeper
 from subagents.store.records import new_id
@@ -30,7 +30,7 @@ from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
-    from subagents.runtime.pause import HumanDecision, WaitPoint
+    from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.runtime.session import Session
@@ -199,34 +199,16 @@ class Run:
             try:
                 result = await work
             except RunPaused as pause:
-                result = RunResult(
-                    output=session._partial_output(),
-                    status="awaiting_human",
-                    agent_id=session.agent_id,
-                    agent_type=session.agent_type,
-                    model_name=session.model.name,
-                    messages=session.messages,
-                    usage=session.usage,
-                    turns=session.turns,
-                    tool_calls=session.tool_call_count,
-                    error=f"waiting for a person: {pause.question.text}",
-                    question=pause.question,
+                result = _unfinished(
+                    session,
+                    "awaiting_human",
+                    f"waiting for a person: {pause.question.text}",
+                    pause.question,
                 )
             except asyncio.CancelledError:
                 # stopped on purpose (Ctrl-C, a UI's stop): the task says so, not "running"
                 # as after a crash; 'subagents resume' continues it all the same
-                stopped = RunResult(
-                    output=session._partial_output(),
-                    status="cancelled",
-                    agent_id=session.agent_id,
-                    agent_type=session.agent_type,
-                    model_name=session.model.name,
-                    messages=session.messages,
-                    usage=session.usage,
-                    turns=session.turns,
-                    tool_calls=session.tool_call_count,
-                    error="stopped before it finished",
-                )
+                stopped = _unfinished(session, "cancelled", "stopped before it finished")
                 raise
         finally:
             self.decisions.clear()
@@ -304,3 +286,22 @@ def handed_to(session: Session, prompt: str, agent: str) -> Awaitable[RunResult]
     call = ToolCall(f"handoff_{len(session.messages)}", TASK_TOOL_NAME, arguments)
     session.messages.append(AssistantMessage("", (call,)))
     return session.resume()
+
+
+def _unfinished(
+    session: Session, status: RunStatus, error: str, question: HumanQuestion | None = None
+) -> RunResult:
+    """What a run that stops before its main session finishes tells its caller and its task."""
+    return RunResult(
+        output=session._partial_output(),
+        status=status,
+        agent_id=session.agent_id,
+        agent_type=session.agent_type,
+        model_name=session.model.name,
+        messages=session.messages,
+        usage=session.usage,
+        turns=session.turns,
+        tool_calls=session.tool_call_count,
+        error=error,
+        question=question,
+    )
