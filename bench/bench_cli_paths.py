@@ -31,9 +31,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from local_server import AnswerHandler, serve, start_server
 
 __all__ = ["main"]
 
@@ -77,9 +78,7 @@ def _completion(stream: bool) -> list[dict[str, Any]]:
     ]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
+class _Handler(AnswerHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
@@ -87,25 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
         chunks = _completion(stream)
         if stream:
             body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-            content_type = "text/event-stream"
+            self.send_answer(body.encode(), "text/event-stream")
         else:
-            body, content_type = json.dumps(chunks[0]), "application/json"
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def serve() -> None:
-    """Answer every chat completion with :data:`ANSWER`; print the port, then serve."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+            self.send_answer(json.dumps(chunks[0]).encode(), "application/json")
 
 
 # --- timing -------------------------------------------------------------------------------
@@ -229,14 +212,6 @@ def _fill_store(project: Path, count: int) -> None:
         store.close()
 
 
-def _start_server() -> tuple[subprocess.Popen[str], int]:
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True
-    )
-    assert server.stdout is not None
-    return server, int(server.stdout.readline())
-
-
 def _cases(root: Path, only: set[str]) -> list[Case]:
     cli = _subagents()
     cases: list[Case] = []
@@ -317,10 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve()
+        serve(_Handler)
         return 0
     only = set(args.only.split(","))
-    server, port = _start_server()
+    server, port = start_server(__file__)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
             root = Path(tmp)

@@ -37,18 +37,18 @@ import functools
 import gc
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx2
+
+from local_server import AnswerHandler, serve, start_server
 
 __all__ = ["main"]
 
@@ -155,9 +155,7 @@ def _anthropic_message(request: dict[str, Any]) -> tuple[bytes, str]:
     return _sse(events), "text/event-stream"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go in two writes
+class _Handler(AnswerHandler):
     last_request: ClassVar[bytes] = b"{}"
 
     def do_POST(self) -> None:
@@ -165,36 +163,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         _Handler.last_request = raw
         answer = _anthropic_message if self.path.endswith("/messages") else _chat_completion
-        self._send(*answer(json.loads(raw)))
+        self.send_answer(*answer(json.loads(raw)))
 
     def do_GET(self) -> None:
         """``GET /last``: the body of the last request (the bare loops copy its prompt)."""
-        self._send(_Handler.last_request, "application/json")
-
-    def _send(self, data: bytes, content_type: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def serve() -> None:
-    """Play W1 for every request; print the port, then serve."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
-
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True
-    )
-    assert server.stdout is not None
-    return server, f"http://127.0.0.1:{int(server.stdout.readline())}"
+        self.send_answer(_Handler.last_request, "application/json")
 
 
 # --- the bare loops -----------------------------------------------------------------------
@@ -583,9 +556,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve()
+        serve(_Handler)
         return 0
-    server, url = _start_server()
+    server, port = start_server(__file__)
+    url = f"http://127.0.0.1:{port}"
     try:
         results = asyncio.run(measure(WIRES[args.provider], url, args))
     finally:
