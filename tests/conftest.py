@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fakes.sleep import RecordingSleep
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPUS = SHARED / "corpus" / "claude-code-agents"
 
@@ -32,3 +34,9 @@ def isolated_home(
         monkeypatch.delenv(name, raising=False)
         os.unsetenv(name)  # readline's value is below os.environ in a process that is not a worker
     return home
+
+
+@pytest.fixture
+def sleep() -> RecordingSleep:
+    """The retry loop's sleep, recording its waits (``sleep.waits``) instead of waiting."""
+    return RecordingSleep()

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from fakes.openai_server import FakeOpenAIServer
+from fakes.sleep import RecordingSleep
 from subagents.cli.progress import ProgressPrinter, progress_printer
 from subagents.errors import ModelRetriesExhaustedError
 from subagents.messages import ToolCall, ToolResultMessage
@@ -39,16 +40,6 @@ from subagents.tools.execution import ToolOutcome
 from subagents.tracing.redact import Redactor
 
 SECRET = "sk-progress-secret-0123456789"
-
-
-class RecordingSleep:
-    """Stands in for asyncio.sleep in the retry loop: records each wait, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 class FakeClock:

@@ -13,6 +13,7 @@ from fakes.anthropic_server import (
     text_block,
     tool_use_block,
 )
+from fakes.sleep import RecordingSleep
 from subagents.errors import ModelConfigurationError, ModelError, ModelRetriesExhaustedError
 from subagents.messages import (
     AssistantMessage,
@@ -38,25 +39,10 @@ GREP_TOOL = ToolSpec(
 )
 
 
-class RecordingSleep:
-    """Stands in for asyncio.sleep in the retry loop: records each wait, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 @pytest.fixture
 def server() -> Iterator[FakeAnthropicServer]:
     with FakeAnthropicServer() as fake:
         yield fake
-
-
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
 
 
 @pytest.fixture

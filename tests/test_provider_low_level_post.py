@@ -18,6 +18,7 @@ import pytest
 from fakes.anthropic_server import FakeAnthropicServer, stream_events, text_block, tool_use_block
 from fakes.http_server import PlannedReply, sse_frame
 from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
+from fakes.sleep import RecordingSleep
 from subagents.errors import ModelError, ModelRetriesExhaustedError
 from subagents.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from subagents.models.anthropic import AnthropicModel
@@ -40,21 +41,6 @@ ECHO = ToolSpec(
     "Echo the input.",
     {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
 )
-
-
-class RecordingSleep:
-    """Stands in for asyncio.sleep in the retry loop: records each wait, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
 
 
 @pytest.fixture

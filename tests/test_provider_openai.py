@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
+from fakes.sleep import RecordingSleep
 from subagents.errors import ModelError, ModelRetriesExhaustedError
 from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage
 from subagents.models.base import (
@@ -28,25 +29,10 @@ READ_TOOL = ToolSpec(
 )
 
 
-class RecordingSleep:
-    """Stands in for asyncio.sleep in the retry loop: records each wait, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as fake:
         yield fake
-
-
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from fakes.anthropic_server import FakeAnthropicServer, stream_events
 from fakes.http_server import PlannedReply, sse_frame
 from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
+from fakes.sleep import RecordingSleep
 from subagents.errors import ModelError, ModelRetriesExhaustedError
 from subagents.messages import ToolCall, ToolResultMessage, UserMessage
 from subagents.models.anthropic import AnthropicModel
@@ -33,21 +34,6 @@ from subagents.tools.base import ToolRegistry
 from subagents.tools.decorator import tool
 
 SECRET = "sk-recovery-secret-0123456789"
-
-
-class RecordingSleep:
-    """Stands in for asyncio.sleep in the retry loop: records each wait, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
 
 
 @pytest.fixture
