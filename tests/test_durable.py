@@ -500,10 +500,10 @@ async def test_a_side_effecting_tools_result_is_stored_once(tmp_path: Path) -> N
         assert (entry.status, entry.result) == ("completed", None)
         connection = sqlite3.connect(tmp_path / "state.db")
         copies = {}
-        for table in ("messages", "checkpoints", "ledger", "traces"):
-            rows = connection.execute(f"SELECT data FROM {table}").fetchall()
-            copies[table] = sum(data.count(marker[:1_000]) for (data,) in rows)
+        for column in ("messages", "checkpoint", "ledger", "traces"):
+            rows = connection.execute(f"SELECT {column} FROM steps").fetchall()
+            copies[column] = sum(data.count(marker[:1_000]) for (data,) in rows if data)
         connection.close()
         # the tool result message, and the final answer (the planner quotes its results)
-        assert copies == {"messages": 2, "checkpoints": 0, "ledger": 0, "traces": 0}
+        assert copies == {"messages": 2, "checkpoint": 0, "ledger": 0, "traces": 0}
         assert marker in result.output

@@ -200,7 +200,10 @@ async def test_a_checkpoint_state_from_a_newer_version_is_refused_and_kept(
         task.status = "failed"  # a task that ended can be resumed with a fresh budget
         store.update_task(task)
     with sqlite3.connect(tmp_path / "state.db") as db:
-        db.execute("UPDATE checkpoints SET data = json_set(data, '$.state.schema_version', 99)")
+        db.execute(
+            "UPDATE steps SET checkpoint = json_set(checkpoint, '$.state.schema_version', 99) "
+            "WHERE checkpoint IS NOT NULL"
+        )
     with open_store(tmp_path / "state.db") as store:
         with pytest.raises(StoreVersionError) as raised:
             await make_runtime(tmp_path, store).resume(TASK_ID)

@@ -227,12 +227,11 @@ def test_delete_task_cascades_to_everything_of_it(store: SQLiteStore) -> None:
     store.delete_task(drop.id)
     store.delete_task(drop.id)  # already gone: not an error
     raw = sqlite3.connect(store.path)
-    for table in ("sessions", "checkpoints", "ledger", "traces"):
-        ids = {row[0] for row in raw.execute(f"SELECT task_id FROM {table}")}
-        assert drop.id not in ids, table
-    assert raw.execute("SELECT count(*) FROM messages WHERE session_id = 'drop-s'").fetchone() == (
-        0,
-    )
+    assert drop.id not in {row[0] for row in raw.execute("SELECT task_id FROM sessions")}
+    (kept,) = raw.execute("SELECT no FROM tasks WHERE id = ?", (keep.id,)).fetchone()
+    # every step left is the kept task's (a step's key is its task's number << 32 + its own)
+    assert {row[0] for row in raw.execute("SELECT DISTINCT key >> 32 FROM steps")} == {kept}
+    assert raw.execute("SELECT count(*) FROM steps WHERE session_id = 'drop-s'").fetchone() == (0,)
     raw.close()
     assert len(store.messages("keep-s")) == 2
     with pytest.raises(StoreError):
@@ -431,13 +430,18 @@ def test_integrity_check_reports_broken_invariants(store: SQLiteStore) -> None:
     store.create_task(task)
     write_steps(store, make_session(task.id, "s"), 3)
     raw = sqlite3.connect(store.path)
-    raw.execute("DELETE FROM messages WHERE session_id = 's' AND seq = 1")
-    raw.execute("UPDATE checkpoints SET sequence = 10 WHERE sequence = 0")
+    raw.execute("UPDATE sessions SET next_seq = 4 WHERE session_id = 's'")
+    raw.execute(
+        "UPDATE steps SET checkpoint = json_set(checkpoint, '$.sequence', 10) "
+        "WHERE json_extract(checkpoint, '$.sequence') = 0"
+    )
+    raw.execute("INSERT INTO steps (key, next_checkpoint) VALUES (99 << 32, 0)")
     raw.commit()
     raw.close()
     problems = store.integrity_check()
-    assert any("session s: message seqs are not contiguous" in p for p in problems)
+    assert any("session s: 3 messages stored, 4 expected" in p for p in problems)
     assert any("checkpoint sequence 1 follows 10" in p for p in problems)
+    assert any("no task numbered 99 (left behind)" in p for p in problems)
 
 
 def test_the_store_satisfies_the_protocol(store: SQLiteStore) -> None:

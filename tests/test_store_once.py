@@ -30,7 +30,15 @@ from subagents.tracing.view import build_trace, trace_to_json
 from test_durable import planner
 
 TAIL = "<<the-end-of-the-argument>>"
-TABLES = ("tasks", "sessions", "messages", "checkpoints", "ledger", "traces")
+# Where a value may be stored: (table, column), by what it holds.
+PLACES = {
+    "tasks": ("tasks", "data"),
+    "sessions": ("sessions", "data"),
+    "messages": ("steps", "messages"),
+    "checkpoints": ("steps", "checkpoint"),
+    "ledger": ("steps", "ledger"),
+    "traces": ("steps", "traces"),
+}
 
 
 def _content(size: int) -> str:
@@ -38,23 +46,25 @@ def _content(size: int) -> str:
 
 
 def _copies(path: Path) -> dict[str, int]:
-    """Rows holding the whole argument (its tail), by table."""
+    """Rows holding the whole argument (its tail), by what they hold."""
     raw = sqlite3.connect(path)
     try:
         return {
-            table: raw.execute(
-                f"SELECT count(*) FROM {table} WHERE instr(data, ?) > 0", (TAIL,)
+            place: raw.execute(
+                f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0", (TAIL,)
             ).fetchone()[0]
-            for table in TABLES
+            for place, (table, column) in PLACES.items()
         }
     finally:
         raw.close()
 
 
-def _bytes(path: Path, table: str) -> int:
+def _bytes(path: Path, place: str) -> int:
+    table, column = PLACES[place]
     raw = sqlite3.connect(path)
     try:
-        return int(raw.execute(f"SELECT coalesce(sum(length(data)), 0) FROM {table}").fetchone()[0])
+        sql = f"SELECT coalesce(sum(length({column})), 0) FROM {table}"
+        return int(raw.execute(sql).fetchone()[0])
     finally:
         raw.close()
 
@@ -84,10 +94,10 @@ async def test_a_large_argument_is_stored_once_and_described_elsewhere(
         tool_traces = [t for t in store.traces(result.task_id or "") if t.kind == "tool_call"]
     assert (workspace / "big.txt").read_text() == content  # the tool got the whole value
 
-    assert _copies(path) == {table: int(table == "messages") for table in TABLES}
+    assert _copies(path) == {place: int(place == "messages") for place in PLACES}
     assert _bytes(path, "messages") > size
-    for table in ("ledger", "traces", "checkpoints"):
-        assert _bytes(path, table) < 3 * BUDGET
+    for place in ("ledger", "traces", "checkpoints"):
+        assert _bytes(path, place) < 3 * BUDGET
 
     (entry,) = ledger
     assert entry.status == "completed" and entry.arguments["file_path"] == "big.txt"

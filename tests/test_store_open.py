@@ -105,6 +105,7 @@ def _schema_1_store(path: Path, owner: TaskOwner) -> str:
     """A store as subagents wrote it before leases: schema 1, the owner in meta."""
     raw = sqlite3.connect(path, isolation_level=None)
     for statement in MIGRATIONS[0]:
+        assert isinstance(statement, str)
         raw.execute(statement)
     raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     raw.close()
@@ -143,8 +144,9 @@ def test_a_read_only_schema_1_store_is_read_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     owner = TaskOwner.this_process()
     task_id = _schema_1_store(path, owner)
-    with SQLiteStore(path, read_only=True) as store:
+    with SQLiteStore(path, read_only=True) as store:  # read from a copy upgraded in memory
         assert store.get_task(task_id).id == task_id
+        assert store.messages("no-such-session") == [] and store.checkpoints(task_id) == []
         lease = store.task_lease(task_id)
         assert lease is not None and lease.owner == owner
         with pytest.raises(StoreError, match="read-only"):

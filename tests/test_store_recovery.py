@@ -115,7 +115,11 @@ def test_tasks_check_names_each_unreadable_record(tmp_path: Path) -> None:
     ids = _store_with_damage(path)
     raw = sqlite3.connect(path)
     raw.execute("UPDATE sessions SET data = 'null' WHERE session_id = 'good_a-session'")
-    raw.execute("UPDATE messages SET data = '[1]' WHERE session_id = 'good_b-session' AND seq = 1")
+    raw.execute(  # its first row of messages holds seqs 0 and 1 (the prompt and the answer)
+        "UPDATE steps SET messages = json_set(messages, '$[1]', json('[1]')) "
+        "WHERE key = (SELECT min(key) FROM steps WHERE session_id = 'good_b-session' "
+        "AND messages IS NOT NULL)"
+    )
     raw.commit()
     raw.close()
     result = _cli("tasks", "check", "--store", str(path))

@@ -465,8 +465,9 @@ async def test_a_damaged_workflow_checkpoint_is_a_clear_error_not_a_crash(
     assert first.task_id is not None
     with sqlite3.connect(tmp_path / "state.db") as db:
         db.execute(
-            "UPDATE checkpoints SET data = json_set(data, '$.state.workflow.main.counts', "
-            'json(\'{"review": "many"}\'))'
+            "UPDATE steps SET checkpoint = json_set(checkpoint, "
+            "'$.state.workflow.main.counts', json('{\"review\": \"many\"}')) "
+            "WHERE checkpoint IS NOT NULL"
         )
     from subagents.errors import WorkflowError
 

@@ -17,6 +17,11 @@ ends, so that thread's writes inside it join it; the others' wait), a transactio
 the step together). A failing write rolls back its savepoint alone; whoever owns the outer
 transaction commits or rolls back the rest.
 
+Layout. ``tasks`` and ``sessions`` hold their records, indexed by the columns the store
+queries; a task's messages, checkpoints, tool ledger and traces are an append-only log of
+steps, one row per session per step (:mod:`~subagents.store.sqlite.steps`), so a step costs
+one appended row and, with messages, its session's message counter.
+
 Durability. ``synchronous=NORMAL``: a committed step survives the process being killed; only
 an operating-system crash or power cut can lose the last few steps.
 
@@ -42,13 +47,15 @@ opened read-only (``mode=ro``), and when even that fails because the ``-wal`` / 
 cannot be created, as ``immutable=1`` (no locks, no index; only safe because, without a
 ``-wal`` file, every committed change is in the main file). A non-empty ``-wal`` with no way to
 index it cannot be read faithfully, so that case is refused with a way out. A read-only store
-of an older schema is read as it is (it cannot be upgraded). Reading works in every read-only
-mode; every write raises a :class:`~subagents.errors.StoreError` naming the file and what to
-do.
+of an older schema is copied into memory and upgraded there (the file is left as it is; the
+copy is a snapshot). Reading works in every read-only mode; every write raises a
+:class:`~subagents.errors.StoreError` naming the file and what to do.
 
 Modules: :mod:`~subagents.store.sqlite.connection` (opening, transactions, errors),
 :mod:`~subagents.store.sqlite.schema` (tables and migrations),
-:mod:`~subagents.store.sqlite.rows` (records to rows), :mod:`~subagents.store.sqlite.leases`,
+:mod:`~subagents.store.sqlite.rows` (records to rows), :mod:`~subagents.store.sqlite.steps`
+(the step log), :mod:`~subagents.store.sqlite.upgrade` (moving an older store's data),
+:mod:`~subagents.store.sqlite.leases`,
 :mod:`~subagents.store.sqlite.health` (``tasks check``), :mod:`~subagents.store.sqlite.store`.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from subagents.errors import StoreCorruptError, StoreError, StoreVersionError
 from subagents.store.base import Transaction
 from subagents.store.codec import UPGRADE_ADVICE
-from subagents.store.sqlite.schema import MIGRATIONS, READABLE_SINCE, STORE_SCHEMA_VERSION
+from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "SQLiteTransaction"]
 
@@ -54,7 +54,10 @@ class Database:
         self.read_only_reason: str | None = None
         """Why the store cannot be written here, or None when it can."""
         self.version = STORE_SCHEMA_VERSION
-        """The schema of the file (older than this subagents' only when read-only)."""
+        """The schema the connection reads (a read-only older store is read from a copy
+        upgraded in memory)."""
+        self.upgraded_from: int | None = None
+        """The schema of a read-only older store, read from an upgraded copy."""
         self._connection: sqlite3.Connection | None = (
             self._connect_read_only("it was opened read-only") if read_only else self._connect()
         )
@@ -140,15 +143,27 @@ class Database:
         except BaseException:
             connection.close()
             raise
-        if version < READABLE_SINCE:
-            connection.close()
-            raise StoreError(
-                f"{self.path} is read-only here and its schema (version {version}) needs an "
-                f"upgrade to version {STORE_SCHEMA_VERSION} before this subagents can read it",
-                hint="open it once where it is writable (any subagents command upgrades it)",
-            )
+        if version < STORE_SCHEMA_VERSION:
+            return self._upgraded_copy(connection, version)
         self.version = version
         return connection
+
+    def _upgraded_copy(self, connection: sqlite3.Connection, version: int) -> sqlite3.Connection:
+        """An older store that cannot be upgraded where it is: read from a copy in memory,
+        upgraded there (a snapshot: what its writer adds later is not seen)."""
+        copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        try:
+            with self.translated():
+                connection.backup(copy)
+            copy.execute("PRAGMA foreign_keys = ON")
+            self._prepare_schema(copy)
+        except BaseException:
+            copy.close()
+            raise
+        finally:
+            connection.close()
+        self.upgraded_from = version
+        return copy
 
     def _why_not_writable(self, error: sqlite3.Error) -> str:
         code = getattr(error, "sqlite_errorcode", None)
@@ -175,8 +190,11 @@ class Database:
             # Read again under the write lock: another process may have migrated meanwhile.
             version = self._schema_version(connection)
             while version < STORE_SCHEMA_VERSION:
-                for statement in MIGRATIONS[version]:
-                    connection.execute(statement)
+                for step in MIGRATIONS[version]:
+                    if isinstance(step, str):
+                        connection.execute(step)
+                    else:
+                        step(connection)
                 version += 1
             connection.execute(_SET_META, ("schema_version", str(version)))
             connection.execute("COMMIT")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel
 
-from subagents.errors import StoreError
-from subagents.store.codec import load_json, load_record
+from subagents.errors import StoreCorruptError, StoreError
+from subagents.store.codec import load_json, load_record, record_from_data
 from subagents.store.records import (
     CheckpointRecord,
     SessionRecord,
@@ -21,11 +22,13 @@ from subagents.store.sqlite.rows import message
 
 __all__ = ["problems"]
 
-_RECORD_TABLES = (
-    ("sessions", "session_id", SessionRecord, "session"),
-    ("checkpoints", "task_id", CheckpointRecord, "a checkpoint of task"),
-    ("ledger", "tool_call_id", ToolLedgerEntry, "the ledger entry of tool call"),
-    ("traces", "task_id", TraceRecord, "a trace record of task"),
+_HINT = "export the other tasks with 'subagents export', or move the store aside"
+
+# (column, record, what it is called): the step log's columns of records.
+_STEP_RECORDS: tuple[tuple[str, type[BaseModel], str], ...] = (
+    ("checkpoint", CheckpointRecord, "a checkpoint"),
+    ("ledger", ToolLedgerEntry, "a ledger entry"),
+    ("traces", TraceRecord, "a trace record"),
 )
 
 
@@ -53,43 +56,100 @@ def _sqlite_problems(connection: sqlite3.Connection) -> list[str]:
 
 def _invariant_problems(connection: sqlite3.Connection) -> list[str]:
     found = [
-        f"task {task_id}: checkpoint sequence {sequence} follows {previous} (not increasing)"
-        for task_id, sequence, previous in connection.execute(
-            "SELECT task_id, sequence, previous FROM ("
-            "  SELECT task_id, sequence,"
-            "         lag(sequence) OVER (PARTITION BY task_id ORDER BY rowid) AS previous"
-            "  FROM checkpoints"
-            ") WHERE previous IS NOT NULL AND sequence <= previous"
+        f"steps {key >> 32}.{key & 0xFFFFFFFF}: no task numbered {key >> 32} (left behind)"
+        for (key,) in connection.execute(
+            "SELECT min(key) FROM steps WHERE (key >> 32) NOT IN (SELECT no FROM tasks) "
+            "GROUP BY key >> 32"
         )
     ]
     found.extend(
-        f"session {session_id}: message seqs are not contiguous from 0 "
-        f"({count} messages, seq {first} to {last})"
-        for session_id, count, first, last in connection.execute(
-            "SELECT session_id, count(*), min(seq), max(seq) FROM messages "
-            "GROUP BY session_id HAVING min(seq) != 0 OR max(seq) != count(*) - 1"
+        f"task {task_id}: checkpoint sequence {sequence} follows {previous} (not increasing)"
+        for task_id, sequence, previous in connection.execute(
+            "SELECT t.id, sequence, previous FROM ("
+            "  SELECT key >> 32 AS no, json_extract(checkpoint, '$.sequence') AS sequence,"
+            "         lag(json_extract(checkpoint, '$.sequence'))"
+            "           OVER (PARTITION BY key >> 32 ORDER BY key) AS previous"
+            "  FROM steps WHERE checkpoint IS NOT NULL AND json_valid(checkpoint)"
+            ") JOIN tasks t USING (no) WHERE previous IS NOT NULL AND sequence <= previous"
         )
+    )
+    counts = _message_counts(connection)
+    found.extend(
+        f"session {session_id}: {counts.get(session_id, 0)} messages stored, {next_seq} expected"
+        for session_id, next_seq in connection.execute("SELECT session_id, next_seq FROM sessions")
+        if counts.get(session_id, 0) != next_seq
     )
     return found
 
 
+def _message_counts(connection: sqlite3.Connection) -> dict[str, int]:
+    return {
+        str(session_id): int(count)
+        for session_id, count in connection.execute(
+            "SELECT session_id, sum(json_array_length(messages)) FROM steps "
+            "WHERE messages IS NOT NULL AND json_valid(messages) GROUP BY session_id"
+        )
+    }
+
+
 def _record_problems(connection: sqlite3.Connection) -> list[str]:
-    """Every stored record that cannot be read, by table, with the reason."""
+    """Every stored record that cannot be read, with the reason."""
     found = [
         f"task {task_id}: {reason}"
         for task_id, reason in _unreadable(connection, "tasks", "id", TaskRecord)
     ]
-    for table, key, record, what in _RECORD_TABLES:
-        found.extend(
-            f"{what} {owner}: {reason}"
-            for owner, reason in _unreadable(connection, table, key, record)
-        )
-    for session_id, seq, data in connection.execute("SELECT session_id, seq, data FROM messages"):
-        try:
-            message(load_json(data, where="its JSON"), "it")
-        except StoreError as error:
-            found.append(f"message {seq} of session {session_id}: {error.message}")
+    found.extend(
+        f"session {session_id}: {reason}"
+        for session_id, reason in _unreadable(connection, "sessions", "session_id", SessionRecord)
+    )
+    rows = connection.execute(
+        "SELECT t.id, s.key, s.session_id, s.messages, s.checkpoint, s.ledger, s.traces "
+        "FROM steps s JOIN tasks t ON t.no = s.key >> 32 ORDER BY s.key"
+    )
+    seqs: dict[str, int] = {}
+    for task_id, key, session_id, messages, checkpoint, ledger, traces in rows:
+        where = f"task {task_id}, step {key & 0xFFFFFFFF}"
+        if messages is not None:
+            first = seqs.get(session_id, 0)
+            reasons, seqs[session_id] = _unreadable_messages(messages, session_id, first)
+            found.extend(f"{where}: {reason}" for reason in reasons)
+        for (column, record, what), text in zip(
+            _STEP_RECORDS, (checkpoint, ledger, traces), strict=True
+        ):
+            if text is None:
+                continue
+            try:
+                if column == "checkpoint":
+                    load_record(record, text, where=what)
+                else:
+                    for value in _array(text, what):
+                        record_from_data(record, value, where=what)
+            except StoreError as error:
+                found.append(f"{where}: {error.message}")
     return found
+
+
+def _unreadable_messages(text: str, session_id: str, first: int) -> tuple[list[str], int]:
+    """What is wrong with one row's messages of ``session_id``, the first being seq
+    ``first``; and the seq that follows them."""
+    try:
+        values = _array(text, f"the messages of session {session_id}")
+    except StoreError as error:
+        return [error.message], first
+    reasons = []
+    for seq, value in enumerate(values, start=first):
+        try:
+            message(value, f"message {seq} of session {session_id}: it")
+        except StoreError as error:
+            reasons.append(error.message)
+    return reasons, first + len(values)
+
+
+def _array(text: str, what: str) -> list[Any]:
+    values = load_json(text, where=what)
+    if not isinstance(values, list):
+        raise StoreCorruptError(f"{what} is not a JSON array", hint=_HINT)
+    return values
 
 
 def _unreadable(

@@ -1,21 +1,26 @@
 """The SQLite schema of the store and its migrations.
 
-``meta`` holds ``schema_version``. :data:`MIGRATIONS` maps a version to the statements that
-bring a database from it to the next one; version 0 is an empty database. Each table keeps the
-columns the store queries by and the whole record as JSON in ``data`` (the record is the truth;
-the columns are an index of it).
+``meta`` holds ``schema_version``. :data:`MIGRATIONS` maps a version to the steps that bring a
+database from it to the next one (SQL statements, or functions of the connection where data
+moves); version 0 is an empty database. ``tasks`` and ``sessions`` keep the columns the store
+queries by and the whole record as JSON in ``data`` (the record is the truth; the columns are
+an index of it); a task's steps are rows of ``steps`` (see :mod:`subagents.store.sqlite.steps`).
 """
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "READABLE_SINCE", "STORE_SCHEMA_VERSION", "TABLES"]
+import sqlite3
+from collections.abc import Callable
 
-STORE_SCHEMA_VERSION = 2
+from subagents.store.sqlite.upgrade import move_to_step_log
 
-READABLE_SINCE = 1
-"""The oldest schema a read-only store is read in without an upgrade (it cannot migrate)."""
+__all__ = ["MIGRATIONS", "STORE_SCHEMA_VERSION", "TABLES", "Migration"]
 
-TABLES = ("meta", "tasks", "sessions", "messages", "checkpoints", "ledger", "traces", "leases")
+STORE_SCHEMA_VERSION = 3
+
+TABLES = ("meta", "tasks", "sessions", "steps", "leases")
+
+Migration = str | Callable[[sqlite3.Connection], None]
 
 _V1 = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -83,5 +88,29 @@ _V2 = (
     "DELETE FROM meta WHERE key LIKE 'owner.%'",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2}
+# Version 3: a task's messages, checkpoints, ledger and traces are rows of one append-only
+# table, keyed by the task's number and the step's (two WAL pages a step instead of ten).
+# ``tasks.no`` is that number: an explicit column, as VACUUM may renumber rowids.
+_V3: tuple[Migration, ...] = (
+    "ALTER TABLE tasks ADD COLUMN no INTEGER",
+    "UPDATE tasks SET no = rowid",
+    "CREATE UNIQUE INDEX tasks_by_no ON tasks (no)",
+    "ALTER TABLE sessions ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE steps (
+        key INTEGER PRIMARY KEY,
+        session_id TEXT,
+        next_checkpoint INTEGER NOT NULL,
+        messages TEXT,
+        checkpoint TEXT,
+        ledger TEXT,
+        traces TEXT
+    )""",
+    move_to_step_log,
+    "DROP TABLE messages",
+    "DROP TABLE checkpoints",
+    "DROP TABLE ledger",
+    "DROP TABLE traces",
+)
+
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3}
 """``{from_version: statements}``; applying them yields ``from_version + 1``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,7 +23,7 @@ from subagents.store.base import (
     Transaction,
     UnreadableTask,
 )
-from subagents.store.codec import dump_record, load_json, load_record
+from subagents.store.codec import dump_json, dump_record, load_record
 from subagents.store.lease import aware, lease_lost
 from subagents.store.records import (
     CheckpointRecord,
@@ -36,24 +36,26 @@ from subagents.store.sqlite import health
 from subagents.store.sqlite.connection import Database, SQLiteTransaction
 from subagents.store.sqlite.leases import delete_lease, read_lease, write_lease
 from subagents.store.sqlite.rows import (
-    INSERT_CHECKPOINT,
-    INSERT_MESSAGE,
     INSERT_TASK,
-    INSERT_TRACE,
-    LAST_MESSAGE_SEQ,
     SET_META,
+    TASK_NUMBER,
     UPDATE_TASK,
-    UPSERT_LEDGER,
     UPSERT_SESSION,
     UPSERT_TASK,
-    insert_checkpoint,
-    ledger_rows,
-    message,
-    message_rows,
     require_owner,
     task_query,
     task_row,
-    trace_rows,
+)
+from subagents.store.sqlite.steps import (
+    INSERT_STEP,
+    append_rows,
+    checkpoint_records,
+    ledger_records,
+    message_values,
+    step_rows,
+    task_range,
+    trace_records,
+    whole_task_rows,
 )
 
 __all__ = ["MIN_ID_PREFIX", "SQLiteStore"]
@@ -223,7 +225,7 @@ class SQLiteStore:
         """Remove the task (exact id) and everything of it, its lease too; a missing task is
         not an error."""
         with self._db.write() as connection:
-            connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+            _delete_task(connection, task_id)
             delete_lease(connection, task_id)
 
     # -- steps -------------------------------------------------------------------------------
@@ -239,55 +241,29 @@ class SQLiteStore:
         if step.session is not None:
             require_owner(task_id, step.session.task_id, "the session")
             session = (step.session.session_id, task_id, dump_record(step.session))
-        messages = message_rows(step.messages)
-        checkpoint = step.checkpoint
-        if checkpoint is not None:
-            require_owner(task_id, checkpoint.task_id, "the checkpoint")
-        ledger = ledger_rows(task_id, step.ledger)
-        traces = trace_rows(task_id, step.traces)
+        rows = step_rows(step)
 
-        saved = None
         with self._db.write(tx) as connection:
             try:
                 if task is not None:
                     connection.execute(UPSERT_TASK, task)
                 if session is not None:
                     connection.execute(UPSERT_SESSION, session)
-                if messages:
-                    self._append_messages(connection, messages)
-                if checkpoint is not None:
-                    saved = insert_checkpoint(connection, task_id, checkpoint)
-                if ledger:
-                    connection.executemany(UPSERT_LEDGER, ledger)
-                if traces:
-                    connection.executemany(INSERT_TRACE, traces)
+                if not rows:
+                    return None
+                task_no = self._task_number(connection, task_id)
+                return append_rows(connection, task_id, task_no, rows)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
-        return saved
 
-    def _append_messages(
-        self, connection: sqlite3.Connection, rows: Sequence[tuple[str, int, str]]
-    ) -> None:
-        following: dict[str, int] = {}
-        for session_id, seq, _ in rows:
-            expected = following.get(session_id)
-            if expected is None:
-                (last,) = connection.execute(LAST_MESSAGE_SEQ, (session_id,)).fetchone()
-                expected = 0 if last is None else last + 1
-            if seq < expected:
-                raise StoreError(
-                    f"message {seq} of session {session_id} is already stored "
-                    f"(messages are append-only; the next seq is {expected})",
-                    hint="append new messages with the next seq instead of rewriting history",
-                )
-            if seq > expected:
-                raise StoreError(
-                    f"message {seq} of session {session_id} would leave a gap "
-                    f"(the next seq is {expected})",
-                    hint="commit every message of the session, in order",
-                )
-            following[session_id] = seq + 1
-        connection.executemany(INSERT_MESSAGE, rows)
+    def _task_number(self, connection: sqlite3.Connection, task_id: str) -> int:
+        found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
+        if found is None:
+            raise StoreError(
+                f"no task {task_id} in {self._path}",
+                hint="create the task with create_task() before writing its steps",
+            )
+        return int(found[0])
 
     # -- reading a task's records -------------------------------------------------------------
 
@@ -312,53 +288,35 @@ class SQLiteStore:
         return [self._decode(SessionRecord, data, f"session {sid}") for sid, data in rows]
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
-        with self._db.use() as connection:
-            rows = connection.execute(
-                "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        where = f"a message of session {session_id} in {self._path}"
-        return [message(load_json(data, where=where), where) for _, data in rows]
+        with self._db.read() as connection:
+            found = connection.execute(
+                "SELECT task_id FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            texts = [] if found is None else _column(connection, found[0], "messages", session_id)
+        return message_values(texts, f"a message of session {session_id} in {self._path}")
 
     def latest_checkpoint(
         self, task_id: str, session_id: str | None = None
     ) -> CheckpointRecord | None:
-        sql = "SELECT data FROM checkpoints WHERE task_id = ?"
-        parameters: tuple[str, ...] = (task_id,)
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            parameters = (task_id, session_id)
-        with self._db.use() as connection:
-            row = connection.execute(f"{sql} ORDER BY sequence DESC LIMIT 1", parameters).fetchone()
-        if row is None:
-            return None
-        return self._decode(CheckpointRecord, row[0], f"a checkpoint of task {task_id}")
+        with self._db.read() as connection:
+            texts = _column(connection, task_id, "checkpoint", session_id, latest=True)
+        what = f"a checkpoint of task {task_id}"
+        return checkpoint_records(texts, what)[0] if texts else None
 
     def checkpoints(self, task_id: str) -> list[CheckpointRecord]:
-        with self._db.use() as connection:
-            rows = connection.execute(
-                "SELECT data FROM checkpoints WHERE task_id = ? ORDER BY sequence", (task_id,)
-            ).fetchall()
-        what = f"a checkpoint of task {task_id}"
-        return [self._decode(CheckpointRecord, data, what) for (data,) in rows]
+        with self._db.read() as connection:
+            texts = _column(connection, task_id, "checkpoint")
+        return checkpoint_records(texts, f"a checkpoint of task {task_id}")
 
     def ledger(self, task_id: str, session_id: str | None = None) -> list[ToolLedgerEntry]:
-        sql = "SELECT data FROM ledger WHERE task_id = ?"
-        parameters: tuple[str, ...] = (task_id,)
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            parameters = (task_id, session_id)
-        with self._db.use() as connection:
-            rows = connection.execute(f"{sql} ORDER BY rowid", parameters).fetchall()
-        what = f"a ledger entry of task {task_id}"
-        return [self._decode(ToolLedgerEntry, data, what) for (data,) in rows]
+        with self._db.read() as connection:
+            texts = _column(connection, task_id, "ledger", session_id)
+        return ledger_records(texts, f"a ledger entry of task {task_id}")
 
     def traces(self, task_id: str) -> list[TraceRecord]:
-        with self._db.use() as connection:
-            rows = connection.execute(
-                "SELECT data FROM traces WHERE task_id = ? ORDER BY id", (task_id,)
-            ).fetchall()
-        what = f"a trace record of task {task_id}"
-        return [self._decode(TraceRecord, data, what) for (data,) in rows]
+        with self._db.read() as connection:
+            texts = _column(connection, task_id, "traces")
+        return trace_records(texts, f"a trace record of task {task_id}")
 
     # -- whole tasks (export / import) --------------------------------------------------------
 
@@ -384,21 +342,25 @@ class SQLiteStore:
             require_owner(task_id, session.task_id, "a session")
         for checkpoint in bundle.checkpoints:
             require_owner(task_id, checkpoint.task_id, "a checkpoint")
-        checkpoints = sorted(bundle.checkpoints, key=lambda checkpoint: checkpoint.sequence)
-        session_rows = [(s.session_id, task_id, dump_record(s)) for s in bundle.sessions]
-        messages = message_rows(
-            [
-                (session_id, seq, value)
-                for session_id, values in bundle.messages.items()
-                for seq, value in enumerate(values)
-            ],
-        )
-        checkpoint_rows = [
-            (task_id, c.sequence, c.session_id, c.checkpoint_id, dump_record(c))
-            for c in checkpoints
+        for entry in bundle.ledger:
+            require_owner(task_id, entry.task_id, "a ledger entry")
+        for trace in bundle.traces:
+            require_owner(task_id, trace.task_id, "a trace record")
+        session_rows = [
+            (s.session_id, task_id, dump_record(s), len(bundle.messages.get(s.session_id, ())))
+            for s in bundle.sessions
         ]
-        ledger = ledger_rows(task_id, bundle.ledger)
-        traces = trace_rows(task_id, bundle.traces)
+        messages = [
+            (
+                session_id,
+                [self._message_text(session_id, seq, value) for seq, value in enumerate(values)],
+            )
+            for session_id, values in bundle.messages.items()
+        ]
+        checkpoints = [(c.session_id, c.sequence, dump_record(c)) for c in bundle.checkpoints]
+        ledger = [(entry.session_id, dump_record(entry)) for entry in bundle.ledger]
+        traces = [(trace.session_id, dump_record(trace)) for trace in bundle.traces]
+        _require_sessions(task_id, bundle)
         with self._db.write() as connection:
             exists = connection.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone()
             if exists is not None:
@@ -407,19 +369,30 @@ class SQLiteStore:
                         f"task {task_id} already exists in {self._path}",
                         hint="import with --replace (replace=True) to overwrite it",
                     )
-                connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+                _delete_task(connection, task_id)
             try:
                 connection.execute(INSERT_TASK, task_row(bundle.task))
                 connection.executemany(
-                    "INSERT INTO sessions (session_id, task_id, data) VALUES (?, ?, ?)",
+                    "INSERT INTO sessions (session_id, task_id, data, next_seq) "
+                    "VALUES (?, ?, ?, ?)",
                     session_rows,
                 )
-                connection.executemany(INSERT_MESSAGE, messages)
-                connection.executemany(INSERT_CHECKPOINT, checkpoint_rows)
-                connection.executemany(UPSERT_LEDGER, ledger)
-                connection.executemany(INSERT_TRACE, traces)
+                task_no = self._task_number(connection, task_id)
+                rows = whole_task_rows(task_no, messages, checkpoints, ledger, traces)
+                connection.executemany(INSERT_STEP, rows)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
+
+    @staticmethod
+    def _message_text(session_id: str, seq: int, value: Any) -> str:
+        try:
+            return dump_json(value)
+        except (TypeError, ValueError) as error:
+            raise StoreError(
+                f"cannot store message {seq} of session {session_id}: {error}",
+                hint="store messages as dicts of JSON values "
+                "(subagents.messages.message_to_dict makes them)",
+            ) from None
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -501,6 +474,46 @@ class SQLiteStore:
     def integrity_check(self) -> list[str]:
         with self._db.read() as connection:
             return health.problems(connection)
+
+
+def _require_sessions(task_id: str, bundle: TaskBundle) -> None:
+    stored = {session.session_id for session in bundle.sessions}
+    if any(session_id not in stored for session_id, values in bundle.messages.items() if values):
+        raise StoreError(
+            f"a message of task {task_id} belongs to a session that is not stored",
+            hint="put the session record in the StepWrite of its first messages",
+        )
+
+
+def _delete_task(connection: sqlite3.Connection, task_id: str) -> None:
+    """The task and its steps (its sessions go by the foreign key)."""
+    found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
+    if found is None:
+        return
+    connection.execute("DELETE FROM steps WHERE key BETWEEN ? AND ?", task_range(found[0]))
+    connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+
+
+def _column(
+    connection: sqlite3.Connection,
+    task_id: str,
+    column: str,
+    session_id: str | None = None,
+    *,
+    latest: bool = False,
+) -> list[str]:
+    """The non-null ``column`` of a task's steps (of one session's, with ``session_id``) in
+    step order; only the last one with ``latest``. Nothing for a task not stored."""
+    found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
+    if found is None:
+        return []
+    sql = f"SELECT {column} FROM steps WHERE key BETWEEN ? AND ? AND {column} IS NOT NULL"
+    parameters: list[Any] = [*task_range(found[0])]
+    if session_id is not None:
+        sql += " AND session_id = ?"
+        parameters.append(session_id)
+    sql += " ORDER BY key DESC LIMIT 1" if latest else " ORDER BY key"
+    return [text for (text,) in connection.execute(sql, parameters)]
 
 
 def _parse_time(text: str) -> datetime | None:
