@@ -43,6 +43,7 @@ def test_list_shows_configured_servers_without_starting_them(tmp_path: Path) -> 
 def test_check_starts_each_server_and_reports_tools_and_failures(tmp_path: Path) -> None:
     root = project(tmp_path)
     result = CliRunner().invoke(app, ["mcp", "list", "--cwd", str(root), "--check", "--json"])
+    assert result.exit_code == 1  # with --json too: a script must see the failure
     rows = {row["name"]: row for row in json.loads(result.output)}
     assert rows["calc"]["status"] == "ok" and {"add", "fail"} <= set(rows["calc"]["tools"])
     assert rows["ghost"]["status"] == "error" and "ghost" in rows["ghost"]["detail"]
@@ -56,3 +57,32 @@ def test_no_servers_says_where_to_add_them(tmp_path: Path) -> None:
     (root / ".git").mkdir(parents=True)
     result = CliRunner().invoke(app, ["mcp", "list", "--cwd", str(root)])
     assert result.exit_code == 0 and ".mcp.json" in result.output
+
+
+def test_a_server_that_prints_a_banner_first_works_without_noise_on_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """The SDK logs the banner line it cannot parse, with a traceback; the person sees only
+    the table (the SDK's records go to our logger at debug level)."""
+    import os
+    import subprocess
+
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    serve = f"echo 'Welcome to calc v1'; exec '{sys.executable}' '{CALC}' stdio"
+    (root / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"calc": {"command": "sh", "args": ["-c", serve]}}})
+    )
+    env = {**os.environ, "SUBAGENTS_TRUST_PROJECT_MCP": "1", "HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-m", "subagents", "mcp", "list", "--check", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["status"] == "ok" and "add" in row["tools"]
+    assert "Traceback" not in done.stderr and "JSONRPC" not in done.stderr

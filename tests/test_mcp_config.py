@@ -57,7 +57,7 @@ def test_claude_code_mcp_json_shapes_are_read(tmp_path: Path) -> None:
     assert isinstance(fs, StdioServerConfig)
     assert (fs.name, fs.command, fs.args) == ("fs", "npx", ["-y", "server-fs", "."])
     assert fs.env["A"].get_secret_value() == "1"
-    assert fs.timeout_seconds == 60 and fs.startup_timeout_seconds == 30 and fs.enabled
+    assert fs.timeout_seconds == 300 and fs.startup_timeout_seconds == 30 and fs.enabled
     assert isinstance(servers["docs"], StreamableHTTPServerConfig)
     assert isinstance(servers["old"], SSEServerConfig)
     assert servers["old"].headers["X"].get_secret_value() == "y"

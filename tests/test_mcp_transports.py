@@ -56,7 +56,17 @@ async def test_tools_are_listed_with_our_names(manager: MCPManager, transport: s
     names = [tool.name for tool in manager.tools() if tool.name.startswith(f"mcp__{transport}__")]
     assert names == [
         f"mcp__{transport}__{tool}"
-        for tool in ("add", "fail", "slow", "crash", "pid", "env", "picture", "shout_loud")
+        for tool in (
+            "add",
+            "fail",
+            "slow",
+            "stuck_read",
+            "crash",
+            "pid",
+            "env",
+            "picture",
+            "shout_loud",
+        )
     ]
 
 
@@ -76,7 +86,7 @@ async def test_tool_metadata_comes_from_the_server(manager: MCPManager) -> None:
     assert (add.read_only, add.idempotent, add.requires_approval) == (True, True, False)
     assert (fail.read_only, fail.idempotent, fail.requires_approval) == (False, False, True)
     assert add.timeout_seconds == 7  # the server's timeout_seconds
-    assert tools["mcp__http__add"].timeout_seconds == 60  # the default
+    assert tools["mcp__http__add"].timeout_seconds == 300  # the default
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

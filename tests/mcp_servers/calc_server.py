@@ -38,6 +38,13 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
+async def stuck_read(file_path: str) -> str:
+    """Read a file; it never answers (a server that hangs)."""
+    await asyncio.Event().wait()
+    return file_path
+
+
+@server.tool()
 def crash() -> str:
     """End the server process at once."""
     os._exit(3)

@@ -51,10 +51,12 @@ def list_servers(
         }
         for name, problem in servers.problems.items()
     ]
+    for warning in servers.warnings:
+        typer.echo(f"warning: {warning}", err=True)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-        return
-    _print(rows, check)
+    else:
+        _print(rows, check)
     if any(row["status"] == "error" for row in rows):
         raise typer.Exit(1)
 
@@ -64,7 +66,8 @@ async def _check(servers: MCPServersConfig, cwd: Path | None) -> dict[str, Any]:
     from subagents.mcp.connection import MCPManager
 
     workspace = (cwd or Path.cwd()).resolve()
-    manager = MCPManager(servers.enabled(), workspace=workspace)
+    # What fails is in the table: the manager need not say it too.
+    manager = MCPManager(servers.enabled(), workspace=workspace, on_warning=lambda _: None)
     async with manager:
         found: dict[str, Any] = {
             name: [tool.name for tool in connection.tools]

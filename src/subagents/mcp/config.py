@@ -8,12 +8,16 @@ Both files have one shape::
 
 ``type`` is ``stdio`` (the default when ``command`` is given), ``sse`` or ``http`` (streamable
 HTTP; the default when only ``url`` is given). Beyond what Claude Code reads, every server may
-set ``timeout_seconds`` (one tool call, default 60), ``startup_timeout_seconds`` (connect and
-list tools, default 30), ``enabled`` (default true) and ``trusted`` (default false: ``true``, or
-a list of tool names, makes us believe the tools' ``readOnlyHint`` and ``idempotentHint``
-annotations, which the MCP specification calls untrusted hints; an untrusted tool counts as
-side-effecting, so it asks before it runs and is refused in plan mode). Other keys are ignored,
-as Claude Code ignores keys it does not know.
+set ``timeout_seconds`` (one tool call, default 300), ``startup_timeout_seconds`` (connect and
+list tools, default 30), ``fallback_tools`` (tools tried in order, with the same arguments, when
+a call fails or times out: any tool the agent has, by the name the model sees, e.g.
+``mcp__other__search`` or ``WebFetch``), ``tools`` (per tool, by its own name:
+``timeout_seconds`` and ``fallback_tools`` over the server's), ``enabled`` (default true) and
+``trusted`` (default false: ``true``, or a list of tool names, makes us believe the tools'
+``readOnlyHint`` and ``idempotentHint`` annotations, which the MCP specification calls
+untrusted hints; an untrusted tool counts as side-effecting, so it asks before it runs and is
+refused in plan mode). A key none of these is ignored, as Claude Code ignores keys it does not
+know, but never silently: :attr:`MCPServersConfig.warnings` names it with its file.
 
 Strings in ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers`` may use ``${VAR}`` and
 ``${VAR:-default}``, expanded from the environment when the file is read. A server whose
@@ -25,7 +29,9 @@ Files, lowest precedence first (a later file replaces a whole server entry of th
 1. ``<home>/.claude.json`` (its top-level ``mcpServers``, where Claude Code keeps user servers);
 2. ``<home>/.subagents/mcp_servers.yaml``;
 3. for each project directory from the farthest to the nearest (see :mod:`subagents.config`):
-   ``.mcp.json``, then ``.subagents/mcp_servers.yaml``.
+   ``.mcp.json``, then ``.subagents/mcp_servers.yaml``, then that directory's private servers in
+   ``<home>/.claude.json`` (``projects.DIR.mcpServers``, Claude Code's "local" scope; they
+   are the user's own, so they start without the project consent).
 
 Env values and headers are :class:`~pydantic.SecretStr`, so printing a config never shows them.
 """
@@ -53,6 +59,7 @@ __all__ = [
     "MAX_MCP_FILE_BYTES",
     "MCPServerConfig",
     "MCPServersConfig",
+    "MCPToolSettings",
     "SSEServerConfig",
     "StdioServerConfig",
     "StreamableHTTPServerConfig",
@@ -64,7 +71,7 @@ __all__ = [
     "read_mcp_file",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_TIMEOUT_SECONDS = 300.0
 MAX_MCP_FILE_BYTES = 1 << 20
 """``.mcp.json`` and ``mcp_servers.yaml`` files larger than this are refused."""
 MAX_CLAUDE_JSON_BYTES = 64 << 20
@@ -76,12 +83,23 @@ _MAX_DESCRIBED = 20  # problems of one server described one by one
 _HTTP_TYPE_NAMES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 
 
+class MCPToolSettings(BaseModel):
+    """What one tool of a server sets over the server's own settings."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    timeout_seconds: float | None = Field(None, gt=0)
+    fallback_tools: list[str] | None = None
+
+
 class _ServerBase(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
     name: str = ""
     timeout_seconds: float = Field(DEFAULT_TIMEOUT_SECONDS, gt=0)
     startup_timeout_seconds: float = Field(DEFAULT_STARTUP_TIMEOUT_SECONDS, gt=0)
+    fallback_tools: list[str] = []
+    tools: dict[str, MCPToolSettings] = {}
     enabled: bool = True
     trusted: bool | list[str] = False
 
@@ -90,6 +108,20 @@ class _ServerBase(BaseModel):
         if isinstance(self.trusted, bool):
             return self.trusted
         return tool in self.trusted
+
+    def tool_timeout(self, tool: str) -> float:
+        """How long one call of ``tool`` (its own name) may take."""
+        settings = self.tools.get(tool)
+        if settings is not None and settings.timeout_seconds is not None:
+            return settings.timeout_seconds
+        return self.timeout_seconds
+
+    def tool_fallbacks(self, tool: str) -> tuple[str, ...]:
+        """The tools tried, in order, when a call of ``tool`` fails or times out."""
+        settings = self.tools.get(tool)
+        if settings is not None and settings.fallback_tools is not None:
+            return tuple(settings.fallback_tools)
+        return tuple(self.fallback_tools)
 
 
 class StdioServerConfig(_ServerBase):
@@ -142,6 +174,8 @@ class MCPServersConfig:
     servers: dict[str, MCPServerConfig] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
     sources: dict[str, Path] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Keys that are ignored (unknown here), each with its file: ``FILE: 'KEY' ...``."""
 
     def enabled(self) -> list[MCPServerConfig]:
         return [server for server in self.servers.values() if server.enabled]
@@ -237,6 +271,10 @@ def parse_mcp_servers(
             f"got {type(servers).__name__}.",
             hint=f"write 'mcpServers' as an object of NAME: {{command: ...}} in {source}",
         )
+    if source.name != ".claude.json":  # Claude Code keeps much else at its top level
+        result.warnings += [
+            _ignored(source, _shown(key), _FILE_KEYS) for key in raw if key not in _FILE_KEYS
+        ]
     for name, entry in servers.items():
         key = f"mcpServers.{_shown(name)}"
         if not isinstance(entry, dict):
@@ -256,9 +294,52 @@ def parse_mcp_servers(
             )
             result.sources[str(name)] = source
             continue
+        result.warnings += _unknown_keys(entry, source, key)
         result.servers[str(name)] = _server(str(name), expanded, source, key)
         result.sources[str(name)] = source
     return result
+
+
+_FILE_KEYS = frozenset({"mcpServers"})
+_TRANSPORT_KEYS = {
+    "stdio": frozenset(StdioServerConfig.model_fields) - {"name"},
+    "sse": frozenset(SSEServerConfig.model_fields) - {"name"},
+    "http": frozenset(StreamableHTTPServerConfig.model_fields) - {"name"},
+}
+_TOOL_KEYS = frozenset(MCPToolSettings.model_fields)
+
+
+def _unknown_keys(entry: dict[Any, Any], source: Path, key: str) -> list[str]:
+    """A warning for each key of a server's entry (and of its per-tool settings) that no
+    setting of its transport reads."""
+    kind = entry.get("type")
+    if kind is None:
+        kind = "stdio" if "command" in entry or "url" not in entry else "http"
+    if not isinstance(kind, str):
+        return []  # a bad type is an error of its own
+    known = _TRANSPORT_KEYS.get("http" if kind in _HTTP_TYPE_NAMES else kind)
+    if known is None:
+        return []
+    found = [
+        _ignored(source, f"{key}.{_shown(name)}", known) for name in entry if name not in known
+    ]
+    tools = entry.get("tools")
+    if isinstance(tools, dict):
+        for tool, settings in tools.items():
+            if isinstance(settings, dict):
+                found += [
+                    _ignored(source, f"{key}.tools.{_shown(tool)}.{_shown(name)}", _TOOL_KEYS)
+                    for name in settings
+                    if name not in _TOOL_KEYS
+                ]
+    return found
+
+
+def _ignored(source: Path, key: str, known: Iterable[str]) -> str:
+    return (
+        f"{source}: '{key}' is not a setting subagents reads, so it is ignored - remove it "
+        f"(the settings here: {', '.join(sorted(known))})"
+    )
 
 
 def _shown(name: object) -> str:
@@ -384,7 +465,9 @@ def _load_yaml(path: Path, text: str) -> Any:
 
 
 def mcp_config_paths(cwd: Path | None = None, *, home: Path | None = None) -> list[Path]:
-    """Every file servers are read from, lowest precedence first (many may not exist)."""
+    """Every file servers are read from, lowest precedence first (many may not exist;
+    ``~/.claude.json`` also holds each project's private servers, which come after that
+    project's own files)."""
     from subagents.config import CONFIG_DIR_NAME, project_directories, resolve_home
 
     home_dir = resolve_home(home)
@@ -401,16 +484,49 @@ def load_mcp_servers(
     home: Path | None = None,
     environ: dict[str, str] | None = None,
 ) -> MCPServersConfig:
-    """Every server configured for ``cwd``, project files over user files (see above)."""
+    """Every server configured for ``cwd``, project files over user files (see above); a
+    project's private servers in ``~/.claude.json`` (``projects.DIR.mcpServers``, Claude
+    Code's "local" scope) over that project's own files."""
+    from subagents.config import CONFIG_DIR_NAME, project_directories, resolve_home
+
+    home_dir = resolve_home(home)
     merged = MCPServersConfig()
-    for path in mcp_config_paths(cwd, home=home):
-        if not path.is_file():
-            continue
-        found = read_mcp_file(path, environ=environ)
-        for name in [*found.servers, *found.problems]:
-            merged.servers.pop(name, None)
-            merged.problems.pop(name, None)
-        merged.servers.update(found.servers)
-        merged.problems.update(found.problems)
-        merged.sources.update(found.sources)
+    claude_json = home_dir / ".claude.json"
+    claude_raw: Any = None
+    if claude_json.is_file():
+        claude_raw = _load_json(claude_json, _read_text(claude_json))
+        _merge(merged, parse_mcp_servers(claude_raw, claude_json, environ=environ))
+    _merge_file(merged, home_dir / CONFIG_DIR_NAME / "mcp_servers.yaml", environ)
+    for directory in reversed(project_directories(cwd, home=home_dir)):
+        _merge_file(merged, directory / ".mcp.json", environ)
+        _merge_file(merged, directory / CONFIG_DIR_NAME / "mcp_servers.yaml", environ)
+        local = _local_servers(claude_raw, directory)
+        if local is not None:
+            _merge(merged, parse_mcp_servers(local, claude_json, environ=environ))
     return merged
+
+
+def _merge_file(merged: MCPServersConfig, path: Path, environ: dict[str, str] | None) -> None:
+    if path.is_file():
+        _merge(merged, read_mcp_file(path, environ=environ))
+
+
+def _local_servers(claude_raw: Any, directory: Path) -> dict[str, Any] | None:
+    """``{"mcpServers": ...}`` of ``directory``'s entry in ``~/.claude.json``, if any."""
+    if not isinstance(claude_raw, dict):
+        return None
+    projects = claude_raw.get("projects")
+    entry = projects.get(str(directory)) if isinstance(projects, dict) else None
+    if not isinstance(entry, dict) or not entry.get("mcpServers"):
+        return None
+    return {"mcpServers": entry["mcpServers"]}
+
+
+def _merge(merged: MCPServersConfig, found: MCPServersConfig) -> None:
+    for name in [*found.servers, *found.problems]:
+        merged.servers.pop(name, None)
+        merged.problems.pop(name, None)
+    merged.servers.update(found.servers)
+    merged.problems.update(found.problems)
+    merged.sources.update(found.sources)
+    merged.warnings += found.warnings

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from subagents.tools.base import Tool
 
-__all__ = ["MCPConnection", "MCPManager", "describe_server"]
+__all__ = ["MCPConnection", "MCPManager", "describe_server", "route_sdk_logging"]
 
 logger = logging.getLogger("subagents.mcp")
 
@@ -88,6 +88,7 @@ class MCPConnection:
 
     async def connect(self) -> None:
         """Start and initialise the server within ``startup_timeout_seconds``."""
+        route_sdk_logging()
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -348,6 +349,8 @@ class MCPManager:
         self.failures: dict[str, MCPServerError] = {}
         self._on_warning = on_warning
         self._tools: list[Tool] | None = None
+        for warning in config.warnings:
+            self._warn(warning)
         for name, problem in config.problems.items():
             unset = "which is not set" in problem  # an unset ${VAR}; other reasons say what to do
             self._fail(
@@ -423,11 +426,37 @@ class MCPManager:
 
     def _fail(self, error: MCPServerError) -> None:
         self.failures[error.server] = error
-        text = f"{error} (its tools are left out)"
+        self._warn(f"{error} (its tools are left out)")
+
+    def _warn(self, text: str) -> None:
         if self._on_warning is not None:
             self._on_warning(text)
         else:
             logger.warning("%s", text)
+
+
+class _SDKLogBridge(logging.Handler):
+    """The SDK's log records as one line each on our logger, at debug level."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info is not None and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            first = str(error).strip().splitlines()[:1]
+            text += f" ({type(error).__name__}{': ' + first[0] if first else ''})"
+        logger.debug("mcp SDK: %s", text)
+
+
+def route_sdk_logging() -> None:
+    """Send the SDK's log records to our logger (debug level, one line each) unless logging
+    is configured. The SDK logs what it tolerates, with tracebacks (a server that prints a
+    banner before speaking MCP: "Failed to parse JSONRPC message"); with no handler
+    configured, Python would print those on the person's terminal."""
+    sdk = logging.getLogger("mcp")
+    if sdk.handlers or logging.getLogger().handlers:
+        return  # configured (by us already, or by the application): its choice holds
+    sdk.addHandler(_SDKLogBridge())
+    sdk.propagate = False
 
 
 async def _list_all_tools(session: ClientSession) -> list[MCPTool]:
