@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -86,3 +87,54 @@ def test_a_server_that_prints_a_banner_first_works_without_noise_on_the_terminal
     (row,) = json.loads(done.stdout)
     assert row["status"] == "ok" and "add" in row["tools"]
     assert "Traceback" not in done.stderr and "JSONRPC" not in done.stderr
+
+
+def test_call_runs_one_tool_by_hand_with_exit_codes_a_script_can_use(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    calc = {"command": sys.executable, "args": [str(CALC), "stdio"]}
+    calc["tools"] = {"stuck_read": {"timeout_seconds": 0.5}}  # type: ignore[assignment]
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
+
+    def call(*words: str, stdin: str | None = None) -> Any:
+        return CliRunner().invoke(app, ["mcp", "call", *words, "--cwd", str(root)], input=stdin)
+
+    added = call("calc", "add", '{"a": 2, "b": 3}')
+    assert (added.exit_code, added.stdout.strip()) == (0, "5")
+    by_our_name = call("calc", "mcp__calc__add", "-", "--json", stdin='{"a": 1, "b": 1}')
+    assert json.loads(by_our_name.stdout) == {
+        "server": "calc",
+        "tool": "mcp__calc__add",
+        "ok": True,
+        "text": "2",
+    }
+    failed = call("calc", "fail", '{"message": "disk full"}')
+    assert failed.exit_code == 1 and "disk full" in failed.stderr
+    stuck = call("calc", "stuck_read", '{"file_path": "x"}')  # its own timeout: 0.5 s
+    assert stuck.exit_code == 1 and "timed out after 0.5 s" in stuck.stderr
+    unknown = call("calc", "nope")
+    assert unknown.exit_code == 2 and "its tools: add, fail" in unknown.stderr
+    assert call("calc", "add", "[1").exit_code == 2
+    assert "must be a JSON object" in call("calc", "add", "[1]").stderr
+    nowhere = call("zz", "add")
+    assert nowhere.exit_code == 2 and "the servers: calc" in nowhere.stderr
+
+
+def test_agents_show_lists_the_mcp_tools_an_agent_gets(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "calculator.md").write_text(
+        "---\nname: calculator\ndescription: Adds with calc.\n"
+        "tools: mcp__calc, mcp__calc__add, mcp__later__x, mcp__nowhere__search\n---\nAdd.\n"
+    )
+    shown = CliRunner().invoke(app, ["agents", "show", "calculator", "--cwd", str(root), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["mcp_tools"] == [
+        "mcp__calc (every tool of server 'calc')",
+        "mcp__calc__add",
+        "mcp__later__x (server 'later' is disabled)",
+        "mcp__nowhere__search (server 'nowhere' is not configured)",
+    ]
+    table = CliRunner().invoke(app, ["agents", "show", "calculator", "--cwd", str(root)])
+    assert "(none)" not in table.stdout and "mcp__calc__add" in table.stdout

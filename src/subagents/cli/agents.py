@@ -61,6 +61,37 @@ def _discover(cwd: Path | None, agents_json: str | None = None) -> Inventory:
     return Inventory.discover(cwd, explicit=explicit)
 
 
+def _mcp_tools(definition: AgentDefinition, cwd: Path | None) -> list[str]:
+    """The MCP tools ``definition`` gets at run time, as far as the configuration says
+    without starting a server: each pattern of its ``tools`` (or, inheriting every tool,
+    each configured server), with a note when its server is not configured or disabled."""
+    from subagents.errors import ConfigError
+    from subagents.mcp.config import load_mcp_servers
+    from subagents.mcp.toolset import sanitise_name
+
+    try:
+        config = load_mcp_servers(cwd)
+    except ConfigError as error:
+        return [f"(the MCP configuration cannot be read: {error.message})"]
+    servers = {sanitise_name(name): server for name, server in config.servers.items()}
+    inline = {sanitise_name(name) for name in definition.mcp_server_configs}
+    if definition.tools is None:
+        patterns = [f"mcp__{name}" for name in sorted({*servers, *inline})]
+    else:
+        patterns = [entry for entry in definition.tools if entry.startswith("mcp__")]
+    shown = []
+    for pattern in patterns:
+        server = pattern.removeprefix("mcp__").split("__")[0]
+        whole = pattern.rstrip("*").rstrip("_") == f"mcp__{server}"
+        what = f"every tool of server {server!r}" if whole else ""
+        if server not in servers and server not in inline:
+            what = f"server {server!r} is not configured"
+        elif server in servers and not servers[server].enabled:
+            what = f"server {server!r} is disabled"
+        shown.append(f"{pattern} ({what})" if what else pattern)
+    return shown
+
+
 def _display_path(path: Path | str | None, base: Path) -> str:
     if path is None:
         return ""
@@ -329,8 +360,10 @@ def show_agent(
     from subagents.tools.web.notes import web_tool_notes
 
     notes = web_tool_notes(record.effective_tools, inventory.config.web)
+    mcp_tools = _mcp_tools(record.definition, cwd)
     if as_json:
         data = _record_json(record, base)
+        data["mcp_tools"] = mcp_tools
         data["notes"] = notes
         data["system_prompt"] = record.definition.system_prompt
         data["project_instructions"] = _instruction_files(record.definition, base)
@@ -353,7 +386,7 @@ def show_agent(
         ("dialect", d.dialect),
         ("model", _model_line(record)),
         ("tools", "all (inherited)" if d.tools is None else ", ".join(d.tools) or "(none)"),
-        ("effective tools", ", ".join(record.effective_tools) or "(none)"),
+        ("effective tools", ", ".join([*record.effective_tools, *mcp_tools]) or "(none)"),
     ]
     optional: list[tuple[str, object]] = [
         ("disallowed tools", ", ".join(d.disallowed_tools)),

@@ -1,5 +1,6 @@
-"""`subagents mcp list [--check] | trust [NAME...] | untrust NAME...`: the MCP servers this
-project would start, their tools, and the person's agreement to the project's own servers."""
+"""`subagents mcp list [--check] | call SERVER TOOL [JSON] | trust [NAME...] | untrust NAME...`:
+the MCP servers this project would start, their tools (tried by hand), and the person's
+agreement to the project's own servers."""
 
 from __future__ import annotations
 
@@ -131,6 +132,104 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
     for row in rows:
         if row["detail"]:
             console.print(f"[red]{escape(row['name'])}:[/] {escape(row['detail'])}")
+
+
+@mcp_app.command("call")
+def call_tool(
+    server: Annotated[str, typer.Argument(help="The server, by its name in the config.")],
+    tool: Annotated[str, typer.Argument(help="The tool: its own name, or mcp__SERVER__TOOL.")],
+    arguments: Annotated[
+        str, typer.Argument(help="The arguments as one JSON object; - reads them from stdin.")
+    ] = "{}",
+    cwd: CwdOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Call one tool of one MCP server by hand, as a model would, and print its result.
+
+    Exit 0 when the tool answered, 1 when it reported an error, failed or timed out (its
+    configured timeout), 2 for a server, tool or arguments that are not right."""
+    from subagents.mcp.config import load_mcp_servers
+
+    with user_errors():
+        servers = load_mcp_servers(cwd)
+        config = _server_named(server, servers)
+        values = _arguments(arguments)
+        workspace = (cwd or Path.cwd()).resolve()
+        answer, failed = asyncio.run(_call(config, tool, values, workspace))
+    if as_json:
+        typer.echo(json.dumps({"server": server, "tool": tool, "ok": not failed, "text": answer}))
+    elif failed:
+        typer.echo(f"error: {answer}", err=True)
+    else:
+        typer.echo(answer)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _server_named(name: str, servers: MCPServersConfig) -> MCPServerConfig:
+    from subagents.errors import SubagentsError
+
+    if name in servers.problems:
+        raise SubagentsError(f"MCP server {name!r} cannot start: {servers.problems[name]}.")
+    config = servers.servers.get(name)
+    if config is None:
+        known = ", ".join(sorted(servers.servers)) or "none"
+        raise SubagentsError(
+            f"No MCP server named {name!r} is configured here.",
+            hint=f"the servers: {known} ('subagents mcp list' shows where they come from)",
+        )
+    return config
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    import sys
+
+    from subagents.errors import SubagentsError
+
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as error:
+        raise SubagentsError(
+            f"The arguments are not valid JSON ({error.msg} at column {error.colno}).",
+            hint="""give one JSON object in single quotes, e.g. '{"a": 2, "b": 3}'""",
+        ) from None
+    if not isinstance(value, dict):
+        raise SubagentsError(
+            f"The arguments must be a JSON object, not {type(value).__name__}.",
+            hint="""name each argument, e.g. '{"path": "README.md"}'""",
+        )
+    return value
+
+
+async def _call(
+    config: MCPServerConfig, tool: str, arguments: dict[str, Any], workspace: Path
+) -> tuple[str, bool]:
+    """The tool's answer, and whether it failed; a tool that is not there is a usage error."""
+    from subagents.errors import SubagentsError, ToolError
+    from subagents.mcp.connection import MCPConnection
+    from subagents.mcp.toolset import mcp_tool
+
+    connection = MCPConnection(config, workspace=workspace)
+    await connection.connect()
+    try:
+        tools = {listed.name: mcp_tool(connection, listed) for listed in connection.tools}
+        chosen = tools.get(tool) or next((t for t in tools.values() if t.name == tool), None)
+        if chosen is None:
+            raise SubagentsError(
+                f"MCP server {config.name!r} has no tool {tool!r}.",
+                hint=f"its tools: {', '.join(tools) or 'none'}",
+            )
+        try:
+            async with asyncio.timeout(chosen.timeout_seconds):
+                return str(await chosen.function(**arguments)), False
+        except TimeoutError:
+            return f"{chosen.name} timed out after {chosen.timeout_seconds:g} s.", True
+        except ToolError as error:
+            return error.message, True
+    finally:
+        await connection.aclose()
 
 
 @mcp_app.command("trust")
