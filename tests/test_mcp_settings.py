@@ -165,3 +165,119 @@ def test_claude_json_project_servers_are_read_over_the_projects_own(
     assert config.warnings == []
     # the person's own servers start without the project's consent; the project's need it
     assert [server.name for server in project_servers(config, home=home)] == ["team"]
+
+
+# -- servers an agent file defines inline (Claude Code's mcpServers in a subagent) -----------
+
+
+def _inline_agent(root: Path, tools: str = "mcp__pocket") -> None:
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    server = json.dumps(_calc_entry())  # JSON is YAML: the server's settings inline
+    (agents / "pocket.md").write_text(
+        "---\nname: pocket\ndescription: Adds with its own calculator.\n"
+        f"tools: {tools}\nmcpServers:\n  - pocket: {server}\n---\nAdd.\n"
+    )
+
+
+def _delegating(subagent: str = "pocket") -> ScriptedModel:
+    task = {"description": "add", "prompt": "add 2 and 3", "subagent_type": subagent}
+    return ScriptedModel([tool_call_response("Task", task), "Done"])
+
+
+async def test_an_agents_inline_server_starts_and_only_that_agent_gets_its_tools(
+    tmp_path: Path,
+) -> None:
+    _inline_agent(tmp_path)
+    child = ScriptedModel([tool_call_response("mcp__pocket__add", {"a": 2, "b": 3}), "5"])
+    main = _delegating()
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=main,
+        agent_models={"pocket": child},
+        permission_mode="bypassPermissions",
+        mcp_servers={},
+    )
+    try:
+        result = await runtime.run("add 2 and 3")
+    finally:
+        await runtime.aclose()
+    assert result.status == "completed", result.error
+    assert [spec.name for spec in child.requests[0].tools] == [
+        f"mcp__pocket__{tool}"
+        for tool in ("add", "fail", "slow", "stuck_read", "crash", "pid", "env", "picture")
+    ] + ["mcp__pocket__shout_loud"]
+    (added,) = [m for m in child.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert (added.content, added.is_error) == ("5", False)
+    # the main session never had them: they are the agent's own
+    assert not any(spec.name.startswith("mcp__pocket") for spec in main.requests[0].tools)
+
+
+async def test_a_restricted_parent_cannot_pass_on_an_inline_servers_tools(tmp_path: Path) -> None:
+    _inline_agent(tmp_path)
+    agents = tmp_path / ".claude" / "agents"
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads and may start pocket.\n"
+        "tools: Read, Task\n---\nRead.\n"
+    )
+    reader = _delegating()
+    main = _delegating("reader")
+    runtime = Runtime(
+        cwd=tmp_path,
+        model=main,
+        agent_models={"reader": reader, "pocket": ScriptedModel(["never"])},
+        permission_mode="bypassPermissions",
+        mcp_servers={},
+    )
+    try:
+        await runtime.run("go")
+    finally:
+        await runtime.aclose()
+    refused = [m for m in reader.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert refused[0].is_error and "has no usable tools here" in refused[0].content
+
+
+async def test_a_project_agents_inline_server_needs_the_persons_consent(tmp_path: Path) -> None:
+    from subagents.mcp.consent import ProjectServerPolicy
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    home.mkdir()
+    _inline_agent(project)
+    asked: list[list[str]] = []
+
+    def ask(servers: object) -> set[str]:
+        asked.append([server.name for server in servers])  # type: ignore[attr-defined]
+        return set()  # declined
+
+    runtime = Runtime(
+        cwd=project,
+        model=_delegating(),
+        agent_models={"pocket": ScriptedModel(["never"])},
+        permission_mode="bypassPermissions",
+        mcp_servers={},
+        project_mcp=ProjectServerPolicy(home=home, ask=ask),
+    )
+    try:
+        await runtime.run("go")
+        assert runtime.inline_mcp_tools("pocket") == []
+    finally:
+        await runtime.aclose()
+    assert asked == [["pocket"]]
+    assert "pocket" in runtime.project_mcp.refused  # type: ignore[union-attr]
+
+
+def test_mcp_trust_approves_an_agents_inline_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    home.mkdir()
+    _inline_agent(project)
+    monkeypatch.setenv("HOME", str(home))
+    listed = CliRunner().invoke(app, ["mcp", "trust", "--cwd", str(project)])
+    assert "pocket: not asked yet" in listed.stdout
+    approved = CliRunner().invoke(app, ["mcp", "trust", "pocket", "--cwd", str(project)])
+    assert approved.exit_code == 0, approved.output
+    listed = CliRunner().invoke(app, ["mcp", "trust", "--cwd", str(project)])
+    assert "pocket: approved" in listed.stdout

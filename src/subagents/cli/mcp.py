@@ -252,6 +252,8 @@ def trust_servers(
     with user_errors():
         home = resolve_home()
         servers = project_servers(load_mcp_servers(cwd, home=home), home=home)
+        for inline in _inline_configs(cwd):
+            servers += project_servers(inline, home=home)
         store = ConsentStore(home)
         if not names and not all_servers:
             if not servers:
@@ -295,6 +297,19 @@ def untrust_servers(
             forgotten += ConsentStore(home).forget(project, names)
     for name in names:
         typer.echo(f"{name}: {'forgotten' if name in forgotten else 'no answer was kept'}")
+
+
+def _inline_configs(cwd: Path | None) -> list[MCPServersConfig]:
+    """The servers each agent file defines inline, one config per agent."""
+    from subagents.inventory import Inventory
+    from subagents.mcp.config import inline_servers
+
+    found = []
+    for record in Inventory.discover(cwd).active():
+        definition = record.definition
+        if definition.mcp_server_configs and definition.source_path is not None:
+            found.append(inline_servers(definition.mcp_server_configs, definition.source_path))
+    return found
 
 
 def project_server_policy(*, interactive: bool, trust_all: bool = False) -> Any:

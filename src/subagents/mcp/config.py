@@ -65,6 +65,7 @@ __all__ = [
     "StreamableHTTPServerConfig",
     "as_servers_config",
     "expand_variables",
+    "inline_servers",
     "load_mcp_servers",
     "mcp_config_paths",
     "parse_mcp_servers",
@@ -504,6 +505,14 @@ def load_mcp_servers(
         if local is not None:
             _merge(merged, parse_mcp_servers(local, claude_json, environ=environ))
     return merged
+
+
+def inline_servers(
+    configs: Mapping[str, Any], source: Path, *, environ: dict[str, str] | None = None
+) -> MCPServersConfig:
+    """The servers an agent file defines inline (its ``mcpServers`` entries that are whole
+    server settings, in Claude Code's shape), read like a file's."""
+    return parse_mcp_servers({"mcpServers": dict(configs)}, source, environ=environ)
 
 
 def _merge_file(merged: MCPServersConfig, path: Path, environ: dict[str, str] | None) -> None:

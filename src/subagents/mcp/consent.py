@@ -84,23 +84,37 @@ def _summary(server: MCPServerConfig) -> str:
 
 
 def project_servers(config: MCPServersConfig, *, home: Path) -> list[ProjectServer]:
-    """The enabled servers ``config`` has from project files (not the user's own)."""
+    """The enabled servers ``config`` has from project files (not the user's own: their
+    ``~/.claude.json``, ``~/.subagents/mcp_servers.yaml``, or an agent file of theirs)."""
     from subagents.config import CONFIG_DIR_NAME
 
     home = home.resolve()
     user_files = {home / ".claude.json", home / CONFIG_DIR_NAME / "mcp_servers.yaml"}
+    user_folders = {home / folder for folder in _CONFIG_FOLDERS}  # the user's own agents
     found = []
     for name, server in config.servers.items():
         source = config.sources.get(name)
         if source is None or not server.enabled or source.resolve() in user_files:
             continue
-        project = source.resolve().parent
-        if project.name == CONFIG_DIR_NAME:  # .subagents/mcp_servers.yaml
-            project = project.parent
+        if not user_folders.isdisjoint(source.resolve().parents):
+            continue
+        project = _project_of(source.resolve())
         found.append(
             ProjectServer(name, project, source, server_fingerprint(server), _summary(server))
         )
     return found
+
+
+_CONFIG_FOLDERS = frozenset({".subagents", ".claude", ".wave", ".codex", ".gemini"})
+
+
+def _project_of(source: Path) -> Path:
+    """The project a file configures: the folder holding its config folder
+    (``.subagents/mcp_servers.yaml``, an agent file in ``.claude/agents/``), else its own."""
+    for folder in source.parents:
+        if folder.name in _CONFIG_FOLDERS:
+            return folder.parent
+    return source.parent
 
 
 class ConsentStore:

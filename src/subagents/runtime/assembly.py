@@ -397,6 +397,8 @@ class SessionBuilder:
         delegation = self.delegation
         limits = runtime.config.subagents
         available = self._available(parent)
+        if parent is not None and definition is not None:
+            available = self._with_inline_servers(available, definition, parent)
         if parent is None:
             rules = self.rules
             names = [*available.names(), TASK_TOOL_NAME]
@@ -424,6 +426,23 @@ class SessionBuilder:
             if types is not None:
                 tools.add(delegation.task_tool_for(types), replace=True)
         return tools
+
+    def _with_inline_servers(
+        self, available: ToolRegistry, definition: AgentDefinition, parent: Session
+    ) -> ToolRegistry:
+        """``available`` and the tools of the servers ``definition`` defines inline, when
+        ``parent`` may pass them on: only a parent that has every tool of the run, so that a
+        restricted agent never gains tools by starting one that brings its own servers."""
+        inline = self.runtime.inline_mcp_tools(definition.name)
+        if not inline:
+            return available
+        have = set(available.names())
+        if not have.issuperset(self.runtime.base_tools().names()):
+            return available
+        widened = available.subset(available.names())
+        for tool in inline:
+            widened.add(tool, replace=True)  # the agent's own server over one of that name
+        return widened
 
     def subagent_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
         """A subagent's system prompt, for work in ``workspace``."""

@@ -130,6 +130,7 @@ class Runtime:
         self._mcp_config: MCPServersConfig | None = None
         self._mcp_configured: MCPServersConfig | None = None
         self.mcp: MCPManager | None = None
+        self._inline_mcp: dict[str, MCPManager] = {}  # agent name -> the servers its file defines
         self._mcp_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._mcp_tools: tuple[Tool, ...] = ()
         self._tool_env: dict[str, str] | None = None
@@ -262,33 +263,70 @@ class Runtime:
         """Start the configured MCP servers once (nothing, not even the SDK import, without
         any); their tools join :meth:`base_tools`. A server that fails is left out with a
         warning (see ``runtime.mcp.failures``). Runs started at once wait for the same start:
-        each of them gets the servers' tools."""
+        each of them gets the servers' tools.
+
+        The servers an agent file defines inline (``mcpServers: {NAME: {command: ...}}``) start
+        with them, their tools kept for that agent's sessions (see :meth:`inline_mcp_tools`)."""
         if self.mcp is not None:
             return
         config = self.mcp_config()
-        if not config.enabled() and not config.problems:
+        inline = self._inline_mcp_configs()
+        if not config.enabled() and not config.problems and not inline:
             return
         loop = asyncio.get_running_loop()
         if self._mcp_lock is None or self._mcp_lock[0] is not loop:
             self._mcp_lock = (loop, asyncio.Lock())  # a lock belongs to one event loop
         async with self._mcp_lock[1]:
             if self.mcp is None:  # else started by the run this one waited for
-                await self._start_mcp(config)
+                await self._start_mcp(config, inline)
 
-    async def _start_mcp(self, config: MCPServersConfig) -> None:
+    def _inline_mcp_configs(self) -> dict[str, MCPServersConfig]:
+        """The servers each active agent defines inline; a project agent's are screened as
+        the project's .mcp.json is (the person's own agents are theirs)."""
+        found: dict[str, MCPServersConfig] = {}
+        for record in self.inventory.active():
+            definition = record.definition
+            if not definition.mcp_server_configs:
+                continue
+            from subagents.mcp.config import inline_servers
+
+            source = definition.source_path or Path(definition.location)
+            config = inline_servers(definition.mcp_server_configs, source)
+            if self.project_mcp is not None:
+                from subagents.mcp.consent import screen_project_servers
+
+                config = screen_project_servers(config, self.project_mcp)
+            found[definition.name] = config
+        return found
+
+    async def _start_mcp(
+        self, config: MCPServersConfig, inline: dict[str, MCPServersConfig]
+    ) -> None:
         from subagents.mcp.connection import MCPManager
 
         manager = MCPManager(config, workspace=self.workspace)
+        agents = {
+            name: MCPManager(servers, workspace=self.workspace) for name, servers in inline.items()
+        }
+        managers = [manager, *agents.values()]
         try:
-            await manager.start()
+            await asyncio.gather(*(each.start() for each in managers))
         except BaseException:  # cancelled while starting: stop what did start
-            await asyncio.shield(manager.aclose())
+            await asyncio.shield(asyncio.gather(*(each.aclose() for each in managers)))
             raise
         self.mcp, self._mcp_tools, self._base_tools = manager, tuple(manager.tools()), None
+        self._inline_mcp = agents
         if self.events.active:
-            failures = {**config.problems, **{k: str(v) for k, v in manager.failures.items()}}
-            for server, error in failures.items():
-                self.events.emit(MCPServerFailed(server, error))
+            configs = [config, *inline.values()]
+            for servers, started in zip(configs, managers, strict=True):
+                failures = {**servers.problems, **{k: str(v) for k, v in started.failures.items()}}
+                for server, error in failures.items():
+                    self.events.emit(MCPServerFailed(server, error))
+
+    def inline_mcp_tools(self, agent: str) -> list[Tool]:
+        """The tools of the servers agent ``agent``'s file defines inline (once started)."""
+        manager = self._inline_mcp.get(agent)
+        return manager.tools() if manager is not None else []
 
     def base_tools(self) -> ToolRegistry:
         """A fresh registry of every tool a main session gets (built-ins and your own)."""
@@ -942,9 +980,10 @@ class Runtime:
         """Close the provider connections of the models this runtime built, and stop the MCP
         servers (they start again on the next run)."""
         if self.mcp is not None:
-            manager, self.mcp = self.mcp, None
+            managers = [self.mcp, *self._inline_mcp.values()]
+            self.mcp, self._inline_mcp = None, {}
             self._mcp_tools, self._base_tools = (), None
-            await manager.aclose()
+            await asyncio.gather(*(manager.aclose() for manager in managers))
         while self._built_models:
             await close_model(self._models.pop(self._built_models.pop()))
 
