@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
+    from subagents.tracing.otlp import LiveExport
     from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
@@ -154,6 +155,21 @@ def run_command(
         bool,
         typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends."),
     ] = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Send the run's spans to an OpenTelemetry collector as it goes (OTLP; "
+            "OTEL_EXPORTER_OTLP_ENDPOINT, default localhost:4318). Setting that variable "
+            "does it too.",
+        ),
+    ] = False,
+    otel_content: Annotated[
+        bool,
+        typer.Option(
+            "--otel-content", help="With OTLP export: include tool arguments and results."
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
@@ -177,6 +193,7 @@ def run_command(
     from subagents.errors import SubagentsError
     from subagents.runtime.events import EventBus
     from subagents.tools.permissions import PERMISSION_MODES
+    from subagents.tracing.otlp import start_live_export
     from subagents.tracing.redact import Redactor
 
     err = Console(stderr=True)
@@ -203,6 +220,7 @@ def run_command(
     # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
     interactive = sys.stdin.isatty() and prompt != "-" and not yes and not machine and not ui
     events = EventBus()
+    live: LiveExport | None = None
     printer: ProgressPrinter | None = None
     watch = AnswerWatch()
     stream: StreamJson | None = None
@@ -243,6 +261,9 @@ def run_command(
         for warning in runtime.permission_warnings:
             err.print(f"[yellow]Warning:[/] {escape(warning)}")
         redactor = Redactor(runtime.credentials())
+        live = start_live_export(
+            events, redactor=redactor, force=otel, include_content=otel_content or None
+        )
         if follow_up is None:
             prompt = _prompt_for(runtime, prompt, agent)
         elif prompt is None or not prompt.strip():
@@ -298,6 +319,10 @@ def run_command(
     finally:
         if printer is not None:
             printer.close()
+        if live is not None:
+            lost = live.close()
+            if lost is not None:
+                err.print(f"[yellow]Warning:[/] {escape(lost)}")
         if database is not None:
             database.close()
     if stream is not None:

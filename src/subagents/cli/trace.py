@@ -8,7 +8,7 @@ was stored, and again here with the project's credentials (an imported task may 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -48,11 +48,26 @@ def trace_command(
     as_json: JsonOption = False,
     cwd: CwdOption = None,
     store: StoreOption = None,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Send the task's spans to an OpenTelemetry collector (OTLP; "
+            "OTEL_EXPORTER_OTLP_ENDPOINT, default localhost:4318) instead of printing it.",
+        ),
+    ] = False,
+    otel_content: Annotated[
+        bool,
+        typer.Option("--otel-content", help="With --otel: include tool arguments and results."),
+    ] = False,
 ) -> None:
     """Show what a task did: its sessions (subagents nested under the Task calls that started
     them), model calls, tool calls, durations, tokens and errors."""
     with user_errors():
         trace = _load(store_path(cwd, store), task, cwd)
+        if otel:
+            _export(trace, include_content=otel_content)
+            return
     if as_json:
         import json
 
@@ -64,6 +79,29 @@ def trace_command(
 
     # the terminal's width; logs and CI get a wide page instead of wrapped lines (or COLUMNS)
     make_console().print(render_tree(trace), highlight=False)
+
+
+def _export(trace: TaskTrace, *, include_content: bool) -> None:
+    from subagents.tracing.otel import export_trace
+    from subagents.tracing.otlp import capture_content, otlp_provider
+
+    otlp = otlp_provider(force=True)
+    if otlp is None:  # OTEL_SDK_DISABLED
+        typer.echo("OTEL_SDK_DISABLED is set: nothing was sent.", err=True)
+        return
+    try:
+        export_trace(
+            trace,
+            tracer_provider=otlp.provider,
+            include_content=include_content or capture_content(),
+        )
+    finally:
+        otlp.shutdown()
+    problem = otlp.problem()
+    if problem is not None:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"sent {otlp.sent} spans of task {trace.task.id} to {otlp.endpoint}")
 
 
 def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:

@@ -435,28 +435,13 @@ class MCPManager:
             logger.warning("%s", text)
 
 
-class _SDKLogBridge(logging.Handler):
-    """The SDK's log records as one line each on our logger, at debug level."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if record.exc_info is not None and record.exc_info[1] is not None:
-            error = record.exc_info[1]
-            first = str(error).strip().splitlines()[:1]
-            text += f" ({type(error).__name__}{': ' + first[0] if first else ''})"
-        logger.debug("mcp SDK: %s", text)
-
-
 def route_sdk_logging() -> None:
-    """Send the SDK's log records to our logger (debug level, one line each) unless logging
-    is configured. The SDK logs what it tolerates, with tracebacks (a server that prints a
-    banner before speaking MCP: "Failed to parse JSONRPC message"); with no handler
-    configured, Python would print those on the person's terminal."""
-    sdk = logging.getLogger("mcp")
-    if sdk.handlers or logging.getLogger().handlers:
-        return  # configured (by us already, or by the application): its choice holds
-    sdk.addHandler(_SDKLogBridge())
-    sdk.propagate = False
+    """The SDK's log records go to our logger (see :mod:`subagents._sdk_logs`): a server
+    that prints a banner before speaking MCP makes it log "Failed to parse JSONRPC message"
+    with a traceback, which the person need not see."""
+    from subagents._sdk_logs import route_to_debug
+
+    route_to_debug("mcp", logger)
 
 
 async def _list_all_tools(session: ClientSession) -> list[MCPTool]:

@@ -178,6 +178,9 @@ def _response_from_message(message: Any, model_name: str) -> ModelResponse:
         stop_reason=_stop_reason(wire.field(message, "stop_reason"), bool(calls)),
         model_name=model_name,
         reasoning=tuple(reasoning),
+        response_id=wire.label(wire.field(message, "id")),
+        response_model=wire.label(wire.field(message, "model")),
+        finish_reason=wire.label(wire.field(message, "stop_reason")),
     )
 
 
@@ -229,6 +232,8 @@ class _EventAssembler:
     usage: Usage = field(default_factory=lambda: Usage(requests=1))
     stop_reason: str | None = None
     stopped: bool = False
+    response_id: str = ""
+    response_model: str = ""
 
     def add(self, event: Any) -> str:
         """Take one event in; return its new text (may be empty)."""
@@ -240,7 +245,10 @@ class _EventAssembler:
         if kind == "content_block_start":
             return self._start_block(event)
         if kind == "message_start":
-            usage = _usage(wire.field(wire.field(event, "message"), "usage"))
+            message = wire.field(event, "message")
+            self.response_id = wire.label(wire.field(message, "id"))
+            self.response_model = wire.label(wire.field(message, "model"))
+            usage = _usage(wire.field(message, "usage"))
             self.usage.input_tokens = usage.input_tokens
             self.usage.output_tokens = usage.output_tokens
             self.usage.cache_read_tokens = usage.cache_read_tokens
@@ -336,6 +344,9 @@ class _EventAssembler:
             stop_reason=_stop_reason(self.stop_reason, bool(calls)),
             model_name=model_name,
             reasoning=tuple(reasoning),
+            response_id=self.response_id,
+            response_model=self.response_model,
+            finish_reason=(self.stop_reason or "")[:200],
         )
 
 

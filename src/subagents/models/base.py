@@ -66,6 +66,12 @@ class ModelResponse:
     tool_calls_from_text: dict[str, Any] | None = None
     """Set when the tool calls were read from the text (see models.text_tools): the forms
     found and any names mapped to an offered tool's; or why the text was not searched."""
+    response_id: str = ""
+    """The provider's id of this response ("" when it gave none)."""
+    response_model: str = ""
+    """The model that answered, as the provider names it (e.g. a dated version)."""
+    finish_reason: str = ""
+    """Why it stopped, in the provider's own words (``stop_reason`` is ours)."""
 
 
 @dataclass(slots=True, frozen=True)

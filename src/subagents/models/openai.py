@@ -176,6 +176,8 @@ class _ChunkAssembler:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Any = None
+    response_id: str = ""
+    response_model: str = ""
 
     def add(self, chunk: Any) -> str:
         """Take one chunk in; return its new text (may be empty)."""
@@ -183,6 +185,9 @@ class _ChunkAssembler:
             raise MalformedResponseError(f"a stream event that is not a chunk: {chunk!r:.200}")
         if chunk.get("usage") is not None:
             self.usage = chunk["usage"]
+        if not self.response_id:
+            self.response_id = wire.label(chunk.get("id"))
+            self.response_model = wire.label(chunk.get("model"))
         text = ""
         for choice in wire.items(chunk.get("choices")):
             finish_reason = wire.field(choice, "finish_reason")
@@ -238,6 +243,9 @@ class _ChunkAssembler:
             usage=_usage(self.usage),
             stop_reason=_stop_reason(self.finish_reason, bool(tool_calls)),
             model_name=model_name,
+            response_id=self.response_id,
+            response_model=self.response_model,
+            finish_reason=self.finish_reason[:200],
         )
 
 
@@ -262,6 +270,9 @@ def _response_from_completion(completion: Any, model_name: str) -> ModelResponse
         usage=_usage(wire.field(completion, "usage")),
         stop_reason=_stop_reason(wire.field(choice, "finish_reason"), bool(tool_calls)),
         model_name=model_name,
+        response_id=wire.label(completion.get("id")),
+        response_model=wire.label(completion.get("model")),
+        finish_reason=wire.label(wire.field(choice, "finish_reason")),
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "decoded_tool_call",
     "field",
     "items",
+    "label",
     "text",
     "tool_call_id",
     "tool_name",
@@ -50,6 +51,15 @@ def count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
     return max(value, 0)
+
+
+_LABEL_CHARS = 200
+
+
+def label(value: Any) -> str:
+    """A short string the provider gave about a response (its id, model, finish reason): a
+    string cut to 200 characters, else "" (it is stored and exported, so bounded)."""
+    return value[:_LABEL_CHARS] if isinstance(value, str) else ""
 
 
 def text(value: Any) -> str:

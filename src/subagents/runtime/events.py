@@ -51,6 +51,7 @@ class SessionStarted:
     parent_id: str | None
     model_name: str
     depth: int
+    task_id: str | None = None  # the stored task the session belongs to, when stored
     kind: Literal["session_started"] = "session_started"
 
 

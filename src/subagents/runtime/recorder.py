@@ -335,6 +335,7 @@ class Recorder:
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "stop_reason": response.stop_reason,
+                **_provider_facts(response),
                 **_text_calls_note(response),
             },
         )
@@ -511,6 +512,16 @@ def _model_message(response: ModelResponse) -> str:
         return "answer"
     written = " written as text" if response.tool_calls_from_text is not None else ""
     return f"{len(response.tool_calls)} tool calls{written}"
+
+
+def _provider_facts(response: ModelResponse) -> dict[str, str]:
+    """What the provider said of its response (id, model, finish reason), when it did."""
+    facts = {
+        "response_id": response.response_id,
+        "response_model": response.response_model,
+        "finish_reason": response.finish_reason,
+    }
+    return {key: value for key, value in facts.items() if value}
 
 
 def _text_calls_note(response: ModelResponse) -> dict[str, Any]:

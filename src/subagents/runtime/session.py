@@ -204,7 +204,12 @@ class Session:
             parent_id = self.parent.agent_id if self.parent is not None else None
             events.emit(
                 ev.SessionStarted(
-                    self.agent_id, self.agent_type, parent_id, self.model.name, self.depth
+                    self.agent_id,
+                    self.agent_type,
+                    parent_id,
+                    self.model.name,
+                    self.depth,
+                    self.recorder.task_id if self.recorder is not None else None,
                 )
             )
             if self.todos:  # a resumed session shows the list it had

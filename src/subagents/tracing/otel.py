@@ -42,6 +42,8 @@ AGENT_ID = "gen_ai.agent.id"
 AGENT_DESCRIPTION = "gen_ai.agent.description"
 CONVERSATION_ID = "gen_ai.conversation.id"
 REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_ID = "gen_ai.response.id"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
@@ -50,6 +52,7 @@ TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
 TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_RESULT = "gen_ai.tool.call.result"
+MCP_METHOD = "mcp.method.name"
 ERROR_TYPE = "error.type"
 OTHER_ERROR = "_OTHER"
 
@@ -121,12 +124,27 @@ def _nanoseconds(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
-def _split_model(model: str) -> tuple[str | None, str]:
+def split_model(model: str) -> tuple[str | None, str]:
     """``"openai:gpt-4o"`` -> ``("openai", "gpt-4o")``; a bare id has no provider."""
     provider, separator, name = model.partition(":")
     if separator and provider and name:
         return provider, name
     return None, model
+
+
+def mcp_attributes(server: str | None) -> dict[str, str]:
+    """The MCP attributes of a call to a tool of MCP server ``server`` (none for ours)."""
+    if not server or server == "builtin":
+        return {}
+    return {MCP_METHOD: "tools/call", "subagents.mcp.server": server}
+
+
+def finish_reasons(provider_reason: str, our_reason: str | None) -> list[str] | None:
+    """``gen_ai.response.finish_reasons``: as the provider sent it; ours only for a response
+    with no provider's word (a scripted model, a record older than the provider's word)."""
+    if provider_reason:
+        return [provider_reason]
+    return [our_reason] if our_reason else None
 
 
 def _first_line(text: str) -> str:
@@ -163,7 +181,7 @@ class _Emitter:
         from opentelemetry import trace as otel_trace
         from opentelemetry.trace import Status, StatusCode
 
-        provider, model = _split_model(session.model)
+        provider, model = split_model(session.model)
         span = self._start(
             f"invoke_agent {session.agent}",
             parent,
@@ -203,7 +221,7 @@ class _Emitter:
         span.end(end_time=_nanoseconds(session.finished_at))
 
     def model_call(self, session: SessionTrace, call: ModelCallTrace, parent: Context) -> None:
-        provider, model = _split_model(call.model or session.model)
+        provider, model = split_model(call.model or session.model)
         span = self._start(
             f"chat {model}",
             parent,
@@ -215,7 +233,9 @@ class _Emitter:
                 CONVERSATION_ID: session.session_id,
                 INPUT_TOKENS: call.input_tokens,
                 OUTPUT_TOKENS: call.output_tokens,
-                FINISH_REASONS: [call.stop_reason] if call.stop_reason else None,
+                RESPONSE_MODEL: call.response_model or None,
+                RESPONSE_ID: call.response_id or None,
+                FINISH_REASONS: finish_reasons(call.finish_reason, call.stop_reason),
                 "subagents.turn": call.turn,
             },
             call.started_at,
@@ -233,6 +253,7 @@ class _Emitter:
             TOOL_TYPE: "function",
             "subagents.tool.server": call.server,
             "subagents.tool.outcome": call.outcome,
+            **mcp_attributes(call.server),
         }
         if call.repairs:
             attributes["subagents.tool.repairs"] = list(call.repairs)

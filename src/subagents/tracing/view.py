@@ -91,6 +91,10 @@ class ModelCallTrace:
     finished_at: datetime
     tool_call_ids: list[str] = field(default_factory=list)
     """The tool calls this response asked for (as far as the records show)."""
+    response_id: str = ""
+    response_model: str = ""
+    finish_reason: str = ""
+    """In the provider's own words ("" for records older than it, or no provider's)."""
 
 
 @dataclass(slots=True)
@@ -381,7 +385,14 @@ def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
         duration_ms=duration,
         started_at=_started(finished, duration),
         finished_at=finished,
+        response_id=_label(data.get("response_id")),
+        response_model=_label(data.get("response_model")),
+        finish_reason=_label(data.get("finish_reason")),
     )
+
+
+def _label(value: object) -> str:
+    return value[:200] if isinstance(value, str) else ""
 
 
 def _event(record: TraceRecord, redact: Redactor) -> EventTrace:

@@ -1,0 +1,266 @@
+"""OpenTelemetry spans while a run goes, from the runtime's events.
+
+:class:`LiveSpans` subscribes to a :class:`~subagents.runtime.events.EventBus` and makes the
+spans :mod:`subagents.tracing.otel` makes from a stored task, as things happen: one trace per
+task, an ``invoke_agent {agent}`` span per session, ``chat {model}`` per model call and
+``execute_tool {tool}`` per tool call under it, and a subagent's session under the
+``execute_tool Task`` span that started it. Each span ends (and so reaches the exporter) when
+its work ends; a batch span processor sends them on its own thread.
+
+Content (tool arguments and results) is left out unless ``include_content``; what is exported
+is redacted either way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from subagents.runtime import events as ev
+from subagents.tracing.otel import (
+    AGENT_ID,
+    AGENT_NAME,
+    CONVERSATION_ID,
+    ERROR_TYPE,
+    FINISH_REASONS,
+    INPUT_TOKENS,
+    INSTRUMENTATION_NAME,
+    OPERATION,
+    OTHER_ERROR,
+    OUTPUT_TOKENS,
+    PROVIDER,
+    REQUEST_MODEL,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    TOOL_ARGUMENTS,
+    TOOL_CALL_ID,
+    TOOL_NAME,
+    TOOL_RESULT,
+    TOOL_TYPE,
+    finish_reasons,
+    mcp_attributes,
+    split_model,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+    from subagents.runtime.events import EventBus
+    from subagents.tracing.redact import Redactor
+
+__all__ = ["LiveSpans"]
+
+
+@dataclass(slots=True)
+class _Agent:
+    span: Span
+    context: Context
+    model: str
+    chat: Span | None = None
+    tools: dict[str, Span] = field(default_factory=dict)
+
+
+class LiveSpans:
+    """Spans from a run's events, exported as they end. ``attach`` it to an event bus;
+    ``close`` ends whatever is still open (a run cut short) and flushes the provider."""
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider,
+        *,
+        include_content: bool = False,
+        redactor: Redactor | None = None,
+    ) -> None:
+        from subagents.tracing.redact import Redactor
+
+        self.provider = tracer_provider
+        self.tracer: Tracer = tracer_provider.get_tracer(INSTRUMENTATION_NAME)
+        self.include_content = include_content
+        self.redactor = redactor or Redactor()
+        self._agents: dict[str, _Agent] = {}
+        self._task_calls: dict[str, Span] = {}  # a subagent's id -> the Task call that started it
+        self._detach: Callable[[], None] | None = None
+
+    def attach(self, events: EventBus) -> LiveSpans:
+        self._detach = events.subscribe(self)
+        return self
+
+    def close(self) -> None:
+        """Stop listening, end the spans still open, and send what is buffered."""
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        for agent in reversed(list(self._agents.values())):
+            for span in [*agent.tools.values(), *([agent.chat] if agent.chat else [])]:
+                span.end()
+            agent.span.end()
+        self._agents.clear()
+        flush = getattr(self.provider, "force_flush", None)
+        if callable(flush):
+            flush()
+
+    def __call__(self, event: ev.Event) -> None:
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def _session_started(self, event: ev.SessionStarted) -> None:
+        from opentelemetry import trace as otel_trace
+        from opentelemetry.context import Context
+
+        if event.agent_id in self._agents:  # a session continued in the same run
+            return
+        parent = self._agents.get(event.parent_id or "")
+        context = Context()  # a task's main session starts its own trace
+        if parent is not None:
+            task_call = self._task_calls.get(event.agent_id)
+            context = otel_trace.set_span_in_context(task_call or parent.span)
+        provider, model = split_model(event.model_name)
+        span = self._start(
+            f"invoke_agent {event.agent_type}",
+            context,
+            {
+                OPERATION: "invoke_agent",
+                PROVIDER: provider,
+                AGENT_NAME: event.agent_type,
+                AGENT_ID: event.agent_id,
+                CONVERSATION_ID: event.agent_id,
+                REQUEST_MODEL: model,
+                "subagents.task.id": event.task_id,
+                "subagents.session.depth": event.depth,
+            },
+        )
+        self._agents[event.agent_id] = _Agent(
+            span, otel_trace.set_span_in_context(span), event.model_name
+        )
+
+    def _subagent_started(self, event: ev.SubagentStarted) -> None:
+        parent = self._agents.get(event.parent_id)
+        if parent is not None and event.tool_call_id in parent.tools:
+            self._task_calls[event.agent_id] = parent.tools[event.tool_call_id]
+
+    def _session_finished(self, event: ev.SessionFinished) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        agent = self._agents.pop(event.agent_id, None)
+        self._task_calls.pop(event.agent_id, None)
+        if agent is None:
+            return
+        result = event.result
+        if agent.chat is not None:  # the model call that failed
+            agent.chat.set_attribute(ERROR_TYPE, OTHER_ERROR)
+            agent.chat.end()
+        for span in agent.tools.values():
+            span.end()
+        usage = result.usage
+        agent.span.set_attribute(INPUT_TOKENS, usage.input_tokens)
+        agent.span.set_attribute(OUTPUT_TOKENS, usage.output_tokens)
+        agent.span.set_attribute("subagents.session.status", result.status)
+        if result.error:
+            agent.span.set_attribute(ERROR_TYPE, OTHER_ERROR)
+            first = self.redactor.text(result.error).strip().splitlines()[:1]
+            agent.span.set_status(Status(StatusCode.ERROR, first[0] if first else ""))
+        agent.span.end()
+
+    # -- model calls -----------------------------------------------------------------------------
+
+    def _turn_started(self, event: ev.TurnStarted) -> None:
+        agent = self._agents.get(event.agent_id)
+        if agent is None:
+            return
+        provider, model = split_model(agent.model)
+        agent.chat = self._start(
+            f"chat {model}",
+            agent.context,
+            {
+                OPERATION: "chat",
+                PROVIDER: provider,
+                REQUEST_MODEL: model,
+                CONVERSATION_ID: event.agent_id,
+                "subagents.turn": event.turn,
+            },
+            kind="CLIENT",
+        )
+
+    def _model_responded(self, event: ev.ModelResponded) -> None:
+        agent = self._agents.get(event.agent_id)
+        if agent is None or agent.chat is None:
+            return
+        span, agent.chat = agent.chat, None
+        response = event.response
+        attributes = {
+            RESPONSE_MODEL: response.response_model or None,
+            RESPONSE_ID: response.response_id or None,
+            FINISH_REASONS: finish_reasons(response.finish_reason, response.stop_reason),
+            INPUT_TOKENS: response.usage.input_tokens,
+            OUTPUT_TOKENS: response.usage.output_tokens,
+        }
+        for key, value in attributes.items():
+            if value is not None:
+                span.set_attribute(key, value)
+        span.end()
+
+    # -- tool calls ------------------------------------------------------------------------------
+
+    def _tool_started(self, event: ev.ToolCallStarted) -> None:
+        agent = self._agents.get(event.agent_id)
+        if agent is None:
+            return
+        call = event.call
+        server = call.name.split("__")[1] if call.name.startswith("mcp__") else None
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            TOOL_NAME: call.name,
+            TOOL_CALL_ID: call.id or None,
+            TOOL_TYPE: "function",
+            **mcp_attributes(server),
+        }
+        if self.include_content:
+            arguments = self.redactor.value(call.arguments)
+            attributes[TOOL_ARGUMENTS] = json.dumps(arguments, ensure_ascii=False, default=str)
+        agent.tools[call.id] = self._start(f"execute_tool {call.name}", agent.context, attributes)
+
+    def _tool_finished(self, event: ev.ToolCallFinished) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        agent = self._agents.get(event.agent_id)
+        span = agent.tools.pop(event.call.id, None) if agent is not None else None
+        if span is None:
+            return
+        outcome = event.outcome
+        span.set_attribute("subagents.tool.outcome", outcome.status)
+        if outcome.tool_name != event.call.name:  # a fallback tool answered
+            span.set_attribute("subagents.tool.answered_by", outcome.tool_name)
+        if self.include_content:
+            span.set_attribute(TOOL_RESULT, self.redactor.text(outcome.message.content))
+        if outcome.status != "ok":
+            span.set_attribute(ERROR_TYPE, outcome.status)
+            first = self.redactor.text(outcome.message.content).strip().splitlines()[:1]
+            span.set_status(Status(StatusCode.ERROR, first[0] if first else outcome.status))
+        span.end()
+
+    def _start(
+        self, name: str, context: Context, attributes: dict[str, Any], *, kind: str = "INTERNAL"
+    ) -> Span:
+        from opentelemetry.trace import SpanKind
+
+        present = {key: value for key, value in attributes.items() if value is not None}
+        return self.tracer.start_span(
+            name, context=context, kind=SpanKind[kind], attributes=present
+        )
+
+
+_HANDLERS: dict[type, Callable[[LiveSpans, Any], None]] = {
+    ev.SessionStarted: LiveSpans._session_started,
+    ev.SubagentStarted: LiveSpans._subagent_started,
+    ev.SessionFinished: LiveSpans._session_finished,
+    ev.TurnStarted: LiveSpans._turn_started,
+    ev.ModelResponded: LiveSpans._model_responded,
+    ev.ToolCallStarted: LiveSpans._tool_started,
+    ev.ToolCallFinished: LiveSpans._tool_finished,
+}
