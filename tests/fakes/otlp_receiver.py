@@ -51,7 +51,8 @@ class Receiver:
             self.spans.extend(found)
             self.requests += 1
             self._arrived.notify_all()
-        return trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+        answer: bytes = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+        return answer
 
     def wait_for(self, count: int, timeout: float = 30.0) -> bool:
         """Wait until ``count`` spans arrived (an event, not a sleep); False at ``timeout``."""
@@ -129,18 +130,20 @@ def grpc_receiver() -> Iterator[Receiver]:
     """OTLP/gRPC (the TraceService) on a free port of 127.0.0.1."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import grpc
+    import grpc  # type: ignore[import-untyped]  # grpcio ships no type stubs
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
     receiver = Receiver()
 
-    class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+    class Service(trace_service_pb2_grpc.TraceServiceServicer):
         def Export(self, request: Any, context: Any) -> Any:
             receiver.take(request.SerializeToString())
             return trace_service_pb2.ExportTraceServiceResponse()
 
     server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        Service(), server
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     receiver.endpoint = f"http://127.0.0.1:{port}"
