@@ -114,6 +114,9 @@ def test_tasks_list_loads_no_rich_inventory_or_other_command(tmp_path: Path, rep
     assert "subagents.store.sqlite" in modules  # it did read the store
     assert loaded(modules, *NEVER, "rich", "subagents.runtime", "subagents.inventory") == []
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.run") == []
+    # the redactor reads the MCP configuration (for its secrets), not the connections
+    assert "subagents.mcp.config" in modules
+    assert loaded(modules, "subagents.mcp.connection", "asyncio") == []
 
 
 def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
