@@ -131,6 +131,8 @@ def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     assert "subagents.runtime.runtime" in modules and "openai" in modules  # it did run
     assert loaded(modules, *NEVER) == []
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.tasks") == []
+    # the built-in agents' frontmatter is read without PyYAML; writing agent files is elsewhere
+    assert loaded(modules, "yaml", "subagents._yaml", "subagents.definitions.render") == []
     # the search tools' engines load when a tool first searches, not at every start
     assert "subagents.tools.builtin.grep" in modules
     assert loaded(modules, "regex", "pathspec") == []
