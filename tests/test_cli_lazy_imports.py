@@ -133,9 +133,12 @@ def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.tasks") == []
     # the built-in agents' frontmatter is read without PyYAML; writing agent files is elsewhere
     assert loaded(modules, "yaml", "subagents._yaml", "subagents.definitions.render") == []
-    # the search tools' engines load when a tool first searches, not at every start
-    assert "subagents.tools.builtin.grep" in modules
-    assert loaded(modules, "regex", "pathspec") == []
+    # a built-in tool's module (and a search tool's engine) loads when the tool is first used
+    assert "subagents.tools.builtin.catalogue" in modules
+    tool_modules = ("read", "write", "edit", "glob", "grep", "ls", "bash", "multiedit")
+    tool_modules += ("todowrite", "webfetch", "websearch")
+    assert loaded(modules, *(f"subagents.tools.builtin.{m}" for m in tool_modules)) == []
+    assert loaded(modules, "subagents.tools.decorator", "regex", "pathspec") == []
 
 
 def test_the_help_still_lists_every_command(tmp_path: Path) -> None:
