@@ -132,6 +132,8 @@ def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.tasks") == []
     # the built-in agents' frontmatter is read without PyYAML; writing agent files is elsewhere
     assert loaded(modules, "yaml", "subagents._yaml", "subagents.definitions.render") == []
+    # git worktrees load only for an agent with isolation: worktree
+    assert "subagents.runtime.worktree" not in modules
     # a built-in tool's module (and a search tool's engine) loads when the tool is first used
     assert "subagents.tools.builtin.catalogue" in modules
     tool_modules = "read write edit glob grep ls bash multiedit todowrite webfetch websearch"
