@@ -114,6 +114,8 @@ def test_tasks_list_loads_no_rich_inventory_or_other_command(tmp_path: Path, rep
     assert "subagents.store.sqlite" in modules  # it did read the store
     assert loaded(modules, *NEVER, "rich", "subagents.runtime", "subagents.inventory") == []
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.run") == []
+    # no MCP server is configured: the redactor needs neither the config models nor asyncio
+    assert loaded(modules, "subagents.mcp.config", "subagents.mcp.connection", "asyncio") == []
 
 
 def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
@@ -128,9 +130,15 @@ def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     assert "subagents.runtime.runtime" in modules and "openai" in modules  # it did run
     assert loaded(modules, *NEVER) == []
     assert loaded(modules, "subagents.cli.agents", "subagents.cli.tasks") == []
-    # the search tools' engines load when a tool first searches, not at every start
-    assert "subagents.tools.builtin.grep" in modules
-    assert loaded(modules, "regex", "pathspec") == []
+    # the built-in agents' frontmatter is read without PyYAML; writing agent files is elsewhere
+    assert loaded(modules, "yaml", "subagents._yaml", "subagents.definitions.render") == []
+    # git worktrees load only for an agent with isolation: worktree
+    assert "subagents.runtime.worktree" not in modules
+    # a built-in tool's module (and a search tool's engine) loads when the tool is first used
+    assert "subagents.tools.builtin.catalogue" in modules
+    tool_modules = "read write edit glob grep ls bash multiedit todowrite webfetch websearch"
+    assert loaded(modules, *(f"subagents.tools.builtin.{m}" for m in tool_modules.split())) == []
+    assert loaded(modules, "subagents.tools.decorator", "regex", "pathspec") == []
 
 
 def test_the_help_still_lists_every_command(tmp_path: Path) -> None:

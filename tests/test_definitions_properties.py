@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import string
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from subagents.definitions import (
     NAME_PATTERN,
     AgentDefinition,
+    frontmatter,
     parse_agent_file,
     parse_agent_mapping,
     parse_agent_text,
@@ -142,6 +145,40 @@ def test_fast_reader_agrees_with_yaml(lines: list[tuple[str, str, str, str]], bl
         return
     loaded = yaml.safe_load(text)
     assert fast == (loaded or {})
+
+
+def test_fast_reader_reads_yaml_booleans_and_null_as_yaml_does() -> None:
+    text = "a: true\nb: Off\nc: NULL\nd: yes\ne: 'true'\nf: truly"
+    assert _fast_read(text) == yaml.safe_load(text)
+    assert _fast_read(text) == {
+        "a": True,
+        "b": False,
+        "c": None,
+        "d": True,
+        "e": "true",
+        "f": "truly",
+    }
+    assert _fast_read("yes: a") is None  # a key YAML reads as a boolean is left to YAML
+
+
+# The fast reader's character classes as first written: YAML's printable characters on one line,
+# spelled as the ranges they cover. The reader writes each as the few characters it leaves out
+# (much cheaper to compile); both must accept exactly the same characters.
+_HIGH = r"\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff"
+SPELLED_CLASSES = {
+    "_NOT_IN_DOUBLE": r"\x20\x21\x23-\x5b\x5d-\x7e" + _HIGH,  # no '"' nor backslash
+    "_NOT_IN_SINGLE": r"\x20-\x26\x28-\x7e" + _HIGH,  # no "'"
+    "_NOT_IN_PLAIN": r"\x20-\x22\x24-\x39\x3b-\x7e" + _HIGH,  # no '#' nor ':'
+    "_NOT_VISIBLE": r"\x21-\x7e" + _HIGH,
+}
+
+
+def test_the_fast_readers_classes_accept_the_characters_spelled_out() -> None:
+    every_character = "".join(map(chr, range(sys.maxunicode + 1)))
+    for name, spelled in SPELLED_CLASSES.items():
+        expected = re.findall(f"[{spelled}]", every_character)
+        actual = re.findall(f"[^{getattr(frontmatter, name)}]", every_character)
+        assert actual == expected, name
 
 
 # --- render then parse gives the definition back -----------------------------------------------

@@ -388,3 +388,27 @@ def test_official_openai_without_key_names_the_variable(monkeypatch: Any) -> Non
         OpenAIChatModel("gpt-4o")
     assert "OPENAI_API_KEY" in str(caught.value)
     assert "api_key_env" in str(caught.value)
+
+
+def test_a_native_model_does_not_load_the_text_tool_call_reader() -> None:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from subagents.models.base import ModelRequest, ModelResponse\n"
+        "from subagents.messages import UserMessage\n"
+        "from subagents.models.openai import OpenAIChatModel\n"
+        "model = OpenAIChatModel('m', base_url='http://127.0.0.1:9/v1', api_key='k')\n"
+        "request = ModelRequest(system='s', messages=[UserMessage('hi')])\n"
+        "model._params(request)\n"
+        "response = ModelResponse(text='hello')\n"
+        "assert model._read_text_calls(response, request) is response\n"
+        "print(json.dumps([model.tool_calls, 'subagents.models.text_tools' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["native", False]

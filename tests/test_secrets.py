@@ -670,3 +670,15 @@ def test_resume_json_shows_no_secret(hostile: HostileProject, server: ScriptedSe
     assert resumed.code == 0, resumed.err
     assert resumed.json()["output"] == "Done with [REDACTED]."
     assert leaked(resumed.out + resumed.err) == []
+
+
+def test_the_workspace_redactor_knows_the_mcp_servers_secrets(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from subagents.secrets import workspace_redactor
+
+    (tmp_path / ".git").mkdir()
+    entry = {"command": "calc", "env": {"CALC_SERVICE_TOKEN": MCP_TOKEN}}
+    assert MCP_TOKEN in workspace_redactor(tmp_path).text(f"token {MCP_TOKEN}")  # no file yet
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": entry}}))
+    assert MCP_TOKEN not in workspace_redactor(tmp_path).text(f"token {MCP_TOKEN}")

@@ -130,9 +130,20 @@ def workspace_redactor(cwd: Path | None = None) -> Redactor:
     hand reads the store, not the configuration); the environment's secrets still count."""
     from subagents.config import load_config
     from subagents.errors import SubagentsError
-    from subagents.mcp.config import load_mcp_servers
 
     try:
-        return Redactor(known_credentials(load_config(cwd), load_mcp_servers(cwd)))
+        return Redactor(known_credentials(load_config(cwd), _mcp_servers(cwd)))
     except SubagentsError:
         return Redactor(known_credentials(None))
+
+
+def _mcp_servers(cwd: Path | None) -> MCPServersConfig | None:
+    """The MCP servers configured for ``cwd``; None when no file configures any (the config
+    models, ~20 ms to build, are then not needed)."""
+    from subagents.mcp.paths import mcp_config_paths
+
+    if not any(path.is_file() for path in mcp_config_paths(cwd)):
+        return None
+    from subagents.mcp.config import load_mcp_servers
+
+    return load_mcp_servers(cwd)

@@ -15,7 +15,13 @@ from typing import Any
 
 import typer
 
-__all__ = ["COMMANDS", "app", "build_app", "main"]
+__all__ = ["COMMANDS", "GC_PAUSE_SECONDS", "app", "build_app", "main", "pause_gc"]
+
+# Python's cyclic garbage collector runs about 60 times while `subagents run` imports its
+# modules and the provider's SDK, each time scanning objects that all survive. main() pauses it
+# for the first seconds of the process (a long command gets it back then) and at exit, so the
+# interpreter's last collection still runs: about 25 ms less CPU per run.
+GC_PAUSE_SECONDS = 2.0
 
 app: typer.Typer  # the whole app, built by __getattr__ on first use
 
@@ -95,8 +101,28 @@ def __getattr__(name: str) -> typer.Typer:
     return whole
 
 
+def pause_gc(seconds: float) -> None:
+    """Pause Python's cyclic garbage collector for ``seconds`` (a daemon timer turns it back
+    on); nothing when it is off already, as an embedding program may have chosen."""
+    import atexit
+    import gc
+    import threading
+
+    if not gc.isenabled():
+        return
+    gc.disable()
+    resume = threading.Timer(seconds, gc.enable)
+    resume.daemon = True  # never keeps the process alive
+    resume.start()
+    # back on before the interpreter's last collection, which runs only when it is on: what
+    # is collected (and finalised) at exit stays as it was
+    atexit.register(gc.enable)
+
+
 def main() -> None:
     import sys
+
+    pause_gc(GC_PAUSE_SECONDS)
 
     # bare `subagents` in a terminal opens the chat; anywhere else it prints the help, as before
     if len(sys.argv) == 1 and sys.stdin.isatty() and sys.stdout.isatty():

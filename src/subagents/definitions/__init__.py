@@ -6,7 +6,9 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from subagents._lazy import lazy_exports
 from subagents.definitions.model import (
     SCOPE_RANK,
     AgentDefinition,
@@ -26,17 +28,19 @@ from subagents.definitions.parse import (
     parse_agent_mapping,
     parse_agent_text,
 )
-from subagents.definitions.render import (
-    frontmatter_json_schema,
-    new_agent_template,
-    render_markdown,
-)
 from subagents.definitions.validate import (
     NAME_PATTERN,
     effective_tool_names,
     normalise_name,
     validate_definition,
 )
+
+if TYPE_CHECKING:
+    from subagents.definitions.render import (
+        frontmatter_json_schema,
+        new_agent_template,
+        render_markdown,
+    )
 
 __all__ = [
     "AGENT_FILE_SUFFIXES",
@@ -63,6 +67,14 @@ __all__ = [
     "render_markdown",
     "validate_definition",
 ]
+
+# Writing agent files (PyYAML's dumper, the frontmatter's JSON Schema) loads on first use: a
+# run only reads them.
+_RENDER_EXPORTS = dict.fromkeys(
+    ("frontmatter_json_schema", "new_agent_template", "render_markdown"),
+    "subagents.definitions.render",
+)
+__getattr__, __dir__ = lazy_exports(__name__, _RENDER_EXPORTS, globals())
 
 
 @cache

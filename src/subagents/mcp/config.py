@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from subagents._preview import preview, shorten
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
+from subagents.mcp.paths import mcp_config_paths
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
@@ -463,20 +464,6 @@ def _load_yaml(path: Path, text: str) -> Any:
             f"{where}: YAML syntax error: {problem}.",
             hint="fix the syntax at that line (indent with spaces; quote values holding ': ')",
         ) from None
-
-
-def mcp_config_paths(cwd: Path | None = None, *, home: Path | None = None) -> list[Path]:
-    """Every file servers are read from, lowest precedence first (many may not exist;
-    ``~/.claude.json`` also holds each project's private servers, which come after that
-    project's own files)."""
-    from subagents.config import CONFIG_DIR_NAME, project_directories, resolve_home
-
-    home_dir = resolve_home(home)
-    paths = [home_dir / ".claude.json", home_dir / CONFIG_DIR_NAME / "mcp_servers.yaml"]
-    for directory in reversed(project_directories(cwd, home=home_dir)):
-        paths.append(directory / ".mcp.json")
-        paths.append(directory / CONFIG_DIR_NAME / "mcp_servers.yaml")
-    return paths
 
 
 def load_mcp_servers(

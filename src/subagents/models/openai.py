@@ -33,7 +33,6 @@ from subagents.models.base import (
 from subagents.models.retry import Failure, MalformedResponseError, error_message_from_body
 from subagents.models.sdk import HistoryCache, SDKModel, SDKOptions
 from subagents.models.settings import ToolCallMode
-from subagents.models.text_tools import read_text_tool_calls, text_mode_request
 from subagents.models.tool_arguments import arguments_text
 
 if TYPE_CHECKING:
@@ -320,6 +319,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         """The request body, JSON-ready (see :meth:`_options` for its timeout)."""
         if self.tool_calls == "text":
+            from subagents.models.text_tools import text_mode_request
+
             request = text_mode_request(request)
         params: dict[str, Any] = {"model": self.model_name, "messages": self._messages(request)}
         if self.tool_calls == "schema":
@@ -406,6 +407,10 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
     def _read_text_calls(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
         if self.tool_calls in ("auto", "text"):
+            # the reader of tool calls written as text loads only for a model that may write
+            # them (~4 ms of every other run)
+            from subagents.models.text_tools import read_text_tool_calls
+
             return read_text_tool_calls(response, request.tools)
         return response
 

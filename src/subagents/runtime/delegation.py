@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from subagents.errors import SubagentsError, ToolError
+from subagents.errors import SubagentsError, ToolError, WorktreeError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.assembly import SessionBuilder
@@ -27,17 +27,6 @@ from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
-from subagents.runtime.worktree import (
-    Worktree,
-    WorktreeError,
-    WorktreeOutcome,
-    enter_worktree,
-    leave_worktree,
-    rooted_permissions,
-    rooted_sandbox,
-    worktree_note,
-    worktree_prompt_note,
-)
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
@@ -53,6 +42,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.models.choice import ModelChoice
     from subagents.runtime.runtime import Runtime
+    from subagents.runtime.worktree import Worktree, WorktreeOutcome
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
@@ -403,6 +393,9 @@ class Delegation:
         found again when it is resumed or re-bound after a restart)."""
         if handle.definition.isolation != "worktree":
             return
+        # git worktrees load only for an agent isolated in one (~3 ms of every run otherwise)
+        from subagents.runtime.worktree import enter_worktree, worktree_prompt_note
+
         session = handle.session
         current = handle.worktree
         if current is not None and session.workspace == current.workspace:
@@ -423,6 +416,8 @@ class Delegation:
     def _move(self, session: Session, old: Path, root: Path) -> None:
         """``session``, and the subagents it has already started that worked where it did
         (re-adopted after a restart), now work in ``root``."""
+        from subagents.runtime.worktree import rooted_permissions, rooted_sandbox
+
         session.workspace = root
         session.permissions = rooted_permissions(session.permissions, root, old)
         session.tool_sandbox = rooted_sandbox(session.tool_sandbox, root)
@@ -438,6 +433,8 @@ class Delegation:
         worktree, handle.worktree = handle.worktree, None
         if worktree is None:
             return
+        from subagents.runtime.worktree import leave_worktree, worktree_note
+
         outcome = handle.worktree_outcome = await leave_worktree(worktree)
         recorder = handle.parent.recorder
         if recorder is not None:
@@ -927,7 +924,11 @@ def _render_for_parent(handle: SubagentHandle, spawn: SpawnResult) -> str:
 
 def _worktree_text(handle: SubagentHandle) -> str:
     outcome = handle.worktree_outcome
-    return f"{worktree_note(outcome)}\n\n" if outcome is not None else ""
+    if outcome is None:
+        return ""
+    from subagents.runtime.worktree import worktree_note
+
+    return f"{worktree_note(outcome)}\n\n"
 
 
 def _worktree_fields(outcome: WorktreeOutcome | None) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from subagents.tools.base import Tool
 
@@ -15,29 +16,46 @@ __all__ = ["builtin_tools"]
 def builtin_tools(web: WebSettings | None = None) -> list[Tool]:
     """Read, Write, Edit, Glob, Grep, LS, Bash, MultiEdit, TodoWrite, WebFetch and WebSearch,
     in that order (a fresh list each call); ``web`` is ``[web]`` of config.toml (defaults when
-    ``None``)."""
-    from subagents.tools.builtin.bash import bash_tool
-    from subagents.tools.builtin.edit import edit_tool
-    from subagents.tools.builtin.glob import glob_tool
-    from subagents.tools.builtin.grep import grep_tool
-    from subagents.tools.builtin.ls import ls_tool
-    from subagents.tools.builtin.multiedit import multi_edit_tool
-    from subagents.tools.builtin.read import read_tool
-    from subagents.tools.builtin.todowrite import todo_write_tool
-    from subagents.tools.builtin.webfetch import webfetch_tool
-    from subagents.tools.builtin.websearch import websearch_tool
-    from subagents.tools.builtin.write import write_tool
+    ``None``).
 
-    return [
-        read_tool,
-        write_tool,
-        edit_tool,
-        glob_tool,
-        grep_tool,
-        ls_tool,
-        bash_tool,
-        multi_edit_tool,
-        todo_write_tool,
-        webfetch_tool(web),
-        websearch_tool(web),
-    ]
+    Each is a :class:`~subagents.tools.deferred.DeferredTool`: described from the catalogue,
+    its module imported when the tool is first used."""
+    from subagents.tools.builtin.catalogue import BUILTIN_TOOLS
+    from subagents.tools.web.settings import WebSettings
+
+    settings = web if web is not None else WebSettings()
+    return [_deferred(entry, settings) for entry in BUILTIN_TOOLS]
+
+
+def _deferred(entry: dict[str, Any], web: WebSettings) -> Tool:
+    from subagents.tools.deferred import DeferredTool
+
+    module, attribute, from_web_settings = (
+        entry["module"],
+        entry["attribute"],
+        entry["from_web_settings"],
+    )
+
+    def load() -> Tool:
+        made = getattr(import_module(module), attribute)
+        tool: Tool = made(web) if from_web_settings else made
+        return tool
+
+    timeout = (
+        web.timeout + entry["timeout_after_web_timeout"]
+        if from_web_settings
+        else entry["timeout_seconds"]
+    )
+    return DeferredTool(
+        load,
+        name=entry["name"],
+        description=entry["description"],
+        parameters=entry["parameters"],
+        takes_context=entry["takes_context"],
+        timeout_seconds=timeout,
+        fallback_tools=entry["fallback_tools"],
+        read_only=entry["read_only"],
+        idempotent=entry["idempotent"],
+        needs_approval=entry["needs_approval"],
+        writes_paths=entry["writes_paths"],
+    )
