@@ -9,6 +9,11 @@ LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 
 .PHONY: demo test lint typecheck unit system-packages bench fuzz clean
 
+# The MCP reference server nobody here wrote, for the interop tests (tests/test_mcp_interop.py):
+# from npm, into the venv, when Node is there; without it those tests skip and say why.
+EVERYTHING_VERSION := 2026.8.31
+EVERYTHING := $(VENV)/node/.everything-$(EVERYTHING_VERSION)
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
@@ -29,7 +34,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # One worker per core: the suite waits on subprocesses and servers as much as it computes.
-unit: $(STAMP) system-packages
+unit: $(STAMP) system-packages $(EVERYTHING)
 	$(BIN)/pytest -n auto
 
 # Debian's bubblewrap, for the tests of the Bash sandbox, and tmux, for the chat's test in a
@@ -46,6 +51,13 @@ system-packages:
 		{ apt-get install -y -qq tmux >/dev/null 2>&1 || \
 		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; }; }; \
 	} || echo "note: tmux is not installed; the chat's real-terminal test will be skipped"
+
+$(EVERYTHING): | $(BIN)/python
+	@command -v npm >/dev/null 2>&1 && \
+		npm install --prefix $(VENV)/node --no-audit --no-fund --silent \
+			@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION) >/dev/null 2>&1 && \
+		touch $@ || \
+		echo "note: npm could not install server-everything; its interop tests will be skipped"
 
 test: lint typecheck unit
 
