@@ -28,6 +28,7 @@ from subagents.tracing.redact import Redactor
 
 SECRET = "sk-ant-api03-" + "Q" * 90  # an Anthropic key's shape: redacted wherever it shows
 CLIENT, INTERNAL = 3, 1  # SpanKind in OTLP
+EXAMPLE_WORKFLOWS = Path(__file__).resolve().parents[1] / "examples" / "workflow-project"
 
 
 def _convention_names() -> set[str]:
@@ -271,3 +272,42 @@ def test_run_otel_from_the_command_line(
     chat = receiver.named("chat gpt-test")[0]
     assert chat.attributes["gen_ai.response.finish_reasons"] == ["stop"]
     assert receiver.named("invoke_agent main")
+
+
+async def test_a_workflows_nodes_and_their_agents_are_one_trace(tmp_path: Path) -> None:
+    import shutil
+
+    from scenarios import workflow_agents
+    from subagents.workflows.files import load_workflow_file
+
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE_WORKFLOWS, project)
+    workflow = load_workflow_file(project / ".subagents" / "workflows" / "draft-critique.yaml")
+    with http_receiver() as receiver:
+        events = EventBus()
+        environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        live = start_live_export(events, redactor=Redactor(), environ=environ)
+        assert live is not None
+        runtime = Runtime(
+            cwd=project,
+            agent_models=workflow_agents.models(),
+            permission_mode="bypassPermissions",
+            events=events,
+            mcp_servers={},
+        )
+        try:
+            result = await runtime.run_workflow(workflow, "a topic")
+        finally:
+            await runtime.aclose()
+            assert live.close() is None
+        assert result.status == "completed", result.error
+        spans = receiver.spans  # close() flushed them: the receiver answered each export
+    assert len({span.trace_id for span in spans}) == 1  # the workflow is one trace
+    by_id = {span.span_id: span for span in spans}
+    (root,) = [span for span in spans if span.parent_span_id == ""]
+    assert root.name == "workflow draft-critique"
+    nodes = [span for span in spans if span.name.startswith("workflow_node ")]
+    assert nodes and all(node.parent_span_id == root.span_id for node in nodes)
+    agents = [span for span in spans if span.name.startswith("invoke_agent ")]
+    assert agents and all(by_id[a.parent_span_id].name.startswith("workflow_node ") for a in agents)
+    assert by_id[agents[0].parent_span_id].attributes["subagents.workflow.name"] == "draft-critique"

@@ -3,8 +3,9 @@
 :class:`LiveSpans` subscribes to a :class:`~subagents.runtime.events.EventBus` and makes the
 spans :mod:`subagents.tracing.otel` makes from a stored task, as things happen: one trace per
 task, an ``invoke_agent {agent}`` span per session, ``chat {model}`` per model call and
-``execute_tool {tool}`` per tool call under it, and a subagent's session under the
-``execute_tool Task`` span that started it. Each span ends (and so reaches the exporter) when
+``execute_tool {tool}`` per tool call under it, a subagent's session under the
+``execute_tool Task`` span that started it, and ``workflow_node {node}`` per node a workflow
+runs, under the workflow's own session. Each span ends (and so reaches the exporter) when
 its work ends; a batch span processor sends them on its own thread.
 
 Content (tool arguments and results) is left out unless ``include_content``; what is exported
@@ -61,6 +62,9 @@ class _Agent:
     model: str
     chat: Span | None = None
     tools: dict[str, Span] = field(default_factory=dict)
+    nodes: dict[str, Span] = field(default_factory=dict)  # a workflow's running nodes, by key
+    workflow: bool = False  # a workflow's own session (it has no session events)
+    waiting: dict[str, str] = field(default_factory=dict)  # node key -> the agent it will run
 
 
 class LiveSpans:
@@ -94,7 +98,8 @@ class LiveSpans:
             self._detach()
             self._detach = None
         for agent in reversed(list(self._agents.values())):
-            for span in [*agent.tools.values(), *([agent.chat] if agent.chat else [])]:
+            open_spans = [*agent.tools.values(), *agent.nodes.values()]
+            for span in [*open_spans, *([agent.chat] if agent.chat else [])]:
                 span.end()
             agent.span.end()
         self._agents.clear()
@@ -116,7 +121,7 @@ class LiveSpans:
         if event.agent_id in self._agents:  # a session continued in the same run
             return
         parent = self._agents.get(event.parent_id or "")
-        context = Context()  # a task's main session starts its own trace
+        context = self._node_running(event.agent_type) or Context()  # else: its own trace
         if parent is not None:
             task_call = self._task_calls.get(event.agent_id)
             context = otel_trace.set_span_in_context(task_call or parent.span)
@@ -155,7 +160,7 @@ class LiveSpans:
         if agent.chat is not None:  # the model call that failed
             agent.chat.set_attribute(ERROR_TYPE, OTHER_ERROR)
             agent.chat.end()
-        for span in agent.tools.values():
+        for span in [*agent.tools.values(), *agent.nodes.values()]:
             span.end()
         usage = result.usage
         agent.span.set_attribute(INPUT_TOKENS, usage.input_tokens)
@@ -244,6 +249,61 @@ class LiveSpans:
             span.set_status(Status(StatusCode.ERROR, first[0] if first else outcome.status))
         span.end()
 
+    # -- workflow nodes ---------------------------------------------------------------------------
+
+    def _node_started(self, event: ev.WorkflowNodeStarted) -> None:
+        agent = self._agents.get(event.agent_id) or self._workflow(event)
+        if event.node_type == "agent" and event.detail:
+            agent.waiting[event.key] = event.detail
+        agent.nodes[event.key] = self._start(
+            f"workflow_node {event.node}",
+            agent.context,
+            {
+                "subagents.workflow.name": event.workflow,
+                "subagents.workflow.node": event.node,
+                "subagents.workflow.node_type": event.node_type,
+                "subagents.workflow.detail": event.detail or None,
+            },
+        )
+
+    def _node_running(self, agent_type: str) -> Context | None:
+        """The span of the workflow node that is starting an ``agent_type`` session, if any
+        (a node's session has no parent session: the node is its parent)."""
+        from opentelemetry import trace as otel_trace
+
+        for agent in self._agents.values():
+            for key, waiting_for in agent.waiting.items():
+                if waiting_for == agent_type and key in agent.nodes:
+                    del agent.waiting[key]
+                    return otel_trace.set_span_in_context(agent.nodes[key])
+        return None
+
+    def _workflow(self, event: ev.WorkflowNodeStarted) -> _Agent:
+        """The span of a workflow's own session, a task's root: it has no session events."""
+        from opentelemetry import trace as otel_trace
+        from opentelemetry.context import Context
+
+        span = self._start(
+            f"workflow {event.workflow}",
+            Context(),
+            {"subagents.workflow.name": event.workflow, "subagents.session.id": event.agent_id},
+        )
+        agent = _Agent(span, otel_trace.set_span_in_context(span), "", workflow=True)
+        self._agents[event.agent_id] = agent
+        return agent
+
+    def _node_finished(self, event: ev.WorkflowNodeFinished) -> None:
+        agent = self._agents.get(event.agent_id)
+        span = agent.nodes.pop(event.key, None) if agent is not None else None
+        if agent is None or span is None:
+            return
+        agent.waiting.pop(event.key, None)
+        span.set_attribute("subagents.workflow.next", event.next)
+        span.end()
+        if agent.workflow and event.next == "end" and not agent.nodes:  # the workflow is done
+            self._agents.pop(event.agent_id, None)
+            agent.span.end()
+
     def _start(
         self, name: str, context: Context, attributes: dict[str, Any], *, kind: str = "INTERNAL"
     ) -> Span:
@@ -263,4 +323,6 @@ _HANDLERS: dict[type, Callable[[LiveSpans, Any], None]] = {
     ev.ModelResponded: LiveSpans._model_responded,
     ev.ToolCallStarted: LiveSpans._tool_started,
     ev.ToolCallFinished: LiveSpans._tool_finished,
+    ev.WorkflowNodeStarted: LiveSpans._node_started,
+    ev.WorkflowNodeFinished: LiveSpans._node_finished,
 }
