@@ -18,7 +18,7 @@ from subagents.store.records import (
     ToolLedgerEntry,
     TraceRecord,
 )
-from subagents.store.sqlite.rows import message
+from subagents.store.steplog import message
 
 __all__ = ["problems"]
 

@@ -1,14 +1,12 @@
-"""How records become rows of the SQLite store: the statements that write them, and the
-encoding (with the checks that every record belongs to the task being written)."""
+"""How tasks, sessions and metadata become rows of the SQLite store: the statements that
+write them (a task's steps: :mod:`subagents.store.sqlite.steps`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, get_args
 
-from subagents.errors import StoreCorruptError, StoreError
-from subagents.store.base import StoredMessage
-from subagents.store.codec import dump_json, dump_record
+from subagents.errors import StoreError
+from subagents.store.codec import dump_record
 from subagents.store.records import TaskRecord, TaskStatus
 
 __all__ = [
@@ -18,9 +16,6 @@ __all__ = [
     "UPDATE_TASK",
     "UPSERT_SESSION",
     "UPSERT_TASK",
-    "message",
-    "message_rows",
-    "require_owner",
     "task_query",
     "task_row",
 ]
@@ -74,14 +69,6 @@ def task_query(status: str | None, limit: int | None) -> tuple[str, list[Any]]:
     return sql, parameters
 
 
-def require_owner(task_id: str, owner: str, what: str) -> None:
-    if owner != task_id:
-        raise StoreError(
-            f"{what} belongs to task {owner}, not to task {task_id} being written",
-            hint="write each task's records in its own StepWrite",
-        )
-
-
 def task_row(task: TaskRecord) -> tuple[str, str, str | None, float, str]:
     return (
         task.id,
@@ -90,27 +77,3 @@ def task_row(task: TaskRecord) -> tuple[str, str, str | None, float, str]:
         task.created_at.timestamp(),
         dump_record(task),
     )
-
-
-def message_rows(messages: Iterable[StoredMessage]) -> list[tuple[str, int, str]]:
-    rows = []
-    for session_id, seq, value in messages:
-        try:
-            rows.append((session_id, seq, dump_json(value)))
-        except (TypeError, ValueError) as error:
-            raise StoreError(
-                f"cannot store message {seq} of session {session_id}: {error}",
-                hint="store messages as dicts of JSON values "
-                "(subagents.messages.message_to_dict makes them)",
-            ) from None
-    return rows
-
-
-def message(value: Any, where: str) -> dict[str, Any]:
-    """A stored message as read back: it must be a JSON object."""
-    if not isinstance(value, dict):
-        raise StoreCorruptError(
-            f"{where} is not a JSON object",
-            hint="export the other tasks with 'subagents export', or move the store aside",
-        )
-    return value

@@ -42,18 +42,16 @@ from subagents.store.sqlite.rows import (
     UPDATE_TASK,
     UPSERT_SESSION,
     UPSERT_TASK,
-    require_owner,
     task_query,
     task_row,
 )
-from subagents.store.sqlite.steps import (
-    INSERT_STEP,
-    append_rows,
+from subagents.store.sqlite.steps import INSERT_STEP, append_rows, task_range
+from subagents.store.steplog import (
     checkpoint_records,
     ledger_records,
     message_values,
+    require_owner,
     step_rows,
-    task_range,
     trace_records,
     whole_task_rows,
 )
@@ -378,8 +376,9 @@ class SQLiteStore:
                     session_rows,
                 )
                 task_no = self._task_number(connection, task_id)
-                rows = whole_task_rows(task_no, messages, checkpoints, ledger, traces)
-                connection.executemany(INSERT_STEP, rows)
+                rows = whole_task_rows(messages, checkpoints, ledger, traces)
+                first, _ = task_range(task_no)
+                connection.executemany(INSERT_STEP, [(first + row[0], *row[1:]) for row in rows])
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from subagents.store.sqlite.steps import INSERT_STEP, whole_task_rows
+from subagents.store.sqlite.steps import INSERT_STEP, task_range
+from subagents.store.steplog import whole_task_rows
 
 __all__ = ["move_to_step_log"]
 
@@ -19,7 +20,6 @@ def move_to_step_log(connection: sqlite3.Connection) -> None:
     tasks = connection.execute("SELECT id, no FROM tasks ORDER BY no").fetchall()
     for task_id, task_no in tasks:
         rows = whole_task_rows(
-            task_no,
             _messages(connection, task_id),
             connection.execute(
                 "SELECT session_id, sequence, data FROM checkpoints WHERE task_id = ?", (task_id,)
@@ -33,7 +33,8 @@ def move_to_step_log(connection: sqlite3.Connection) -> None:
                 (task_id,),
             ).fetchall(),
         )
-        connection.executemany(INSERT_STEP, rows)
+        first, _ = task_range(task_no)
+        connection.executemany(INSERT_STEP, [(first + row[0], *row[1:]) for row in rows])
 
 
 def _messages(connection: sqlite3.Connection, task_id: str) -> list[tuple[str, list[str]]]:
