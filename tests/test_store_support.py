@@ -13,7 +13,7 @@ from subagents.store import (
     ToolLedgerEntry,
     TraceRecord,
 )
-from subagents.store.sqlite import SQLiteStore
+from subagents.store.base import Store
 
 __all__ = [
     "make_checkpoint",
@@ -94,7 +94,7 @@ def message(index: int) -> dict[str, Any]:
 
 
 def write_steps(
-    store: SQLiteStore, session: SessionRecord, steps: int, *, start: int = 0
+    store: Store, session: SessionRecord, steps: int, *, start: int = 0
 ) -> list[CheckpointRecord]:
     """Commit ``steps`` steps of one session (one message, a checkpoint and a trace each)."""
     saved = []

@@ -20,9 +20,41 @@ from subagents.store.records import utc_now
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["LeaseKeeper", "aware", "lease_lost", "lease_refusal"]
+__all__ = [
+    "LeaseKeeper",
+    "aware",
+    "lease_data",
+    "lease_lost",
+    "lease_refusal",
+    "owner_from_data",
+]
 
 _log = logging.getLogger(__name__)
+
+
+def lease_data(owner: TaskOwner, expires_at: datetime) -> str:
+    """A lease as stored: its owner and expiry, JSON."""
+    import json
+
+    data = {
+        "host": owner.host,
+        "pid": owner.pid,
+        "token": owner.token,
+        "expires_at": expires_at.isoformat(),
+    }
+    return json.dumps(data)
+
+
+def owner_from_data(value: str) -> TaskOwner | None:
+    """The owner of a stored lease; None when it cannot be read (then nobody can be shown to
+    hold the task)."""
+    import json
+
+    try:
+        data = json.loads(value)
+        return TaskOwner(str(data["host"]), int(data["pid"]), str(data["token"]))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def aware(now: datetime | None) -> datetime:

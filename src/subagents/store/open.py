@@ -19,10 +19,17 @@ from subagents.errors import StoreError
 if TYPE_CHECKING:
     from subagents.store.base import AsyncStore, Store
 
-__all__ = ["KNOWN_SCHEMES", "open_async_store", "open_store", "store_file"]
+__all__ = [
+    "KNOWN_SCHEMES",
+    "STORE_ENV_VAR",
+    "is_postgres_url",
+    "open_async_store",
+    "open_store",
+    "store_file",
+]
 
-KNOWN_SCHEMES = ("sqlite",)
-_PLANNED_SCHEMES = ("postgresql", "postgres")
+KNOWN_SCHEMES = ("sqlite", "postgresql")
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters or more: 'C:' is a drive
 _PASSWORD = re.compile(r"(//[^/@:]*):[^/@]*@")
 _URL_FORMS = "sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH"
@@ -34,12 +41,33 @@ def open_store(
     cwd: Path | None = None,
     read_only: bool = False,
 ) -> Store:
-    """Open (creating when missing) the store ``url_or_path`` names, else the default store
-    for ``cwd``. ``read_only`` opens it for reading only (it must exist then); a store that
-    cannot be written here is opened so anyway."""
+    """Open (creating when missing) the store ``url_or_path`` names, else the one
+    ``SUBAGENTS_STORE`` names, else the default store for ``cwd``. ``read_only`` opens a
+    SQLite store for reading only (it must exist then); a store that cannot be written here is
+    opened so anyway."""
+    target = url_or_path if url_or_path is not None else _from_environment()
+    if isinstance(target, str) and is_postgres_url(target):
+        from subagents.store.postgres import PostgresStore
+
+        return PostgresStore(target)
     from subagents.store.sqlite import SQLiteStore
 
-    return SQLiteStore(store_file(url_or_path, cwd=cwd), read_only=read_only)
+    return SQLiteStore(store_file(target, cwd=cwd), read_only=read_only)
+
+
+STORE_ENV_VAR = "SUBAGENTS_STORE"
+
+
+def _from_environment() -> str | None:
+    import os
+
+    return os.environ.get(STORE_ENV_VAR) or None
+
+
+def is_postgres_url(text: str) -> bool:
+    """Whether ``text`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    match = _SCHEME.match(text)
+    return match is not None and match.group(1).lower().split("+", 1)[0] in _POSTGRES_SCHEMES
 
 
 def open_async_store(
@@ -70,11 +98,10 @@ def store_file(url_or_path: str | Path | None, *, cwd: Path | None = None) -> Pa
     scheme = match.group(1).lower()
     if scheme == "sqlite":
         return _sqlite_path(url_or_path, url_or_path[match.end() :])
-    if scheme.split("+", 1)[0] in _PLANNED_SCHEMES:
+    if scheme.split("+", 1)[0] in _POSTGRES_SCHEMES:
         raise StoreError(
-            f"the store {_shown(url_or_path)} is a PostgreSQL database, and PostgreSQL "
-            "support is not built yet",
-            hint=f"use a SQLite store: a file path, or {_URL_FORMS}",
+            f"the store {_shown(url_or_path)} is a PostgreSQL database, not a file",
+            hint="open it with open_store() (this needs a SQLite store's file)",
         )
     raise StoreError(
         f"unknown kind of store {scheme!r} in {_shown(url_or_path)}",

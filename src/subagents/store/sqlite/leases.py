@@ -3,11 +3,11 @@ in a read-only store of schema 1, the pid/host claim that ``meta`` held then."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from datetime import UTC, datetime
 
 from subagents.store.base import TaskLease, TaskOwner
+from subagents.store.lease import lease_data, owner_from_data
 
 __all__ = ["delete_lease", "read_lease", "write_lease"]
 
@@ -28,7 +28,7 @@ def read_lease(connection: sqlite3.Connection, task_id: str, version: int) -> Ta
         ).fetchone()
     if row is None:
         return None
-    owner = _owner(row[1])
+    owner = owner_from_data(row[1])
     if owner is None:
         return None  # unreadable: nobody can be shown to hold the task
     expires_at = None if row[0] is None else datetime.fromtimestamp(row[0], UTC)
@@ -38,13 +38,7 @@ def read_lease(connection: sqlite3.Connection, task_id: str, version: int) -> Ta
 def write_lease(
     connection: sqlite3.Connection, task_id: str, owner: TaskOwner, expires_at: datetime
 ) -> TaskLease:
-    data = {
-        "host": owner.host,
-        "pid": owner.pid,
-        "token": owner.token,
-        "expires_at": expires_at.isoformat(),
-    }
-    connection.execute(_UPSERT, (task_id, expires_at.timestamp(), json.dumps(data)))
+    connection.execute(_UPSERT, (task_id, expires_at.timestamp(), lease_data(owner, expires_at)))
     return TaskLease(task_id, owner, expires_at)
 
 
@@ -54,14 +48,6 @@ def delete_lease(
     """Remove the task's lease; with ``owner``, only when that owner holds it."""
     if owner is not None:
         row = connection.execute("SELECT data FROM leases WHERE task_id = ?", (task_id,)).fetchone()
-        if row is None or _owner(row[0]) != owner:
+        if row is None or owner_from_data(row[0]) != owner:
             return
     connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-
-
-def _owner(value: str) -> TaskOwner | None:
-    try:
-        data = json.loads(value)
-        return TaskOwner(str(data["host"]), int(data["pid"]), str(data["token"]))
-    except (ValueError, KeyError, TypeError):
-        return None
