@@ -16,6 +16,7 @@ from subagents.cli.tasks import tasks_app
 from subagents.errors import StoreError
 from subagents.store import SQLiteStore, TaskOwner, open_store
 from subagents.store.open import store_file
+from subagents.store.postgres.store import shown_url
 from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 from test_store_support import make_session, make_task, write_steps
 
@@ -43,13 +44,16 @@ def test_a_path_and_every_sqlite_url_form_open_the_same_file(
             assert store.get_task(task.id).id == task.id
 
 
-def test_a_postgresql_url_is_refused_without_showing_its_password(tmp_path: Path) -> None:
-    for url in ("postgresql://app:s3cret@db.example/tasks", "postgresql+psycopg://db/x"):
+def test_an_unreachable_postgresql_store_is_a_clear_error_without_its_password(
+    tmp_path: Path,
+) -> None:
+    for url in ("postgresql://app:s3cret@127.0.0.1:9/tasks", "postgres://app:s3cret@127.0.0.1:9/x"):
         with pytest.raises(StoreError) as refused:
             open_store(url)
-        assert "PostgreSQL support is not built yet" in refused.value.message
-        assert "s3cret" not in str(refused.value.message)
-        assert refused.value.hint is not None and "sqlite:///" in refused.value.hint
+        assert "cannot connect to the PostgreSQL store" in refused.value.message
+        assert shown_url(url) in refused.value.message  # the URL, its password starred
+        assert "s3cret" not in str(refused.value)
+        assert refused.value.hint is not None and "SUBAGENTS_STORE" in refused.value.hint
     assert not any(tmp_path.iterdir())
 
 
@@ -94,10 +98,10 @@ def test_the_cli_store_option_takes_a_url(tmp_path: Path) -> None:
     assert [row["id"] for row in json.loads(listed.stdout)] == [task.id]
 
     refused = CliRunner().invoke(
-        _app(), ["tasks", "check", "--store", "postgresql://u:pw@db/tasks"]
+        _app(), ["tasks", "check", "--store", "postgresql://u:pw@127.0.0.1:9/tasks"]
     )
     assert refused.exit_code == 2
-    assert "PostgreSQL support is not built yet" in refused.output
+    assert "cannot connect to the PostgreSQL store" in refused.output
     assert "pw@" not in refused.output
 
 

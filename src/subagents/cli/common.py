@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,6 +23,7 @@ __all__ = [
     "JsonOption",
     "ModelOption",
     "StoreOption",
+    "StoreTarget",
     "TaskArgument",
     "WorkspaceOption",
     "exit_code",
@@ -88,11 +90,36 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_ERROR) from None
 
 
-def store_path(cwd: Path | None, store: str | None) -> Path:
-    """The store file ``--store`` names (a path or URL), else the project's default."""
-    from subagents.store.open import store_file
+@dataclass(frozen=True, slots=True)
+class StoreTarget:
+    """The store a command works on: a SQLite file, or a database server's URL. Shown, it
+    never prints the URL's password."""
 
-    return store_file(store, cwd=cwd)
+    location: Path | str
+
+    def exists(self) -> bool:
+        """Whether there is a store there to read (a server's always counts)."""
+        return not isinstance(self.location, Path) or self.location.exists()
+
+    def __str__(self) -> str:
+        if isinstance(self.location, Path):
+            return str(self.location)
+        from subagents.store.postgres.store import shown_url
+
+        return shown_url(self.location)
+
+
+def store_path(cwd: Path | None, store: str | None) -> StoreTarget:
+    """The store ``--store`` names (a path or URL), else ``SUBAGENTS_STORE``'s, else the
+    project's default file."""
+    import os
+
+    from subagents.store.open import STORE_ENV_VAR, is_postgres_url, store_file
+
+    named = store if store is not None else os.environ.get(STORE_ENV_VAR) or None
+    if named is not None and is_postgres_url(named):
+        return StoreTarget(named)
+    return StoreTarget(store_file(named, cwd=cwd))
 
 
 def make_console() -> Console:

@@ -123,7 +123,7 @@ def resume_command(
                 hint="run 'subagents resume' in the project of the task, or name its store "
                 "with --store",
             )
-        with contextlib.closing(open_store(path)) as database:
+        with contextlib.closing(open_store(path.location)) as database:
             record = database.get_task(task)
             workspace, mode, headless = _how_to_continue(record, cwd, permission_mode)
             if workspace != Path(record.workspace):

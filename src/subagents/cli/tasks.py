@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.tree import Tree
 
+    from subagents.cli.common import StoreTarget
     from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
     from subagents.tracing.redact import Redactor
@@ -62,10 +63,10 @@ _STATUS_STYLES = {
 
 
 @contextlib.contextmanager
-def _opened(path: Path) -> Iterator[Store]:
+def _opened(path: StoreTarget) -> Iterator[Store]:
     from subagents.store.open import open_store
 
-    store = open_store(path)
+    store = open_store(path.location)
     try:
         yield store
     finally:
@@ -151,7 +152,7 @@ _TASK_COLUMNS = (
 )
 
 
-def _print_task_table(path: Path, tasks: list[TaskRecord], redactor: Redactor) -> None:
+def _print_task_table(path: StoreTarget, tasks: list[TaskRecord], redactor: Redactor) -> None:
     """The tasks as plain text, one line each (see :mod:`subagents.cli.plain`); only the
     values shown pass through ``redactor`` (the table shows no more of a task)."""
     rows = [
@@ -170,13 +171,13 @@ def _print_task_table(path: Path, tasks: list[TaskRecord], redactor: Redactor) -
     typer.echo("\n".join(lines), color=colour)
 
 
-def _print_no_tasks(path: Path, status: str | None) -> None:
+def _print_no_tasks(path: StoreTarget, status: str | None) -> None:
     where = str(path) if path.exists() else f"{path} (no store yet)"
     which = f" with status {status}" if status else ""
     typer.echo("\n".join(plain.wrap(f"No tasks{which} in {where}.", plain.output_width())))
 
 
-def _report_unreadable(path: Path, unreadable: list[UnreadableTask], outcome: str) -> None:
+def _report_unreadable(path: StoreTarget, unreadable: list[UnreadableTask], outcome: str) -> None:
     """Name the tasks that could not be read, on stderr, with the command to inspect them."""
     if not unreadable:
         return
@@ -237,7 +238,7 @@ def show_command(
     _print_task(record, sessions, last, waiting)
 
 
-def _require_store(path: Path) -> None:
+def _require_store(path: StoreTarget) -> None:
     from subagents.errors import StoreError
 
     if not path.exists():

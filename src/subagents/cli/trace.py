@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from rich.tree import Tree
 
+    from subagents.cli.common import StoreTarget
     from subagents.tracing.view import SessionTrace, TaskTrace, ToolCallTrace
 
 __all__ = ["format_duration", "render_tree", "trace_command", "workflow_path_text"]
@@ -104,7 +105,7 @@ def _export(trace: TaskTrace, *, include_content: bool) -> None:
     typer.echo(f"sent {otlp.sent} spans of task {trace.task.id} to {otlp.endpoint}")
 
 
-def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:
+def _load(path: StoreTarget, task_id: str, cwd: Path | None) -> TaskTrace:
     from subagents.errors import StoreError
     from subagents.secrets import workspace_redactor
     from subagents.store.open import open_store
@@ -115,7 +116,7 @@ def _load(path: Path, task_id: str, cwd: Path | None) -> TaskTrace:
             f"no store at {path}",
             hint="run a task first ('subagents run'), or name the store with --store",
         )
-    opened = open_store(path)
+    opened = open_store(path.location)
     try:
         return build_trace(opened, task_id, redactor=workspace_redactor(cwd))
     finally:

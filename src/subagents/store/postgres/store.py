@@ -110,6 +110,7 @@ class PostgresStore:
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         try:
+            import psycopg
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise StoreError(
@@ -119,6 +120,15 @@ class PostgresStore:
         self._url = url
         self._location = shown_url(url)
         self._local = threading.local()
+        try:  # once, directly: a pool would retry until its timeout and hide why
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_SECONDS)).close()
+        except (psycopg.Error, ValueError) as error:
+            raise StoreError(
+                f"cannot connect to the PostgreSQL store {self._location} "
+                f"({type(error).__name__}: {_first_line(error)})",
+                hint="check the URL (--store, SUBAGENTS_STORE) and that the server runs and "
+                "accepts this user",
+            ) from None
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=1,
@@ -715,6 +725,11 @@ class PostgresStore:
                         f"{counts.get(session_id, 0)} expected"
                     )
         return found
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return shown_url(lines[0]) if lines else "no answer"
 
 
 def _message_text(session_id: str, seq: int, value: Any) -> str:
