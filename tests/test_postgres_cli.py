@@ -54,3 +54,47 @@ def test_a_run_recorded_in_postgres_is_listed_traced_and_checked(
     assert json.loads(traced.stdout)["task"]["id"] == task_id
     checked = runner.invoke(app, ["tasks", "check", "--store", url])
     assert checked.exit_code == 0, checked.output
+
+
+def test_store_copy_moves_every_task_to_postgres_and_back(url: str, tmp_path: Path) -> None:
+    import sqlite3
+
+    from subagents.store import StepWrite
+    from subagents.store.sqlite import SQLiteStore
+    from test_store_support import make_ledger, make_session, make_task, write_steps
+
+    source = tmp_path / "source.db"
+    with SQLiteStore(source) as store:
+        tasks = [make_task(description=f"task {i}") for i in range(3)]
+        for index, task in enumerate(tasks):
+            store.create_task(task)
+            write_steps(store, make_session(task.id, f"s{index}"), index + 1)
+            store.commit(
+                StepWrite(task_id=task.id, ledger=[make_ledger(task.id, f"s{index}", "c")])
+            )
+        bundles = {task.id: store.load_bundle(task.id) for task in tasks}
+        broken = make_task(description="damaged")
+        store.create_task(broken)
+    raw = sqlite3.connect(source)
+    raw.execute("UPDATE tasks SET data = '{' WHERE id = ?", (broken.id,))
+    raw.commit()
+    raw.close()
+
+    runner = CliRunner()
+    migrated = runner.invoke(app, ["store", "migrate", "--store", url])
+    assert migrated.exit_code == 0 and "schema 1" in migrated.stdout
+    assert "not-a-real-password" not in migrated.stdout
+    there = runner.invoke(app, ["store", "copy", str(source), url])
+    assert there.exit_code == 1  # the damaged task is named and left behind
+    assert "copied 3 task(s); 0 already there" in there.stdout
+    assert f"not copied: task {broken.id}" in there.stderr
+    again = runner.invoke(app, ["store", "copy", str(source), url])
+    assert "copied 0 task(s); 3 already there" in again.stdout
+    back = tmp_path / "back.db"
+    returned = runner.invoke(app, ["store", "copy", url, str(back)])
+    assert returned.exit_code == 0, returned.output
+    with SQLiteStore(back) as store:
+        assert {task.id: store.load_bundle(task.id) for task in tasks} == bundles
+        assert store.integrity_check() == []
+    replaced = runner.invoke(app, ["store", "copy", str(back), url, "--replace"])
+    assert "copied 3 task(s)" in replaced.stdout

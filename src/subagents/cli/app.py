@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "permissions": ("subagents.cli.permissions", "permissions_app"),
     "models": ("subagents.cli.models", "models_app"),
     "workflow": ("subagents.cli.workflow", "workflow_app"),
+    "store": ("subagents.cli.store", "store_app"),
 }
 
 
