@@ -69,7 +69,7 @@ from subagents.models.base import ModelRequest, ModelResponse  # noqa: E402
 from subagents.runtime.result import RunResult  # noqa: E402
 from subagents.runtime.runtime import Runtime  # noqa: E402
 from subagents.runtime.session import Session  # noqa: E402
-from subagents.store.sqlite import SQLiteStore, open_store  # noqa: E402
+from subagents.store import Store, open_store  # noqa: E402
 from subagents.testing import FunctionModel  # noqa: E402
 from subagents.tools.base import ToolRegistry  # noqa: E402
 from subagents.tools.decorator import tool  # noqa: E402
@@ -129,14 +129,36 @@ elif _TOOL_KIND == "read_only":
 else:
     echo = tool(name="echo")(_echo)
 VERSIONS["tool"] = _TOOL_KIND
-STORE_ON = os.environ.get("BENCH_STORE", "on") != "off"
-VERSIONS["store"] = "on" if STORE_ON else "off"
+STORE_KIND = os.environ.get("BENCH_STORE", "on")  # on (SQLite), off, or postgres
+STORE_ON = STORE_KIND != "off"
+VERSIONS["store"] = STORE_KIND
+# BENCH_STORE=postgres: a fresh schema in this database (the project machines' server)
+BENCH_PG = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def bench_store() -> SQLiteStore | None:
-    """A store in a fresh folder (it grows with the runs, as a project's does), or none."""
+def bench_store() -> Store | None:
+    """A store in a fresh folder (it grows with the runs, as a project's does), a fresh
+    PostgreSQL schema with BENCH_STORE=postgres, or none."""
     if not STORE_ON:
         return None
+    if STORE_KIND == "postgres":
+        import atexit
+        import uuid
+
+        import psycopg
+
+        schema = f"bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(BENCH_PG, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        store = open_store(f"{BENCH_PG}?options=-csearch_path%3D{schema}")
+
+        def drop() -> None:
+            store.close()
+            with psycopg.connect(BENCH_PG, autocommit=True) as admin:
+                admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+        atexit.register(drop)
+        return store
     return open_store(Path(tempfile.mkdtemp(prefix="bench-store-")) / "state.db")
 
 
