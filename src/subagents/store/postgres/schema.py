@@ -2,7 +2,9 @@
 
 The same records as the SQLite store, in the same shape: ``tasks`` and ``sessions`` keep the
 columns the store queries by and the whole record as JSON text in ``data``; a task's steps are
-rows of ``steps`` keyed by (task number, step number) (see :mod:`subagents.store.steplog`).
+rows of ``steps`` keyed by (task number, step number) (see :mod:`subagents.store.steplog`);
+the task's row counts its steps and checkpoints (``last_step``, ``next_checkpoint``), so that
+one UPDATE locks the task, hands out the numbers of a step and returns them.
 ``meta`` holds ``schema_version``; :data:`MIGRATIONS` maps a version to the statements that
 bring a database from it to the next one (0 is an empty database). Tables live in the
 connection's ``search_path`` (``?options=-csearch_path%3Dmyschema`` in the URL to choose one).
@@ -22,7 +24,9 @@ _V1 = (
         status TEXT NOT NULL,
         parent_task_id TEXT,
         created_ts DOUBLE PRECISION NOT NULL,
-        data TEXT NOT NULL
+        data TEXT NOT NULL,
+        last_step INTEGER NOT NULL DEFAULT -1,
+        next_checkpoint INTEGER NOT NULL DEFAULT 0
     )""",
     "CREATE INDEX tasks_by_created ON tasks (created_ts)",
     "CREATE INDEX tasks_by_status ON tasks (status, created_ts)",

@@ -408,61 +408,69 @@ class PostgresStore:
     def _append(
         self, connection: psycopg.Connection[Any], task_id: str, rows: list[StepRow]
     ) -> CheckpointRecord | None:
+        # One round trip locks the task's row and hands out the step's numbers...
+        checkpoints = sum(1 for part in rows if part.checkpoint is not None)
         found = connection.execute(
-            "SELECT no FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
+            "UPDATE tasks SET last_step = last_step + %s, next_checkpoint = next_checkpoint + %s "
+            "WHERE id = %s RETURNING no, last_step, next_checkpoint",
+            (len(rows), checkpoints, task_id),
         ).fetchone()
         if found is None:
             raise StoreError(
                 f"no task {task_id} in {self._location}",
                 hint="create the task with create_task() before writing its steps",
             )
-        task_no = int(found[0])
-        last = connection.execute(
-            "SELECT step, next_checkpoint FROM steps WHERE task_no = %s ORDER BY step DESC LIMIT 1",
-            (task_no,),
-        ).fetchone()
-        number, next_checkpoint = (-1, 0) if last is None else (int(last[0]), int(last[1]))
+        task_no, last_step, next_checkpoint = (int(value) for value in found)
+        number, sequence = last_step - len(rows), next_checkpoint - checkpoints
         saved = None
         values = []
         for part in rows:
-            if part.messages:
-                self._advance_seq(connection, task_id, part)
             checkpoint = None
             if part.checkpoint is not None:
-                saved = part.checkpoint.model_copy(update={"sequence": next_checkpoint})
+                saved = part.checkpoint.model_copy(update={"sequence": sequence})
                 checkpoint = dump_record(saved)
-                next_checkpoint += 1
+                sequence += 1
             number += 1
             values.append(
                 (
                     task_no,
                     number,
                     part.session_id,
-                    next_checkpoint,
+                    sequence,
                     json_array(part.messages),
                     checkpoint,
                     json_array(part.ledger),
                     json_array(part.traces),
                 )
             )
-        with connection.cursor() as cursor:
-            cursor.executemany(_INSERT_STEP, values)
+        # ...and one more sends the messages' seqs and the rows, pipelined.
+        with connection.pipeline(), connection.cursor() as inserts:
+            advanced = [
+                (part, self._advance_seq(connection, task_id, part))
+                for part in rows
+                if part.messages
+            ]
+            inserts.executemany(_INSERT_STEP, values)
+        for part, cursor in advanced:
+            if cursor.rowcount != 1:
+                found_session = connection.execute(
+                    "SELECT task_id, next_seq FROM sessions WHERE session_id = %s",
+                    (part.session_id,),
+                ).fetchone()
+                owner = None if found_session is None else (found_session[0], int(found_session[1]))
+                raise seq_problem(task_id, part, owner)
         return saved
 
     @staticmethod
-    def _advance_seq(connection: psycopg.Connection[Any], task_id: str, part: StepRow) -> None:
+    def _advance_seq(
+        connection: psycopg.Connection[Any], task_id: str, part: StepRow
+    ) -> psycopg.Cursor[Any]:
         following = part.first_seq + len(part.messages)
-        cursor = connection.execute(
+        return connection.execute(
             "UPDATE sessions SET next_seq = %s "
             "WHERE session_id = %s AND task_id = %s AND next_seq = %s",
             (following, part.session_id, task_id, part.first_seq),
         )
-        if cursor.rowcount == 1:
-            return
-        found = connection.execute(
-            "SELECT task_id, next_seq FROM sessions WHERE session_id = %s", (part.session_id,)
-        ).fetchone()
-        raise seq_problem(task_id, part, None if found is None else (found[0], int(found[1])))
 
     # -- reading a task's records -------------------------------------------------------------
 
@@ -593,6 +601,10 @@ class PostgresStore:
                     sessions,
                 )
                 cursor.executemany(_INSERT_STEP, [(row[0], *step) for step in rows])
+            connection.execute(
+                "UPDATE tasks SET last_step = %s, next_checkpoint = %s WHERE id = %s",
+                (len(rows) - 1, rows[-1][2] if rows else 0, task_id),
+            )
 
     # -- metadata ----------------------------------------------------------------------------
 
