@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from postgres_support import postgres_store
+from postgres_support import POSTGRES_URL, postgres_store
 from subagents.errors import StoreError, TaskLeasedError
 from subagents.store import StepWrite
 from subagents.store.base import Store, TaskOwner
@@ -257,3 +257,58 @@ def test_a_real_run_with_a_subagent_on_each_store(store: Store, tmp_path: Path) 
     sequences = [c.sequence for c in store.checkpoints(result.task_id)]
     assert sequences == list(range(len(sequences))) and len(sequences) >= 6
     assert store.integrity_check() == []
+
+
+def test_postgres_writes_join_a_transaction_their_caller_owns() -> None:
+    """As a workflow engine's step record does: the caller's transaction carries the step,
+    lands with its own bookkeeping or not at all."""
+    import psycopg
+
+    from postgres_support import postgres_url
+    from subagents.store.postgres import PostgresStore
+
+    with postgres_url() as url, PostgresStore(url) as store:
+        task = make_task()
+        store.create_task(task)
+        session = make_session(task.id, "s")
+        for outcome in ("rollback", "commit"):
+            with psycopg.connect(url) as caller:  # not autocommit: a statement begins one
+                caller.execute("SELECT 1")
+                with store.join_transaction(caller) as tx:
+                    store.commit(
+                        StepWrite(
+                            task_id=task.id,
+                            session=session,
+                            messages=[("s", 0, message(0))],
+                            checkpoint=make_checkpoint(task.id, "s"),
+                        ),
+                        tx=tx,
+                    )
+                    with pytest.raises(StoreError, match="gap"):  # its savepoint alone
+                        store.commit(StepWrite(task_id=task.id, messages=[("s", 7, message(7))]))
+                caller.execute(
+                    "INSERT INTO meta (key, value) VALUES ('engine.step', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (outcome,),
+                )
+                if outcome == "rollback":
+                    caller.rollback()
+                    assert store.messages("s") == [] and store.get_meta("engine.step") is None
+                else:
+                    caller.commit()
+        assert store.messages("s") == [message(0)]
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0]
+        assert store.get_meta("engine.step") == "commit"
+        with (
+            psycopg.connect(url, autocommit=True) as idle,
+            pytest.raises(StoreError, match="no open transaction"),
+            store.join_transaction(idle),
+        ):
+            pass
+        with psycopg.connect(POSTGRES_URL) as elsewhere:  # the database's default schema
+            elsewhere.execute("SELECT 1")
+            with (
+                pytest.raises(StoreError, match="not on this store's"),
+                store.join_transaction(elsewhere),
+            ):
+                pass

@@ -101,6 +101,9 @@ class PostgresTransaction:
     connection: psycopg.Connection[Any]
     store: PostgresStore
     active: bool = True
+    external: bool = False
+    """True when the caller owns the transaction (``join_transaction``): the store never
+    commits or ends it."""
 
 
 class PostgresStore:
@@ -277,6 +280,42 @@ class PostgresStore:
             finally:
                 handle.active = False
                 self._local.tx = None
+
+    @contextmanager
+    def join_transaction(
+        self, connection: psycopg.Connection[Any]
+    ) -> Iterator[PostgresTransaction]:
+        """Let the store's writes join a transaction its caller owns on ``connection`` (to
+        this same database and schema, with a transaction open): each write given the yielded
+        ``tx`` (or made by this thread inside the block) is a savepoint on that connection,
+        and lands when the caller commits, as a workflow engine's step record does. The store
+        never commits or rolls it back."""
+        import psycopg
+
+        if connection.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+            raise StoreError(
+                "the connection handed to join_transaction() has no open transaction",
+                hint="begin one on it first (with connection.transaction(), or BEGIN on a "
+                "connection that is not in autocommit); its caller commits or rolls back",
+            )
+        where = "SELECT current_database(), current_schema()"
+        with self._translated():
+            theirs = connection.execute(where).fetchone()
+            with self._pool.connection() as own:
+                ours = own.execute(where).fetchone()
+        if theirs != ours:
+            raise StoreError(
+                f"the connection handed to join_transaction() is on {theirs}, "
+                f"not on this store's {ours}",
+                hint="open the outer transaction on the store's own database and schema",
+            )
+        handle = PostgresTransaction(connection, self, external=True)
+        self._local.tx = handle
+        try:
+            yield handle
+        finally:
+            handle.active = False
+            self._local.tx = None
 
     def _decode(self, cls: type[RecordT], text: str, what: str) -> RecordT:
         return load_record(cls, text, where=f"{what} in {self._location}")
