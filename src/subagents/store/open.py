@@ -26,6 +26,7 @@ __all__ = [
     "open_async_store",
     "open_store",
     "store_file",
+    "store_from_environment",
 ]
 
 KNOWN_SCHEMES = ("sqlite", "postgresql")
@@ -45,7 +46,7 @@ def open_store(
     ``SUBAGENTS_STORE`` names, else the default store for ``cwd``. ``read_only`` opens a
     SQLite store for reading only (it must exist then); a store that cannot be written here is
     opened so anyway."""
-    target = url_or_path if url_or_path is not None else _from_environment()
+    target = url_or_path if url_or_path is not None else store_from_environment()
     if isinstance(target, str) and is_postgres_url(target):
         from subagents.store.postgres import PostgresStore
 
@@ -58,7 +59,8 @@ def open_store(
 STORE_ENV_VAR = "SUBAGENTS_STORE"
 
 
-def _from_environment() -> str | None:
+def store_from_environment() -> str | None:
+    """The store ``SUBAGENTS_STORE`` names (a path or URL), or None."""
     import os
 
     return os.environ.get(STORE_ENV_VAR) or None

@@ -27,6 +27,7 @@ __all__ = [
     "ledger_records",
     "message",
     "message_rows",
+    "message_text",
     "message_values",
     "require_owner",
     "seq_problem",
@@ -180,17 +181,22 @@ def require_owner(task_id: str, owner: str, what: str) -> None:
 
 
 def message_rows(messages: Iterable[StoredMessage]) -> list[tuple[str, int, str]]:
-    rows = []
-    for session_id, seq, value in messages:
-        try:
-            rows.append((session_id, seq, dump_json(value)))
-        except (TypeError, ValueError) as error:
-            raise StoreError(
-                f"cannot store message {seq} of session {session_id}: {error}",
-                hint="store messages as dicts of JSON values "
-                "(subagents.messages.message_to_dict makes them)",
-            ) from None
-    return rows
+    return [
+        (session_id, seq, message_text(session_id, seq, value))
+        for session_id, seq, value in messages
+    ]
+
+
+def message_text(session_id: str, seq: int, value: Any) -> str:
+    """Message ``seq`` of ``session_id`` as stored JSON; an error saying why it cannot be."""
+    try:
+        return dump_json(value)
+    except (TypeError, ValueError) as error:
+        raise StoreError(
+            f"cannot store message {seq} of session {session_id}: {error}",
+            hint="store messages as dicts of JSON values "
+            "(subagents.messages.message_to_dict makes them)",
+        ) from None
 
 
 def message(value: Any, where: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,29 +30,33 @@ from subagents.store.base import (
     Transaction,
     UnreadableTask,
 )
-from subagents.store.codec import UPGRADE_ADVICE, dump_json, dump_record, load_record
+from subagents.store.codec import UPGRADE_ADVICE, dump_record, load_record
 from subagents.store.lease import aware, lease_data, lease_lost, owner_from_data
 from subagents.store.postgres.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 from subagents.store.records import (
     CheckpointRecord,
     SessionRecord,
     TaskRecord,
-    TaskStatus,
     ToolLedgerEntry,
     TraceRecord,
 )
-from subagents.store.sqlite.rows import task_row
+from subagents.store.shared import (
+    MIN_ID_PREFIX,
+    chosen_task,
+    encode_bundle,
+    encode_step,
+    periodic_due,
+    task_query,
+    task_row,
+)
 from subagents.store.steplog import (
     StepRow,
     checkpoint_records,
     json_array,
     ledger_records,
     message_values,
-    require_owner,
     seq_problem,
-    step_rows,
     trace_records,
-    whole_task_rows,
 )
 
 if TYPE_CHECKING:
@@ -64,8 +68,6 @@ __all__ = ["PostgresStore", "PostgresTransaction", "shown_url"]
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
 CONNECT_TIMEOUT_SECONDS = 10.0
-_MIN_ID_PREFIX = 4
-_TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 _UPSERT_TASK = (
     "INSERT INTO tasks (id, status, parent_task_id, created_ts, data) "
     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
@@ -341,40 +343,17 @@ class PostgresStore:
     def get_task(self, task_id: str) -> TaskRecord:
         with self._read() as connection:
             row = connection.execute("SELECT data FROM tasks WHERE id = %s", (task_id,)).fetchone()
-            if row is None and len(task_id) >= _MIN_ID_PREFIX:
-                matches = connection.execute(
+            prefixed = []
+            if row is None and len(task_id) >= MIN_ID_PREFIX:
+                prefixed = connection.execute(
                     "SELECT id, data FROM tasks WHERE substr(id, 1, %s) = %s ORDER BY id LIMIT 6",
                     (len(task_id), task_id),
                 ).fetchall()
-                if len(matches) > 1:
-                    shown = ", ".join(match[0] for match in matches[:5])
-                    raise StoreError(
-                        f"the task id prefix {task_id!r} matches several tasks ({shown})",
-                        hint="give more characters of the id (see 'subagents tasks list')",
-                    )
-                row = (matches[0][1],) if matches else None
-        if row is None:
-            raise StoreError(
-                f"no task {task_id!r} in {self._location}",
-                hint="run 'subagents tasks list' to see the task ids",
-            )
-        return self._decode(TaskRecord, row[0], f"task {task_id}")
+        data = chosen_task(task_id, row[0] if row else None, prefixed, self._location)
+        return self._decode(TaskRecord, data, f"task {task_id}")
 
     def _task_rows(self, status: str | None, limit: int | None) -> list[tuple[str, str]]:
-        sql = "SELECT id, data FROM tasks"
-        parameters: list[Any] = []
-        if status is not None:
-            if status not in _TASK_STATUSES:
-                raise StoreError(
-                    f"unknown task status {status!r}",
-                    hint=f"use one of: {', '.join(_TASK_STATUSES)}",
-                )
-            sql += " WHERE status = %s"
-            parameters.append(status)
-        sql += " ORDER BY created_ts DESC, no DESC"
-        if limit is not None:
-            sql += " LIMIT %s"
-            parameters.append(max(limit, 0))
+        sql, parameters = task_query(status, limit, mark="%s", newest="no")
         with self._read() as connection:
             return [(str(a), str(b)) for a, b in connection.execute(sql, parameters).fetchall()]
 
@@ -420,24 +399,16 @@ class PostgresStore:
         import psycopg
 
         task_id = step.task_id
-        task = None
-        if step.task is not None:
-            require_owner(task_id, step.task.id, "the task record")
-            task = task_row(step.task)
-        session = None
-        if step.session is not None:
-            require_owner(task_id, step.session.task_id, "the session")
-            session = (step.session.session_id, task_id, dump_record(step.session))
-        rows = step_rows(step)
+        encoded = encode_step(step)
         try:
             with self._write(tx) as connection:
-                if task is not None:
-                    connection.execute(_UPSERT_TASK, task)
-                if session is not None:
-                    connection.execute(_UPSERT_SESSION, session)
-                if not rows:
+                if encoded.task is not None:
+                    connection.execute(_UPSERT_TASK, encoded.task)
+                if encoded.session is not None:
+                    connection.execute(_UPSERT_SESSION, encoded.session)
+                if not encoded.rows:
                     return None
-                return self._append(connection, task_id, rows)
+                return self._append(connection, task_id, encoded.rows)
         except psycopg.errors.ForeignKeyViolation:
             raise StoreError(
                 f"no task {task_id} in {self._location}",
@@ -591,33 +562,7 @@ class PostgresStore:
 
     def restore_bundle(self, bundle: TaskBundle, *, replace: bool = False) -> None:
         task_id = bundle.task.id
-        owners = [
-            *(("a session", s.task_id) for s in bundle.sessions),
-            *(("a checkpoint", c.task_id) for c in bundle.checkpoints),
-            *(("a ledger entry", e.task_id) for e in bundle.ledger),
-            *(("a trace record", t.task_id) for t in bundle.traces),
-        ]
-        for what, owner in owners:
-            require_owner(task_id, owner, what)
-        stored = {session.session_id for session in bundle.sessions}
-        if any(sid not in stored for sid, values in bundle.messages.items() if values):
-            raise StoreError(
-                f"a message of task {task_id} belongs to a session that is not stored",
-                hint="put the session record in the StepWrite of its first messages",
-            )
-        sessions = [
-            (s.session_id, task_id, dump_record(s), len(bundle.messages.get(s.session_id, ())))
-            for s in bundle.sessions
-        ]
-        rows = whole_task_rows(
-            [
-                (sid, [_message_text(sid, seq, value) for seq, value in enumerate(values)])
-                for sid, values in bundle.messages.items()
-            ],
-            [(c.session_id, c.sequence, dump_record(c)) for c in bundle.checkpoints],
-            [(entry.session_id, dump_record(entry)) for entry in bundle.ledger],
-            [(trace.session_id, dump_record(trace)) for trace in bundle.traces],
-        )
+        encoded = encode_bundle(bundle)
         with self._write() as connection:
             exists = connection.execute("SELECT 1 FROM tasks WHERE id = %s", (task_id,)).fetchone()
             if exists is not None:
@@ -627,23 +572,20 @@ class PostgresStore:
                         hint="import with --replace (replace=True) to overwrite it",
                     )
                 connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
+            last_step, next_checkpoint = encoded.counters
             row = connection.execute(
-                "INSERT INTO tasks (id, status, parent_task_id, created_ts, data) "
-                "VALUES (%s, %s, %s, %s, %s) RETURNING no",
-                task_row(bundle.task),
+                "INSERT INTO tasks (id, status, parent_task_id, created_ts, data, last_step, "
+                "next_checkpoint) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING no",
+                (*encoded.task, last_step, next_checkpoint),
             ).fetchone()
             assert row is not None
             with connection.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO sessions (session_id, task_id, data, next_seq) "
                     "VALUES (%s, %s, %s, %s)",
-                    sessions,
+                    encoded.sessions,
                 )
-                cursor.executemany(_INSERT_STEP, [(row[0], *step) for step in rows])
-            connection.execute(
-                "UPDATE tasks SET last_step = %s, next_checkpoint = %s WHERE id = %s",
-                (len(rows) - 1, rows[-1][2] if rows else 0, task_id),
-            )
+                cursor.executemany(_INSERT_STEP, [(row[0], *step) for step in encoded.steps])
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -667,8 +609,7 @@ class PostgresStore:
         with self._write() as connection:
             connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
             row = connection.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-            last = _parse_time(row[0]) if row is not None else None
-            if last is not None and last <= now < last + every:
+            if not periodic_due(row[0] if row is not None else None, now, every):
                 return False
             connection.execute(_SET_META, (key, now.isoformat()))
         return True
@@ -688,6 +629,12 @@ class PostgresStore:
 
         expires_at = None if row[0] is None else datetime.fromtimestamp(row[0], UTC)
         return TaskLease(task_id, owner, expires_at)
+
+    def _locked_lease(self, connection: psycopg.Connection[Any], task_id: str) -> TaskLease | None:
+        """The task's lease, read under a lock on the task's claims held to the transaction's
+        end: two claimers of one task take turns."""
+        connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lease.{task_id}",))
+        return self._lease(connection, task_id)
 
     def _write_lease(
         self, connection: psycopg.Connection[Any], task_id: str, owner: TaskOwner, until: datetime
@@ -711,8 +658,7 @@ class PostgresStore:
     ) -> TaskLease | None:
         moment = aware(now)
         with self._write() as connection:
-            connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lease.{task_id}",))
-            current = self._lease(connection, task_id)
+            current = self._locked_lease(connection, task_id)
             if (
                 current is not None
                 and current.owner != owner
@@ -733,8 +679,7 @@ class PostgresStore:
     ) -> TaskLease:
         moment = aware(now)
         with self._write() as connection:
-            connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lease.{task_id}",))
-            current = self._lease(connection, task_id)
+            current = self._locked_lease(connection, task_id)
             if current is not None and current.owner != owner and current.is_live(moment):
                 raise lease_lost(current)
             return self._write_lease(connection, task_id, owner, moment + ttl)
@@ -781,21 +726,3 @@ class PostgresStore:
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return shown_url(lines[0]) if lines else "no answer"
-
-
-def _message_text(session_id: str, seq: int, value: Any) -> str:
-    try:
-        return dump_json(value)
-    except (TypeError, ValueError) as error:
-        raise StoreError(
-            f"cannot store message {seq} of session {session_id}: {error}",
-            hint="store messages as dicts of JSON values "
-            "(subagents.messages.message_to_dict makes them)",
-        ) from None
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        return aware(datetime.fromisoformat(text))
-    except ValueError:
-        return None

@@ -3,11 +3,9 @@ write them (a task's steps: :mod:`subagents.store.sqlite.steps`)."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import get_args
 
-from subagents.errors import StoreError
-from subagents.store.codec import dump_record
-from subagents.store.records import TaskRecord, TaskStatus
+from subagents.store.records import TaskStatus
 
 __all__ = [
     "INSERT_TASK",
@@ -16,8 +14,6 @@ __all__ = [
     "UPDATE_TASK",
     "UPSERT_SESSION",
     "UPSERT_TASK",
-    "task_query",
-    "task_row",
 ]
 
 _TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -49,31 +45,3 @@ SET_META = (
     "INSERT INTO meta (key, value) VALUES (?, ?) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
-
-
-def task_query(status: str | None, limit: int | None) -> tuple[str, list[Any]]:
-    sql = "SELECT id, data FROM tasks"
-    parameters: list[Any] = []
-    if status is not None:
-        if status not in _TASK_STATUSES:
-            raise StoreError(
-                f"unknown task status {status!r}",
-                hint=f"use one of: {', '.join(_TASK_STATUSES)}",
-            )
-        sql += " WHERE status = ?"
-        parameters.append(status)
-    sql += " ORDER BY created_ts DESC, rowid DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        parameters.append(max(limit, 0))
-    return sql, parameters
-
-
-def task_row(task: TaskRecord) -> tuple[str, str, str | None, float, str]:
-    return (
-        task.id,
-        task.status,
-        task.parent_task_id,
-        task.created_at.timestamp(),
-        dump_record(task),
-    )

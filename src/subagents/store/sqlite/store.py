@@ -23,7 +23,7 @@ from subagents.store.base import (
     Transaction,
     UnreadableTask,
 )
-from subagents.store.codec import dump_json, dump_record, load_record
+from subagents.store.codec import load_record
 from subagents.store.lease import aware, lease_lost
 from subagents.store.records import (
     CheckpointRecord,
@@ -31,6 +31,15 @@ from subagents.store.records import (
     TaskRecord,
     ToolLedgerEntry,
     TraceRecord,
+)
+from subagents.store.shared import (
+    MIN_ID_PREFIX,
+    chosen_task,
+    encode_bundle,
+    encode_step,
+    periodic_due,
+    task_query,
+    task_row,
 )
 from subagents.store.sqlite import health
 from subagents.store.sqlite.connection import Database, SQLiteTransaction
@@ -42,24 +51,17 @@ from subagents.store.sqlite.rows import (
     UPDATE_TASK,
     UPSERT_SESSION,
     UPSERT_TASK,
-    task_query,
-    task_row,
 )
 from subagents.store.sqlite.steps import INSERT_STEP, append_rows, task_range
 from subagents.store.steplog import (
     checkpoint_records,
     ledger_records,
     message_values,
-    require_owner,
-    step_rows,
     trace_records,
-    whole_task_rows,
 )
 
 __all__ = ["MIN_ID_PREFIX", "SQLiteStore"]
 
-MIN_ID_PREFIX = 4
-"""A task may be named by a unique prefix of its id this long or longer, as in git."""
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -172,33 +174,23 @@ class SQLiteStore:
     def get_task(self, task_id: str) -> TaskRecord:
         with self._db.use() as connection:
             row = connection.execute("SELECT data FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            prefixed = []
             if row is None and len(task_id) >= MIN_ID_PREFIX:
-                matches = connection.execute(
+                prefixed = connection.execute(
                     "SELECT id, data FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
                     (len(task_id), task_id),
                 ).fetchall()
-                if len(matches) > 1:
-                    shown = ", ".join(match[0] for match in matches[:5])
-                    raise StoreError(
-                        f"the task id prefix {task_id!r} matches several tasks ({shown})",
-                        hint="give more characters of the id (see 'subagents tasks list')",
-                    )
-                row = (matches[0][1],) if matches else None
-        if row is None:
-            raise StoreError(
-                f"no task {task_id!r} in {self._path}",
-                hint="run 'subagents tasks list' to see the task ids",
-            )
-        return self._decode(TaskRecord, row[0], f"task {task_id}")
+        data = chosen_task(task_id, row[0] if row else None, prefixed, str(self._path))
+        return self._decode(TaskRecord, data, f"task {task_id}")
 
     def list_tasks(self, *, status: str | None = None, limit: int | None = 100) -> list[TaskRecord]:
-        sql, parameters = task_query(status, limit)
+        sql, parameters = task_query(status, limit, mark="?", newest="rowid")
         with self._db.use() as connection:
             rows = connection.execute(sql, parameters).fetchall()
         return [self._decode(TaskRecord, data, f"task {task_id}") for task_id, data in rows]
 
     def scan_tasks(self, *, status: str | None = None, limit: int | None = 100) -> TaskScan:
-        sql, parameters = task_query(status, limit)
+        sql, parameters = task_query(status, limit, mark="?", newest="rowid")
         with self._db.use() as connection:
             rows = connection.execute(sql, parameters).fetchall()
         scan = TaskScan()
@@ -230,27 +222,17 @@ class SQLiteStore:
 
     def commit(self, step: StepWrite, *, tx: Transaction | None = None) -> CheckpointRecord | None:
         task_id = step.task_id
-        # Encode before taking the lock: another thread may use the store meanwhile.
-        task = None
-        if step.task is not None:
-            require_owner(task_id, step.task.id, "the task record")
-            task = task_row(step.task)
-        session = None
-        if step.session is not None:
-            require_owner(task_id, step.session.task_id, "the session")
-            session = (step.session.session_id, task_id, dump_record(step.session))
-        rows = step_rows(step)
-
+        encoded = encode_step(step)  # before taking the lock: another thread may use the store
         with self._db.write(tx) as connection:
             try:
-                if task is not None:
-                    connection.execute(UPSERT_TASK, task)
-                if session is not None:
-                    connection.execute(UPSERT_SESSION, session)
-                if not rows:
+                if encoded.task is not None:
+                    connection.execute(UPSERT_TASK, encoded.task)
+                if encoded.session is not None:
+                    connection.execute(UPSERT_SESSION, encoded.session)
+                if not encoded.rows:
                     return None
                 task_no = self._task_number(connection, task_id)
-                return append_rows(connection, task_id, task_no, rows)
+                return append_rows(connection, task_id, task_no, encoded.rows)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
 
@@ -336,29 +318,7 @@ class SQLiteStore:
 
     def restore_bundle(self, bundle: TaskBundle, *, replace: bool = False) -> None:
         task_id = bundle.task.id
-        for session in bundle.sessions:
-            require_owner(task_id, session.task_id, "a session")
-        for checkpoint in bundle.checkpoints:
-            require_owner(task_id, checkpoint.task_id, "a checkpoint")
-        for entry in bundle.ledger:
-            require_owner(task_id, entry.task_id, "a ledger entry")
-        for trace in bundle.traces:
-            require_owner(task_id, trace.task_id, "a trace record")
-        session_rows = [
-            (s.session_id, task_id, dump_record(s), len(bundle.messages.get(s.session_id, ())))
-            for s in bundle.sessions
-        ]
-        messages = [
-            (
-                session_id,
-                [self._message_text(session_id, seq, value) for seq, value in enumerate(values)],
-            )
-            for session_id, values in bundle.messages.items()
-        ]
-        checkpoints = [(c.session_id, c.sequence, dump_record(c)) for c in bundle.checkpoints]
-        ledger = [(entry.session_id, dump_record(entry)) for entry in bundle.ledger]
-        traces = [(trace.session_id, dump_record(trace)) for trace in bundle.traces]
-        _require_sessions(task_id, bundle)
+        encoded = encode_bundle(bundle)
         with self._db.write() as connection:
             exists = connection.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone()
             if exists is not None:
@@ -369,29 +329,18 @@ class SQLiteStore:
                     )
                 _delete_task(connection, task_id)
             try:
-                connection.execute(INSERT_TASK, task_row(bundle.task))
+                connection.execute(INSERT_TASK, encoded.task)
                 connection.executemany(
                     "INSERT INTO sessions (session_id, task_id, data, next_seq) "
                     "VALUES (?, ?, ?, ?)",
-                    session_rows,
+                    encoded.sessions,
                 )
-                task_no = self._task_number(connection, task_id)
-                rows = whole_task_rows(messages, checkpoints, ledger, traces)
-                first, _ = task_range(task_no)
-                connection.executemany(INSERT_STEP, [(first + row[0], *row[1:]) for row in rows])
+                first, _ = task_range(self._task_number(connection, task_id))
+                connection.executemany(
+                    INSERT_STEP, [(first + row[0], *row[1:]) for row in encoded.steps]
+                )
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
-
-    @staticmethod
-    def _message_text(session_id: str, seq: int, value: Any) -> str:
-        try:
-            return dump_json(value)
-        except (TypeError, ValueError) as error:
-            raise StoreError(
-                f"cannot store message {seq} of session {session_id}: {error}",
-                hint="store messages as dicts of JSON values "
-                "(subagents.messages.message_to_dict makes them)",
-            ) from None
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -414,9 +363,7 @@ class SQLiteStore:
         now = aware(now)
         with self._db.write() as connection:
             row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            last = _parse_time(row[0]) if row is not None else None
-            # A recorded time in the future (the clock was set back) does not block forever.
-            if last is not None and last <= now < last + every:
+            if not periodic_due(row[0] if row is not None else None, now, every):
                 return False
             connection.execute(SET_META, (key, now.isoformat()))
         return True
@@ -475,15 +422,6 @@ class SQLiteStore:
             return health.problems(connection)
 
 
-def _require_sessions(task_id: str, bundle: TaskBundle) -> None:
-    stored = {session.session_id for session in bundle.sessions}
-    if any(session_id not in stored for session_id, values in bundle.messages.items() if values):
-        raise StoreError(
-            f"a message of task {task_id} belongs to a session that is not stored",
-            hint="put the session record in the StepWrite of its first messages",
-        )
-
-
 def _delete_task(connection: sqlite3.Connection, task_id: str) -> None:
     """The task and its steps (its sessions go by the foreign key)."""
     found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
@@ -513,11 +451,3 @@ def _column(
         parameters.append(session_id)
     sql += " ORDER BY key DESC LIMIT 1" if latest else " ORDER BY key"
     return [text for (text,) in connection.execute(sql, parameters)]
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return aware(value)
