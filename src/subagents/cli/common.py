@@ -112,11 +112,9 @@ class StoreTarget:
 def store_path(cwd: Path | None, store: str | None) -> StoreTarget:
     """The store ``--store`` names (a path or URL), else ``SUBAGENTS_STORE``'s, else the
     project's default file."""
-    import os
+    from subagents.store.open import is_postgres_url, store_file, store_from_environment
 
-    from subagents.store.open import STORE_ENV_VAR, is_postgres_url, store_file
-
-    named = store if store is not None else os.environ.get(STORE_ENV_VAR) or None
+    named = store if store is not None else store_from_environment()
     if named is not None and is_postgres_url(named):
         return StoreTarget(named)
     return StoreTarget(store_file(named, cwd=cwd))

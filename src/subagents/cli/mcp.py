@@ -304,12 +304,8 @@ def _inline_configs(cwd: Path | None) -> list[MCPServersConfig]:
     from subagents.inventory import Inventory
     from subagents.mcp.config import inline_servers
 
-    found = []
-    for record in Inventory.discover(cwd).active():
-        definition = record.definition
-        if definition.mcp_server_configs and definition.source_path is not None:
-            found.append(inline_servers(definition.mcp_server_configs, definition.source_path))
-    return found
+    agents = Inventory.discover(cwd).active()
+    return list(inline_servers(record.definition for record in agents).values())
 
 
 def project_server_policy(*, interactive: bool, trust_all: bool = False) -> Any:

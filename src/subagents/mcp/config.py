@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -52,6 +52,9 @@ from subagents._preview import preview, shorten
 from subagents._read_capped import FileTooLargeError, NotARegularFileError, read_capped
 from subagents.errors import ConfigError
 from subagents.mcp.paths import mcp_config_paths
+
+if TYPE_CHECKING:
+    from subagents.definitions.model import AgentDefinition
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
@@ -494,12 +497,17 @@ def load_mcp_servers(
     return merged
 
 
-def inline_servers(
-    configs: Mapping[str, Any], source: Path, *, environ: dict[str, str] | None = None
-) -> MCPServersConfig:
-    """The servers an agent file defines inline (its ``mcpServers`` entries that are whole
-    server settings, in Claude Code's shape), read like a file's."""
-    return parse_mcp_servers({"mcpServers": dict(configs)}, source, environ=environ)
+def inline_servers(definitions: Iterable[AgentDefinition]) -> dict[str, MCPServersConfig]:
+    """The servers each of ``definitions`` defines inline (its ``mcpServers`` entries that
+    are whole server settings, in Claude Code's shape), read like a file's, by agent name;
+    agents that define none are left out."""
+    found = {}
+    for definition in definitions:
+        if definition.mcp_server_configs:
+            source = definition.source_path or Path(definition.location)
+            configs = {"mcpServers": dict(definition.mcp_server_configs)}
+            found[definition.name] = parse_mcp_servers(configs, source)
+    return found
 
 
 def _merge_file(merged: MCPServersConfig, path: Path, environ: dict[str, str] | None) -> None:

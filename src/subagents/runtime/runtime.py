@@ -283,21 +283,15 @@ class Runtime:
     def _inline_mcp_configs(self) -> dict[str, MCPServersConfig]:
         """The servers each active agent defines inline; a project agent's are screened as
         the project's .mcp.json is (the person's own agents are theirs)."""
-        found: dict[str, MCPServersConfig] = {}
-        for record in self.inventory.active():
-            definition = record.definition
-            if not definition.mcp_server_configs:
-                continue
-            from subagents.mcp.config import inline_servers
+        from subagents.mcp.config import inline_servers
 
-            source = definition.source_path or Path(definition.location)
-            config = inline_servers(definition.mcp_server_configs, source)
-            if self.project_mcp is not None:
-                from subagents.mcp.consent import screen_project_servers
+        found = inline_servers(record.definition for record in self.inventory.active())
+        if self.project_mcp is None or not found:
+            return found
+        from subagents.mcp.consent import screen_project_servers
 
-                config = screen_project_servers(config, self.project_mcp)
-            found[definition.name] = config
-        return found
+        policy = self.project_mcp
+        return {agent: screen_project_servers(config, policy) for agent, config in found.items()}
 
     async def _start_mcp(
         self, config: MCPServersConfig, inline: dict[str, MCPServersConfig]

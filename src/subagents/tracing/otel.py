@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from subagents.tracing.redact import Redactor
     from subagents.tracing.view import ModelCallTrace, SessionTrace, TaskTrace, ToolCallTrace
 
-__all__ = ["INSTRUMENTATION_NAME", "export_task", "export_trace"]
+__all__ = ["INSTRUMENTATION_NAME", "export_task", "export_trace", "first_line"]
 
 INSTRUMENTATION_NAME = "subagents"
 
@@ -147,8 +147,10 @@ def finish_reasons(provider_reason: str, our_reason: str | None) -> list[str] | 
     return [our_reason] if our_reason else None
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+def first_line(text: str) -> str:
+    """The first line of ``text`` with something on it ("" for none): a span's status."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
 
 
 @dataclass(slots=True)
@@ -217,7 +219,7 @@ class _Emitter:
                 self.session(child, inside)
         if session.error is not None:
             span.set_attribute(ERROR_TYPE, OTHER_ERROR)
-            span.set_status(Status(StatusCode.ERROR, _first_line(session.error)))
+            span.set_status(Status(StatusCode.ERROR, first_line(session.error)))
         span.end(end_time=_nanoseconds(session.finished_at))
 
     def model_call(self, session: SessionTrace, call: ModelCallTrace, parent: Context) -> None:
@@ -267,5 +269,5 @@ class _Emitter:
             self.session(child, otel_trace.set_span_in_context(span))
         if call.failed:
             span.set_attribute(ERROR_TYPE, call.outcome or OTHER_ERROR)
-            span.set_status(Status(StatusCode.ERROR, _first_line(call.error or call.outcome)))
+            span.set_status(Status(StatusCode.ERROR, first_line(call.error or call.outcome)))
         span.end(end_time=_nanoseconds(call.finished_at))

@@ -41,6 +41,7 @@ from subagents.tracing.otel import (
     TOOL_RESULT,
     TOOL_TYPE,
     finish_reasons,
+    first_line,
     mcp_attributes,
     split_model,
 )
@@ -168,8 +169,9 @@ class LiveSpans:
         agent.span.set_attribute("subagents.session.status", result.status)
         if result.error:
             agent.span.set_attribute(ERROR_TYPE, OTHER_ERROR)
-            first = self.redactor.text(result.error).strip().splitlines()[:1]
-            agent.span.set_status(Status(StatusCode.ERROR, first[0] if first else ""))
+            agent.span.set_status(
+                Status(StatusCode.ERROR, first_line(self.redactor.text(result.error)))
+            )
         agent.span.end()
 
     # -- model calls -----------------------------------------------------------------------------
@@ -245,8 +247,8 @@ class LiveSpans:
             span.set_attribute(TOOL_RESULT, self.redactor.text(outcome.message.content))
         if outcome.status != "ok":
             span.set_attribute(ERROR_TYPE, outcome.status)
-            first = self.redactor.text(outcome.message.content).strip().splitlines()[:1]
-            span.set_status(Status(StatusCode.ERROR, first[0] if first else outcome.status))
+            first = first_line(self.redactor.text(outcome.message.content))
+            span.set_status(Status(StatusCode.ERROR, first or outcome.status))
         span.end()
 
     # -- workflow nodes ---------------------------------------------------------------------------
