@@ -21,12 +21,15 @@ __all__ = [
     "ScriptNotConsumedError",
     "StoreCorruptError",
     "StoreError",
+    "StoreUnavailableError",
     "StoreVersionError",
     "SubagentsError",
     "TaskLeasedError",
+    "TaskNotFoundError",
     "ToolDefinitionError",
     "ToolError",
     "TracingError",
+    "WorkerError",
     "WorkflowConditionError",
     "WorkflowError",
     "WorkflowValidationError",
@@ -183,6 +186,15 @@ class StoreVersionError(StoreError):
     """The store or one of its records was written by a newer subagents."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store's database server could not be reached or dropped the connection; what was
+    committed is kept, and the same call may succeed later."""
+
+
+class TaskNotFoundError(StoreError):
+    """No task has the id (or unique id prefix) asked for."""
+
+
 class TaskLeasedError(StoreError):
     """Another owner holds a live lease on the task; the message says until when."""
 
@@ -202,6 +214,11 @@ class MCPServerError(SubagentsError):
 class WorktreeError(SubagentsError):
     """A worktree for ``isolation: worktree`` cannot be made (no git, not a repository, no
     commit yet) or a git command failed; the message says what to do."""
+
+
+class WorkerError(SubagentsError):
+    """A run could not be queued for the workers, or a worker could not start or carry one
+    out (see :mod:`subagents.workers`)."""
 
 
 class WorkflowError(SubagentsError):

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("subagents.cli.models", "models_app"),
     "workflow": ("subagents.cli.workflow", "workflow_app"),
     "store": ("subagents.cli.store", "store_app"),
+    "worker": ("subagents.cli.worker", "worker_command"),
 }
 
 

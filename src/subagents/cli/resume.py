@@ -82,6 +82,21 @@ def resume_command(
             help="The session agents the run was started with (--agents JSON of 'run').",
         ),
     ] = None,
+    remote: Annotated[
+        bool,
+        typer.Option(
+            "--remote",
+            help="Queue the resumption (and its decision) for 'subagents worker' processes on "
+            "the shared PostgreSQL store instead of continuing here.",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
+    ] = False,
+    queue: Annotated[
+        str, typer.Option("--queue", help="With --remote: the workers' queue.")
+    ] = "subagents",
 ) -> None:
     """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
 
@@ -117,6 +132,13 @@ def resume_command(
         _check_mode(permission_mode)
         session_agents = explicit_agents_from_json(agents_json) if agents_json else []
         path = store_path(cwd, store)
+        from subagents.workers.engine import WorkerError
+
+        if wait and not remote:
+            raise WorkerError("--wait goes with --remote", hint="add --remote, or drop --wait")
+        if remote:
+            _queue_remotely(err, path.location, task, decision, queue, wait=wait, as_json=as_json)
+            return
         if not path.exists():  # opening it would create an empty store as a side effect
             raise StoreError(
                 f"no store at {path}, so no task to resume",
@@ -326,6 +348,36 @@ def _check_mode(mode: str | None) -> None:
         raise SubagentsError(
             f"Unknown permission mode {mode!r}.",
             hint=f"use one of: {', '.join(PERMISSION_MODES)}",
+        )
+
+
+def _queue_remotely(
+    err: Console,
+    location: Path | str,
+    task: str,
+    decision: HumanDecision | None,
+    queue: str,
+    *,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """``resume --remote``: queue the task's resumption for the workers."""
+    from subagents.cli.remote import report_queued
+    from subagents.store.open import open_store
+    from subagents.tracing.redact import Redactor
+    from subagents.workers.engine import WorkerError, require_postgres
+    from subagents.workers.submit import queue_decision
+
+    if not isinstance(location, str):
+        raise WorkerError(
+            "--remote queues the run on a shared PostgreSQL store, and this store is the file "
+            f"{location}.",
+            hint="pass --store postgresql://USER@HOST:PORT/DB or set SUBAGENTS_STORE to it",
+        )
+    with contextlib.closing(open_store(require_postgres(location))) as database:
+        queued = queue_decision(database, database.get_task(task).id, decision, queue=queue)
+        report_queued(
+            err, database, queued, queue=queue, wait=wait, as_json=as_json, redactor=Redactor()
         )
 
 

@@ -170,6 +170,21 @@ def run_command(
             "--otel-content", help="With OTLP export: include tool arguments and results."
         ),
     ] = False,
+    remote: Annotated[
+        bool,
+        typer.Option(
+            "--remote",
+            help="Queue the run for 'subagents worker' processes on the shared PostgreSQL "
+            "store (SUBAGENTS_STORE) instead of running it here; prints the task id.",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
+    ] = False,
+    queue: Annotated[
+        str, typer.Option("--queue", help="With --remote: the workers' queue.")
+    ] = "subagents",
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
@@ -209,6 +224,14 @@ def run_command(
         no_store=no_store,
         tags=bool(tags),
         max_turns=max_turns,
+    ) or _remote_problem(
+        remote,
+        wait,
+        ui=ui,
+        output_format=output_format,
+        no_store=no_store,
+        follow_up=continue_latest or resume_task is not None,
+        otel=otel,
     )
     if problem is not None:
         err.print(f"[red]{escape(problem[0])}[/] - {escape(problem[1])}")
@@ -218,7 +241,9 @@ def run_command(
     fmt = "json" if as_json else output_format
     machine = fmt != "text"
     # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
-    interactive = sys.stdin.isatty() and prompt != "-" and not yes and not machine and not ui
+    interactive = (
+        sys.stdin.isatty() and prompt != "-" and not yes and not machine and not ui and not remote
+    )
     events = EventBus()
     live: LiveExport | None = None
     printer: ProgressPrinter | None = None
@@ -271,6 +296,16 @@ def run_command(
                 "No prompt given to continue the conversation with.",
                 hint="pass one: subagents run --continue 'and now the tests'",
             )
+        if remote:
+            from subagents.cli.remote import report_queued
+            from subagents.workers.submit import queue_run
+
+            queued = queue_run(runtime, prompt, agent=agent, tags=tuple(tags or ()), queue=queue)
+            assert database is not None
+            report_queued(
+                err, database, queued, queue=queue, wait=wait, as_json=machine, redactor=redactor
+            )
+            return
         if interactive and follow_up is None and agent is None:
             from subagents.cli.suggest import offer_agent
 
@@ -526,6 +561,35 @@ def _usage_problem(
             return (
                 f"{name} does not go with --continue / --resume",
                 "a conversation goes on with its own agent, limits and task",
+            )
+    return None
+
+
+def _remote_problem(
+    remote: bool,
+    wait: bool,
+    *,
+    ui: bool,
+    output_format: str,
+    no_store: bool,
+    follow_up: bool,
+    otel: bool,
+) -> tuple[str, str] | None:
+    """What is wrong with ``--remote`` and the options beside it, or None."""
+    if not remote:
+        return ("--wait goes with --remote", "add --remote, or drop --wait") if wait else None
+    for given, name in (
+        (ui, "--ui"),
+        (output_format == "stream-json", "--output-format stream-json"),
+        (no_store, "--no-store"),
+        (follow_up, "--continue / --resume"),
+        (otel, "--otel"),
+    ):
+        if given:
+            return (
+                f"{name} does not go with --remote",
+                "a queued run is carried out by a worker; follow it with 'subagents tasks "
+                "show' or 'subagents trace'",
             )
     return None
 

@@ -355,6 +355,32 @@ def _sessions_tree(sessions: list[SessionRecord]) -> Tree:
     return tree
 
 
+@tasks_app.command("cancel")
+def cancel_command(task: TaskArgument, cwd: CwdOption = None, store: StoreOption = None) -> None:
+    """Cancel a task queued for the workers ('run --remote'): a queued one never starts, a
+    running one stops at the step it is in, within about a second."""
+    with user_errors():
+        path = store_path(cwd, store)
+        _require_store(path)
+        with _opened(path) as opened:
+            record = opened.get_task(task)
+            if "remote" not in record.settings:
+                from subagents.errors import SubagentsError
+
+                raise SubagentsError(
+                    f"Task {record.id} runs in the process that started it, not on a worker.",
+                    hint="stop it where it runs (Ctrl-C); 'tasks cancel' is for runs queued "
+                    "with --remote",
+                )
+            from subagents.workers.submit import cancel_remote
+
+            cancelled = cancel_remote(opened, record.id)
+    if cancelled:
+        typer.echo(f"Cancelled task {record.id}.")
+    else:
+        typer.echo(f"Task {record.id} has nothing queued or running (status {record.status}).")
+
+
 @tasks_app.command("check")
 def check_command(cwd: CwdOption = None, store: StoreOption = None) -> None:
     """Check the store: SQLite's integrity check plus the store's own invariants."""

@@ -53,6 +53,21 @@ def workflow_run_command(
         bool, typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends.")
     ] = False,
     cwd: CwdOption = None,
+    remote: Annotated[
+        bool,
+        typer.Option(
+            "--remote",
+            help="Queue the run for 'subagents worker' processes on the shared PostgreSQL "
+            "store (SUBAGENTS_STORE) instead of running it here.",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
+    ] = False,
+    queue: Annotated[
+        str, typer.Option("--queue", help="With --remote: the workers' queue.")
+    ] = "subagents",
 ) -> None:
     """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
     pauses at a human node or a checkpoint, or stops in a crash, continues with `subagents
@@ -82,6 +97,12 @@ def workflow_run_command(
         raise typer.Exit(2)
     if ui and as_json:
         err.print("[red]--ui and --json do not go together[/] - drop one of them")
+        raise typer.Exit(2)
+    if (wait and not remote) or (remote and (ui or no_store)):
+        err.print(
+            "[red]--wait goes with --remote, and --remote not with --ui or --no-store[/] - "
+            "a queued run is carried out by a worker; follow it with 'subagents tasks show'"
+        )
         raise typer.Exit(2)
     printer: ProgressPrinter | None = None
     database = None
@@ -119,6 +140,16 @@ def workflow_run_command(
             ),
         )
         redactor = Redactor(runtime.credentials())
+        if remote:
+            from subagents.cli.remote import report_queued
+            from subagents.workers.submit import queue_workflow
+
+            queued = queue_workflow(runtime, checked.workflow, initial, queue=queue)
+            assert database is not None
+            report_queued(
+                err, database, queued, queue=queue, wait=wait, as_json=as_json, redactor=redactor
+            )
+            return
         if ui:
             from subagents.cli.ui import run_in_ui
 

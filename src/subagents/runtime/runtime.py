@@ -893,6 +893,42 @@ class Runtime:
         )
         return Recorder(store, task, self._redactor())
 
+    def queued_task(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        retention_days: int | None = None,
+    ) -> TaskRecord:
+        """The record of a run that a worker will carry out (see :mod:`subagents.workers`):
+        status ``pending``, this runtime's workspace, mode and rules, its text redacted.
+
+        ``agent`` must name an agent here; the model is the one this runtime was given, or
+        the worker's default when it was given none."""
+        from subagents.store.records import TaskRecord
+
+        if agent is not None:
+            self.inventory.get(agent)  # an unknown agent is refused now, not on the worker
+        main = self._main_model
+        redactor = self._redactor()
+        first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+        return TaskRecord(
+            description=redactor.text(description or first_line[:100]),
+            prompt=redactor.text(prompt),
+            assigned_agent=agent,
+            model=main if isinstance(main, str) else None,
+            workspace=str(self.workspace),
+            tags=list(tags),
+            retention_days=retention_days,
+            settings={
+                "permission_mode": self.permission_mode,
+                "headless": self.headless,
+                **self._rule_settings(),
+            },
+        )
+
     def rebuild_session(
         self,
         record: SessionRecord,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
-from subagents.errors import StoreError
+from subagents.errors import StoreError, TaskNotFoundError
 from subagents.store.base import StepWrite, TaskBundle
 from subagents.store.codec import dump_record
 from subagents.store.lease import aware
@@ -88,7 +88,7 @@ def chosen_task(
             hint="give more characters of the id (see 'subagents tasks list')",
         )
     if not prefixed:
-        raise StoreError(
+        raise TaskNotFoundError(
             f"no task {task_id!r} in {where}",
             hint="run 'subagents tasks list' to see the task ids",
         )

@@ -68,6 +68,7 @@ __all__ = [
     "resume_workflow",
     "run_workflow",
     "workflow_session_id",
+    "workflow_task",
 ]
 
 PROGRESS_VERSION = 1
@@ -254,34 +255,49 @@ async def run_workflow(
     """Run ``workflow`` from its entry point with ``input`` (text, appended as the first
     message and kept as the ``input`` field; or a mapping of initial state fields)."""
     from subagents.runtime.recorder import Recorder
-    from subagents.store.records import TaskRecord, new_id
 
     store = runtime.store
     state = _initial_state(input)
-    text = state.extra.get("input")
-    prompt = text if isinstance(text, str) else json.dumps(state.as_dict(), default=str)
     progress = _Progress(main=_Lane("", workflow.entry_point, state))
     recorder = None
     if store is not None:
-        first = prompt.strip().splitlines()[0] if prompt.strip() else ""
-        task = TaskRecord(
-            id=task_id or new_id(),
-            description=description or f"workflow {workflow.name}: {first}"[:100],
-            prompt=prompt,
-            model=_model_name(runtime),
-            workspace=str(runtime.workspace),
-            tags=["workflow"],
-            settings={
-                "permission_mode": runtime.permission_mode,
-                "headless": runtime.headless,
-                "workflow": _stored_definition(workflow),
-            },
-        )
+        task = workflow_task(runtime, workflow, input, task_id=task_id, description=description)
         recorder = Recorder(store, task, runtime._redactor())
         recorder.start_task()
         store.claim_task(task.id, runtime.owner)
     engine = _Engine(runtime, workflow, recorder, progress, {})
     return await engine.drive()
+
+
+def workflow_task(
+    runtime: Runtime,
+    workflow: Workflow,
+    input: str | Mapping[str, Any] = "",
+    *,
+    task_id: str | None = None,
+    description: str | None = None,
+) -> TaskRecord:
+    """The task record of a run of ``workflow`` on ``input`` (status ``pending``; not yet
+    redacted): what it keeps to run, or to resume, in any process."""
+    from subagents.store.records import TaskRecord, new_id
+
+    state = _initial_state(input)
+    text = state.extra.get("input")
+    prompt = text if isinstance(text, str) else json.dumps(state.as_dict(), default=str)
+    first = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    return TaskRecord(
+        id=task_id or new_id(),
+        description=description or f"workflow {workflow.name}: {first}"[:100],
+        prompt=prompt,
+        model=_model_name(runtime),
+        workspace=str(runtime.workspace),
+        tags=["workflow"],
+        settings={
+            "permission_mode": runtime.permission_mode,
+            "headless": runtime.headless,
+            "workflow": _stored_definition(workflow),
+        },
+    )
 
 
 async def resume_workflow(

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from subagents.errors import StoreError, StoreVersionError
+from subagents.errors import (
+    StoreError,
+    StoreUnavailableError,
+    StoreVersionError,
+    TaskNotFoundError,
+)
 from subagents.store.base import (
     DEFAULT_LEASE_TTL,
     StepWrite,
@@ -165,6 +170,12 @@ class PostgresStore:
         return self._location
 
     @property
+    def connection_url(self) -> str:
+        """The URL this store connects with, password included: for opening more connections
+        to the same database (the workers' engine), never for showing."""
+        return self._url
+
+    @property
     def read_only(self) -> bool:
         return False
 
@@ -215,7 +226,7 @@ class PostgresStore:
         except psycopg.errors.IntegrityError:
             raise
         except psycopg.OperationalError as error:
-            raise StoreError(
+            raise StoreUnavailableError(
                 f"the PostgreSQL store {self._location} failed "
                 f"({type(error).__name__}: {str(error).strip()})",
                 hint="check that the server runs and is reachable, then run again "
@@ -410,7 +421,7 @@ class PostgresStore:
                     return None
                 return self._append(connection, task_id, encoded.rows)
         except psycopg.errors.ForeignKeyViolation:
-            raise StoreError(
+            raise TaskNotFoundError(
                 f"no task {task_id} in {self._location}",
                 hint="create the task with create_task() before writing its steps",
             ) from None
@@ -426,7 +437,7 @@ class PostgresStore:
             (len(rows), checkpoints, task_id),
         ).fetchone()
         if found is None:
-            raise StoreError(
+            raise TaskNotFoundError(
                 f"no task {task_id} in {self._location}",
                 hint="create the task with create_task() before writing its steps",
             )

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from subagents.errors import StoreError
+from subagents.errors import StoreError, TaskNotFoundError
 from subagents.store.base import (
     DEFAULT_LEASE_TTL,
     StepWrite,
@@ -144,7 +144,7 @@ class SQLiteStore:
                     f"a message of task {task_id} belongs to a session that is not stored",
                     hint="put the session record in the StepWrite of its first messages",
                 )
-            return StoreError(
+            return TaskNotFoundError(
                 f"no task {task_id} in {self._path}",
                 hint="create the task with create_task() before writing its steps",
             )
@@ -239,7 +239,7 @@ class SQLiteStore:
     def _task_number(self, connection: sqlite3.Connection, task_id: str) -> int:
         found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
         if found is None:
-            raise StoreError(
+            raise TaskNotFoundError(
                 f"no task {task_id} in {self._path}",
                 hint="create the task with create_task() before writing its steps",
             )

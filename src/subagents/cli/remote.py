@@ -1,0 +1,77 @@
+"""What ``run --remote`` and ``resume --remote`` print: the queued task, and with ``--wait``
+how it ended (see :mod:`subagents.workers`)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from subagents.cli.common import exit_code
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from subagents.store.base import Store
+    from subagents.store.records import TaskRecord
+    from subagents.tracing.redact import Redactor
+
+__all__ = ["report_queued"]
+
+
+def report_queued(
+    err: Console,
+    store: Store,
+    task: TaskRecord,
+    *,
+    queue: str,
+    wait: bool,
+    as_json: bool,
+    redactor: Redactor,
+) -> None:
+    """Say that ``task`` is queued; with ``wait``, wait for it to end (or pause) and print
+    its result, exiting with the code ``run`` would have."""
+    from rich.markup import escape
+
+    from subagents.workers.submit import wait_for_task
+
+    short = task.id[:8]
+    if not wait:
+        if as_json:
+            typer.echo(json.dumps({"task_id": task.id, "status": "queued", "queue": queue}))
+        else:
+            err.print(
+                f"Queued task {task.id} on {escape(queue)!r}. Follow it with: subagents tasks "
+                f"show {short}  (or 'subagents trace {short}')"
+            )
+        return
+    if not as_json:
+        err.print(f"[dim]task {task.id} queued on {escape(queue)!r}; waiting for a worker[/]")
+
+    def on_change(current: TaskRecord) -> None:
+        if not as_json and current.status == "running":
+            err.print(f"[dim]task {short} is running[/]")
+
+    ended = wait_for_task(store, task.id, on_change=on_change, since=task.updated_at)
+    payload: dict[str, Any] = {
+        "task_id": ended.id,
+        "status": ended.status,
+        "output": ended.result or "",
+        "error": ended.error,
+    }
+    if as_json:
+        typer.echo(json.dumps(redactor.value(payload), indent=2))
+    else:
+        if ended.result:
+            typer.echo(redactor.text(ended.result))
+        if ended.status == "awaiting_human":
+            err.print(
+                f"[yellow]Waiting for a person.[/] See the question with 'subagents tasks show "
+                f"{short}', then: subagents resume {short} --remote --approve | --reject REASON"
+            )
+        elif ended.status != "completed":
+            err.print(f"[red]Run {ended.status}:[/] {escape(redactor.text(ended.error or ''))}")
+    code = exit_code(ended.status)
+    if code:
+        raise typer.Exit(code)

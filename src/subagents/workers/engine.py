@@ -1,0 +1,140 @@
+"""What the workers and the processes that queue runs for them agree on: DBOS's database and
+schema, the queue, the workflow's name and the pinned application version.
+
+DBOS keeps its own tables (queues, workflow status, step outputs) beside the store, in the same
+PostgreSQL database: in the schema ``dbos``, or in ``<schema>_dbos`` when the store's URL
+chooses a schema of its own with ``options=-csearch_path=<schema>`` (so two stores in one
+database never share a queue). Inputs and outputs are stored as JSON, never pickled: nothing a
+row holds is executed when a worker reads it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from subagents.errors import WorkerError
+from subagents.store.open import is_postgres_url
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, DBOSConfig
+
+__all__ = [
+    "APP_VERSION",
+    "DEFAULT_QUEUE",
+    "WORKFLOW_NAME",
+    "WorkerError",
+    "dbos_client",
+    "dbos_config",
+    "dbos_schema",
+    "require_postgres",
+    "sqlalchemy_url",
+]
+
+WORKFLOW_NAME = "subagents.task"
+DEFAULT_QUEUE = "subagents"
+
+APP_VERSION = "subagents-workers-1"
+"""The version DBOS recovers and dequeues by. Pinned rather than DBOS's default (a hash of the
+code), so that a worker of a later release picks up the runs an earlier one left: the
+workflow is a thin shell around :meth:`Runtime.resume`, and a run's state lives in the store.
+Raise it only when the workflow's arguments or steps change shape; then drain the queue with
+the old workers first (see the README, "Workers")."""
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,57}$")
+
+
+def require_postgres(url: str | None) -> str:
+    """``url`` when it names a PostgreSQL store; else an error saying how to name one."""
+    if url is None or not is_postgres_url(url):
+        named = "none is named" if url is None else f"{url} is not one"
+        raise WorkerError(
+            f"Workers share a PostgreSQL store, and {named}.",
+            hint="pass --store postgresql://USER@HOST:PORT/DB or set SUBAGENTS_STORE to that URL "
+            "(copy a project's history there with 'subagents store copy')",
+        )
+    return url
+
+
+def sqlalchemy_url(store_url: str) -> str:
+    """The store's URL as SQLAlchemy (which DBOS uses) names it: with the psycopg driver."""
+    scheme, _, rest = store_url.partition("://")
+    if scheme in ("postgres", "postgresql"):
+        scheme = "postgresql+psycopg"
+    return f"{scheme}://{rest}"
+
+
+def dbos_schema(store_url: str) -> str:
+    """The schema of DBOS's tables for the store ``store_url`` (see the module docstring)."""
+    query = parse_qs(urlsplit(store_url).query)
+    for option in query.get("options", []):
+        match = re.search(r"-c\s*search_path\s*=\s*([^,\s]+)", option)
+        if match:
+            schema = match.group(1).strip('"')
+            if not _SCHEMA_NAME.match(schema):
+                raise WorkerError(
+                    f"The store's search_path {schema!r} is not a plain schema name.",
+                    hint="name the store's schema with letters, digits and underscores only",
+                )
+            return f"{schema}_dbos"
+    return "dbos"
+
+
+def dbos_config(store_url: str, *, executor_id: str) -> DBOSConfig:
+    """DBOS's configuration for a worker on the store ``store_url``."""
+    config: dict[str, Any] = {
+        "name": "subagents",
+        "system_database_url": sqlalchemy_url(store_url),
+        "dbos_system_schema": dbos_schema(store_url),
+        "application_version": APP_VERSION,
+        "executor_id": executor_id,
+        "serializer": _serializer(),
+        "log_level": "WARNING",
+        "sys_db_pool_size": 10,
+    }
+    return config  # type: ignore[return-value]
+
+
+def dbos_client(store_url: str) -> DBOSClient:
+    """The process's DBOS client (enqueue, cancel, status) on the store's database, made
+    once per store; DBOS's tables are created first when no worker has created them yet."""
+    client = _clients.get(store_url)
+    if client is None:
+        client = _clients[store_url] = _new_client(store_url)
+        if len(_clients) == 1:
+            atexit.register(_close_clients)
+    return client
+
+
+_clients: dict[str, DBOSClient] = {}
+
+
+def _new_client(store_url: str) -> DBOSClient:
+    from dbos import DBOS, DBOSClient
+
+    url, schema = sqlalchemy_url(store_url), dbos_schema(store_url)
+    try:
+        DBOS.migrate(url, schema=schema)
+    except Exception as error:
+        raise WorkerError(
+            f"Could not prepare the workers' tables in schema {schema}: {error}",
+            hint="check that the store's database accepts connections and that its user may "
+            "create a schema (or start a 'subagents worker' once, which creates it)",
+        ) from error
+    return DBOSClient(system_database_url=url, dbos_system_schema=schema, serializer=_serializer())
+
+
+def _close_clients() -> None:
+    while _clients:
+        _, client = _clients.popitem()
+        with contextlib.suppress(Exception):
+            client.destroy()
+
+
+def _serializer() -> Any:
+    from dbos import DBOSPortableJSONSerializer
+
+    return DBOSPortableJSONSerializer()
