@@ -14,8 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from subagents.runtime.pause import HumanDecision
-from subagents.workers.engine import WorkerError, dbos_schema, require_postgres, sqlalchemy_url
-from subagents.workers.worker import decision_from_dict, decision_to_dict
+from subagents.workers.engine import (
+    WorkerError,
+    dbos_schema,
+    decision_from_dict,
+    decision_to_dict,
+    require_postgres,
+    sqlalchemy_url,
+)
 from worker_support import Cluster, cluster
 
 
@@ -89,7 +95,7 @@ def test_run_remote_without_wait_prints_the_queued_task(running: Cluster) -> Non
     assert running.effects().count("r2") == 1
 
 
-def test_a_paused_remote_run_is_approved_from_elsewhere_and_goes_on(running: Cluster) -> None:
+def test_a_paused_remote_run_is_decided_from_elsewhere_and_goes_on(running: Cluster) -> None:
     paused = running.cli("run", "--remote", "--wait", "--json", "r3 go")  # Bash must ask
     assert paused.returncode == 3, paused.stderr
     task_id = json.loads(paused.stdout)["task_id"]
@@ -98,10 +104,36 @@ def test_a_paused_remote_run_is_approved_from_elsewhere_and_goes_on(running: Clu
     refused = running.cli("resume", task_id[:8], "--remote")  # a decision is needed
     assert refused.returncode == 2
     assert "waiting for a person" in refused.stderr and "--approve" in refused.stderr
-    approved = running.cli("resume", task_id[:8], "--remote", "--wait", "--approve", cwd=Path("/"))
+    approved = running.cli(
+        "resume",
+        task_id[:8],
+        "--remote",
+        "--wait",
+        "--reject",
+        "not now: sk-proj-" + "x" * 40,
+        cwd=Path("/"),
+    )
     assert approved.returncode == 0, approved.stderr
     assert "leaf done" in approved.stdout
-    assert running.effects().count("r3") == 1
+    assert "r3" not in running.effects()  # rejected: the command never ran
+    # the decision (its reason holds a key) is nowhere once delivered: not in DBOS's
+    # workflow inputs, not in the decisions' table, and redacted in the store
+    with running.store() as store:
+        records = [*store.checkpoints(task_id), *store.traces(task_id), *store.ledger(task_id)]
+        dumped = json.dumps([record.model_dump(mode="json") for record in records])
+        dumped += json.dumps([store.messages(s.session_id) for s in store.sessions(task_id)])
+    assert "x" * 40 not in dumped and "not now" in dumped
+    import psycopg
+
+    with psycopg.connect(running.url) as connection:
+        schema = dbos_schema(running.url)
+        inputs = connection.execute(
+            f"SELECT inputs FROM {schema}.workflow_status WHERE workflow_uuid LIKE %s",
+            (task_id + "%",),
+        ).fetchall()
+        left = connection.execute(f"SELECT count(*) FROM {schema}.subagents_decisions").fetchone()
+    assert inputs and all("x" * 40 not in str(row[0]) for row in inputs)
+    assert left == (0,)
 
 
 def test_cancelling_a_running_remote_run_stops_it_at_its_step(running: Cluster) -> None:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import re
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from subagents.errors import WorkerError
+from subagents.runtime.pause import HumanDecision
 from subagents.store.open import is_postgres_url
 
 if TYPE_CHECKING:
@@ -30,8 +33,13 @@ __all__ = [
     "dbos_client",
     "dbos_config",
     "dbos_schema",
+    "decision_from_dict",
+    "decision_to_dict",
+    "drop_decision",
+    "put_decision",
     "require_postgres",
     "sqlalchemy_url",
+    "take_decision",
 ]
 
 WORKFLOW_NAME = "subagents.task"
@@ -138,3 +146,73 @@ def _serializer() -> Any:
     from dbos import DBOSPortableJSONSerializer
 
     return DBOSPortableJSONSerializer()
+
+
+def decision_to_dict(decision: HumanDecision) -> dict[str, Any]:
+    return {
+        "action": decision.action,
+        "reason": decision.reason,
+        "arguments": decision.arguments,
+        "values": dict(decision.values),
+    }
+
+
+def decision_from_dict(data: Mapping[str, Any]) -> HumanDecision:
+    action = data.get("action")
+    if action not in ("approve", "reject", "modify"):
+        raise WorkerError(f"A queued decision has the unknown action {action!r}.")
+    arguments = data.get("arguments")
+    return HumanDecision(
+        action=action,
+        reason=data.get("reason"),
+        arguments=dict(arguments) if isinstance(arguments, Mapping) else None,
+        values={str(k): str(v) for k, v in (data.get("values") or {}).items()},
+    )
+
+
+# -- a person's decision, on its way to the worker -----------------------------------------
+# It is not a workflow input: DBOS keeps those for good, and a decision may hold what the
+# store must never keep (the arguments of --modify, the values of --set). It waits in a table
+# of its own until the run it resumes has recorded it (redacted), then it is deleted.
+
+
+def put_decision(store_url: str, workflow_id: str, decision: HumanDecision) -> None:
+    """Keep ``decision`` for the workflow ``workflow_id`` until the worker is done with it."""
+    with _connection(store_url) as connection:
+        connection.execute(
+            f"INSERT INTO {_decisions(store_url)} (workflow_id, decision) VALUES (%s, %s)",
+            (workflow_id, json.dumps(decision_to_dict(decision))),
+        )
+
+
+def take_decision(store_url: str, workflow_id: str) -> HumanDecision | None:
+    """The decision queued for ``workflow_id`` (None once it has been delivered)."""
+    with _connection(store_url) as connection:
+        row = connection.execute(
+            f"SELECT decision FROM {_decisions(store_url)} WHERE workflow_id = %s",
+            (workflow_id,),
+        ).fetchone()
+    return None if row is None else decision_from_dict(json.loads(row[0]))
+
+
+def drop_decision(store_url: str, workflow_id: str) -> None:
+    with _connection(store_url) as connection:
+        connection.execute(
+            f"DELETE FROM {_decisions(store_url)} WHERE workflow_id = %s", (workflow_id,)
+        )
+
+
+def _decisions(store_url: str) -> str:
+    return f"{dbos_schema(store_url)}.subagents_decisions"
+
+
+@contextlib.contextmanager
+def _connection(store_url: str) -> Iterator[Any]:
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True, connect_timeout=10) as connection:
+        connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {_decisions(store_url)} (workflow_id TEXT PRIMARY KEY, "
+            "decision TEXT NOT NULL, queued_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        yield connection

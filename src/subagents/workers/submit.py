@@ -22,6 +22,7 @@ from subagents.workers.engine import (
     WORKFLOW_NAME,
     WorkerError,
     dbos_client,
+    put_decision,
     require_postgres,
 )
 
@@ -66,7 +67,7 @@ def queue_run(
     )
     task.settings["remote"] = {"queue": queue}
     store.create_task(task)
-    _enqueue(store, task, store_url, queue, task.id, None)
+    _enqueue(store, task, store_url, queue, task.id)
     return task
 
 
@@ -98,7 +99,7 @@ def queue_workflow(
     task.prompt, task.description = redactor.text(task.prompt), redactor.text(task.description)
     task.settings["remote"] = {"queue": queue}
     store.create_task(task)
-    _enqueue(store, task, store_url, queue, task.id, None)
+    _enqueue(store, task, store_url, queue, task.id)
     return task
 
 
@@ -111,8 +112,6 @@ def queue_decision(
 ) -> TaskRecord:
     """Queue the resumption of the stored task ``task_id`` (with a person's ``decision`` when
     it waits for one) for the workers; its task record."""
-    from subagents.workers.worker import decision_to_dict
-
     store_url = postgres_url(store)
     task = store.get_task(task_id)
     if task.status == "completed":
@@ -131,8 +130,11 @@ def queue_decision(
             f"Task {task.id} is not waiting for a decision (status {task.status}).",
             hint=f"run 'subagents resume {task.id[:8]} --remote' without a decision",
         )
-    payload = decision_to_dict(decision) if decision is not None else None
-    _enqueue(store, task, store_url, queue, f"{task.id}:resume:{new_id()[:8]}", payload)
+    workflow_id = f"{task.id}:resume:{new_id()[:8]}"
+    if decision is not None:
+        dbos_client(store_url)  # its schema first, where the decision waits
+        put_decision(store_url, workflow_id, decision)
+    _enqueue(store, task, store_url, queue, workflow_id, resumes=decision is not None)
     return task
 
 
@@ -193,7 +195,8 @@ def _enqueue(
     store_url: str,
     queue: str,
     workflow_id: str,
-    decision: dict[str, object] | None,
+    *,
+    resumes: bool = False,
 ) -> None:
     try:
         client = dbos_client(store_url)
@@ -207,7 +210,7 @@ def _enqueue(
             "workflow_id": workflow_id,
             "app_version": APP_VERSION,
         }
-        client.enqueue(options, task.id, decision)
+        client.enqueue(options, task.id, resumes)
     except Exception as error:
         _mark_failed(store, task, f"could not be queued: {error}")
         raise WorkerError(

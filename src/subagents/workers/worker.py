@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, StepOptions
 
 from subagents.errors import StoreUnavailableError, SubagentsError, TaskNotFoundError
-from subagents.runtime.pause import HumanDecision
 from subagents.store.postgres.store import shown_url
 from subagents.store.records import utc_now
 from subagents.workers.engine import (
@@ -53,7 +52,9 @@ from subagents.workers.engine import (
     WorkerError,
     dbos_config,
     dbos_schema,
+    drop_decision,
     require_postgres,
+    take_decision,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from subagents.store.postgres import PostgresStore
     from subagents.store.records import TaskRecord
 
-__all__ = ["Worker", "decision_from_dict", "decision_to_dict"]
+__all__ = ["Worker"]
 
 log = logging.getLogger("subagents.workers")
 
@@ -91,39 +92,18 @@ _RUN_STEP: StepOptions = {
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
-async def task_workflow(task_id: str, decision: dict[str, Any] | None = None) -> str:
-    """Carry out the queued task ``task_id`` (with a person's ``decision`` when it resumes a
-    pause); the status it ended with."""
-    return await DBOS.run_step_async(_RUN_STEP, _run_step, task_id, decision)
+async def task_workflow(task_id: str, resumes: bool = False) -> str:
+    """Carry out the queued task ``task_id`` (``resumes``: with the person's decision queued
+    beside this workflow, see :func:`~subagents.workers.engine.put_decision`); the status it
+    ended with."""
+    return await DBOS.run_step_async(_RUN_STEP, _run_step, task_id, resumes)
 
 
-async def _run_step(task_id: str, decision: dict[str, Any] | None) -> str:
+async def _run_step(task_id: str, resumes: bool) -> str:
     worker = _worker
     if worker is None:  # a workflow started outside `Worker.start`: nothing to run it with
         raise WorkerError("This process has no worker to run a queued task.")
-    return await worker.carry_out(task_id, decision)
-
-
-def decision_to_dict(decision: HumanDecision) -> dict[str, Any]:
-    return {
-        "action": decision.action,
-        "reason": decision.reason,
-        "arguments": decision.arguments,
-        "values": dict(decision.values),
-    }
-
-
-def decision_from_dict(data: Mapping[str, Any]) -> HumanDecision:
-    action = data.get("action")
-    if action not in ("approve", "reject", "modify"):
-        raise WorkerError(f"A queued decision has the unknown action {action!r}.")
-    arguments = data.get("arguments")
-    return HumanDecision(
-        action=action,
-        reason=data.get("reason"),
-        arguments=dict(arguments) if isinstance(arguments, Mapping) else None,
-        values={str(k): str(v) for k, v in (data.get("values") or {}).items()},
-    )
+    return await worker.carry_out(task_id, resumes=resumes)
 
 
 @dataclass
@@ -302,7 +282,7 @@ class Worker:
 
     # -- carrying out a run ----------------------------------------------------------------
 
-    async def carry_out(self, task_id: str, decision: dict[str, Any] | None) -> str:
+    async def carry_out(self, task_id: str, *, resumes: bool = False) -> str:
         """Run (or go on with) the task ``task_id``; the status it ended with. A task that
         cannot run here is marked failed with the reason; this never raises for it."""
         store = self.store
@@ -313,31 +293,34 @@ class Worker:
             return "missing"
         if task.status == "completed":  # finished before its worker could say so: a replay
             return "completed"
+        workflow_id = str(DBOS.workflow_id)
         try:
             runtime = self._runtime_for(task)
-            chosen = decision_from_dict(decision) if decision is not None else None
+            chosen = take_decision(self.store_url, workflow_id) if resumes else None
         except SubagentsError as error:
             return self._fail(task, error)
-        workflow_id = str(DBOS.workflow_id)
-        log.info("task %s: taken up (%s)", task_id[:8], "resumed" if decision else task.status)
+        log.info("task %s: taken up (%s)", task_id[:8], "resumed" if resumes else task.status)
         run = asyncio.ensure_future(runtime.resume(task_id, chosen, force=True))
         entry = self._running[workflow_id] = _Running(asyncio.get_running_loop(), run)
+        status: str
         try:
-            result = await run
-            log.info("task %s: %s", task_id[:8], result.status)
-            return result.status
+            status = (await run).status
         except asyncio.CancelledError:
-            if entry.cancel_requested and run.cancelled():
-                return "cancelled"
-            raise
+            if not (entry.cancel_requested and run.cancelled()):
+                raise
+            status = "cancelled"
         except StoreUnavailableError as error:
             log.warning("task %s: %s; it is taken up again shortly", task_id[:8], error)
-            raise  # not the task's fault: the step is taken up again (see _RUN_STEP)
+            raise  # not the task's fault: the step is taken up again, decision and all
         except SubagentsError as error:
-            return self._fail(store.get_task(task_id), error, runtime)
+            status = self._fail(store.get_task(task_id), error, runtime)
         finally:
             self._running.pop(workflow_id, None)
             await runtime.aclose()
+        log.info("task %s: %s", task_id[:8], status)
+        if resumes:  # delivered and recorded (redacted) by the run: the plain copy goes
+            drop_decision(self.store_url, workflow_id)
+        return status
 
     def _runtime_for(self, task: TaskRecord) -> Runtime:
         from subagents.cli.mcp import project_server_policy
