@@ -183,8 +183,9 @@ class Recorder:
         """The records of one step, redacted, with its checkpoint at ``position``."""
         first = snapshot.first_message
         value = self.redactor.value
+        shared = self.redactor.shared_value  # the dict is the step's own: sharing it is safe
         new = [
-            (snapshot.session_id, first + offset, value(message_to_dict(message)))
+            (snapshot.session_id, first + offset, shared(message_to_dict(message)))
             for offset, message in enumerate(snapshot.new_messages)
         ]
         state: dict[str, Any] = {
@@ -286,8 +287,9 @@ class Recorder:
         )
 
     def _arguments(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Redacted whole (a secret must not survive half cut), then previewed."""
-        return preview_arguments(self.redactor.value(arguments))
+        """Redacted whole (a secret must not survive half cut), then previewed. The records
+        that hold them are encoded and never changed, so they may share the call's own."""
+        return preview_arguments(self.redactor.shared_value(arguments))
 
     def _text(self, text: str) -> tuple[str, bool]:
         return preview_text(self.redactor.text(text))
