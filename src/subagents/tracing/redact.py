@@ -31,14 +31,16 @@ bounded or possessive, so the time is linear in the text.
 parts become :data:`TRUNCATED`, so no input can exhaust the stack, here or in the JSON encoder
 that writes the result. Dict keys are redacted as well.
 
-:meth:`Redactor.shared_value` is :meth:`Redactor.value` for the store's hot path: it encodes the
+:meth:`Redactor.shared_value` is :meth:`Redactor.value` for the store's hot path: it encodes a
 value once and looks in the JSON text for what every secret leaves there, whatever JSON's
-escapes did to the string around it: a known credential (escaped as JSON escapes it), each
-token format's *trace* (:data:`_TOKEN_TRACES`: its fixed prefix and the least the rest must be,
-in characters JSON never escapes, or allowing for their escapes), a secret's key followed by its
-operator (``password\\": `` as well as ``password=``). Finding none, no string in the value can
-change, and the value is returned as it is; finding one, it is walked as :meth:`Redactor.value`
-walks it. Either way the stored result is the same.
+escapes did next to it: a known credential (escaped as JSON escapes it), each token format's
+*trace* (``_TOKEN_TRACES``: the format without its negative look-arounds, in characters JSON
+never escapes, or allowing for their escapes), a secret's key followed by its operator
+(``password\\": `` as well as ``password=``). Finding none, no string in the value can change,
+and the value itself is returned; finding one, the value is walked as :meth:`Redactor.value`
+walks it. Either way the stored JSON is the same (``tests/test_redact_shared.py``). Small
+values gain most (a message with a few strings: the walk's calls cost more than the scan); one
+above 2 KB of JSON is walked, its long strings being what both scan.
 
 :class:`StreamRedactor` redacts text that arrives in pieces (a streamed answer): it holds back
 the short tail that could still turn out to be, or to start, a secret.
