@@ -42,6 +42,7 @@ from subagents.store.records import (
     TaskRecord,
     ToolLedgerEntry,
     TraceRecord,
+    validated,
 )
 from subagents.todos import todo_counts, todos_to_state
 from subagents.tracing.preview import preview_arguments, preview_text
@@ -93,7 +94,9 @@ class Recorder:
     """The bridge between a run's sessions and the store; one per task.
 
     Its records are built validated: pydantic's ``model_construct`` (no validation) measured
-    slower here than validation in pydantic-core, as it fills the defaults in Python."""
+    slower here than validation in pydantic-core, as it fills the defaults in Python. Those of
+    every step go through :func:`~subagents.store.records.validated`, the same validation
+    without the constructor's Python layer."""
 
     __slots__ = ("redactor", "store", "task")
 
@@ -183,8 +186,9 @@ class Recorder:
         """The records of one step, redacted, with its checkpoint at ``position``."""
         first = snapshot.first_message
         value = self.redactor.value
+        shared = self.redactor.shared_value  # the dict is the step's own: sharing it is safe
         new = [
-            (snapshot.session_id, first + offset, value(message_to_dict(message)))
+            (snapshot.session_id, first + offset, shared(message_to_dict(message)))
             for offset, message in enumerate(snapshot.new_messages)
         ]
         state: dict[str, Any] = {
@@ -204,16 +208,21 @@ class Recorder:
         if decisions:
             state["decisions"] = [self._decision(delivered) for delivered in decisions]
         task_id = self.task.id
-        checkpoint = CheckpointRecord(
-            checkpoint_id=checkpoint_id(task_id, snapshot.session_id, snapshot.checkpoint_index),
-            task_id=task_id,
-            session_id=snapshot.session_id,
-            sequence=0,
-            position=position,
-            state=state,
-            awaiting_human=question is not None,
-            question=self._question(question) if question is not None else None,
-            created_at=_now(),
+        checkpoint = validated(
+            CheckpointRecord,
+            {
+                "checkpoint_id": checkpoint_id(
+                    task_id, snapshot.session_id, snapshot.checkpoint_index
+                ),
+                "task_id": task_id,
+                "session_id": snapshot.session_id,
+                "sequence": 0,
+                "position": position,
+                "state": state,
+                "awaiting_human": question is not None,
+                "question": self._question(question) if question is not None else None,
+                "created_at": _now(),
+            },
         )
         # The session record changes rarely (its turns and usage are in every checkpoint):
         # write it with the first step, when the status changes, and at the end.
@@ -230,26 +239,29 @@ class Recorder:
         )
 
     def session_record(self, snapshot: SessionSnapshot) -> SessionRecord:
-        return SessionRecord(
-            session_id=snapshot.session_id,
-            task_id=self.task.id,
-            parent_session_id=snapshot.parent_id,
-            parent_tool_call_id=snapshot.parent_tool_call_id,
-            agent_name=snapshot.agent_type,
-            task_description=self.redactor.text(snapshot.description),
-            status=snapshot.status,
-            summary=self.redactor.text(snapshot.summary) if snapshot.summary else None,
-            model=snapshot.model_name,
-            tool_names=list(snapshot.tool_names),
-            system_prompt=self.redactor.text(snapshot.system_prompt),
-            depth=snapshot.depth,
-            max_turns=snapshot.max_turns,
-            turns=snapshot.turns,
-            tool_calls=snapshot.tool_calls,
-            usage=dict(snapshot.usage),
-            background=snapshot.background,
-            created_at=snapshot.created_at,
-            updated_at=_now(),
+        return validated(
+            SessionRecord,
+            {
+                "session_id": snapshot.session_id,
+                "task_id": self.task.id,
+                "parent_session_id": snapshot.parent_id,
+                "parent_tool_call_id": snapshot.parent_tool_call_id,
+                "agent_name": snapshot.agent_type,
+                "task_description": self.redactor.text(snapshot.description),
+                "status": snapshot.status,
+                "summary": self.redactor.text(snapshot.summary) if snapshot.summary else None,
+                "model": snapshot.model_name,
+                "tool_names": list(snapshot.tool_names),
+                "system_prompt": self.redactor.text(snapshot.system_prompt),
+                "depth": snapshot.depth,
+                "max_turns": snapshot.max_turns,
+                "turns": snapshot.turns,
+                "tool_calls": snapshot.tool_calls,
+                "usage": dict(snapshot.usage),
+                "background": snapshot.background,
+                "created_at": snapshot.created_at,
+                "updated_at": _now(),
+            },
         )
 
     def ledger_entry(
@@ -268,26 +280,30 @@ class Recorder:
         status: LedgerStatus = "started"
         if outcome is not None:
             status = "failed" if outcome.message.is_error else "completed"
-        return ToolLedgerEntry(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=self._arguments(call.arguments)[0],
-            status=status,
-            read_only=tool.read_only,
-            idempotent=tool.idempotent,
-            result=self.redactor.text(outcome.message.content)
-            if outcome is not None and with_result
-            else None,
-            is_error=outcome.message.is_error if outcome is not None else False,
-            started_at=now,
-            finished_at=now if outcome is not None else None,
+        return validated(
+            ToolLedgerEntry,
+            {
+                "task_id": self.task.id,
+                "session_id": session.agent_id,
+                "tool_call_id": call.id,
+                "tool_name": call.name,
+                "arguments": self._arguments(call.arguments)[0],
+                "status": status,
+                "read_only": tool.read_only,
+                "idempotent": tool.idempotent,
+                "result": self.redactor.text(outcome.message.content)
+                if outcome is not None and with_result
+                else None,
+                "is_error": outcome.message.is_error if outcome is not None else False,
+                "started_at": now,
+                "finished_at": now if outcome is not None else None,
+            },
         )
 
     def _arguments(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Redacted whole (a secret must not survive half cut), then previewed."""
-        return preview_arguments(self.redactor.value(arguments))
+        """Redacted whole (a secret must not survive half cut), then previewed. The records
+        that hold them are encoded and never changed, so they may share the call's own."""
+        return preview_arguments(self.redactor.shared_value(arguments))
 
     def _text(self, text: str) -> tuple[str, bool]:
         return preview_text(self.redactor.text(text))
@@ -319,24 +335,27 @@ class Recorder:
         self, session: Session, response: ModelResponse, duration_ms: float
     ) -> TraceRecord:
         usage = response.usage
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="step",
-            step_name="model_call",
-            message=_model_message(response),
-            timestamp=_now(),
-            status="info",
-            agent=session.agent_type,
-            duration_ms=duration_ms,
-            data={
-                "model": session.model.name,
-                "turn": session.turns,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "stop_reason": response.stop_reason,
-                **_provider_facts(response),
-                **_text_calls_note(response),
+        return validated(
+            TraceRecord,
+            {
+                "task_id": self.task.id,
+                "session_id": session.agent_id,
+                "kind": "step",
+                "step_name": "model_call",
+                "message": _model_message(response),
+                "timestamp": _now(),
+                "status": "info",
+                "agent": session.agent_type,
+                "duration_ms": duration_ms,
+                "data": {
+                    "model": session.model.name,
+                    "turn": session.turns,
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "stop_reason": response.stop_reason,
+                    **_provider_facts(response),
+                    **_text_calls_note(response),
+                },
             },
         )
 
@@ -348,28 +367,31 @@ class Recorder:
         # A result is stored once, in the tool result message (the trace view reads it there);
         # an error is kept here too (previewed), for the trace to say what went wrong.
         content, content_cut = self._text(outcome.message.content) if failed else ("", False)
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="tool_call",
-            step_name=call.name,
-            message=outcome.status,
-            timestamp=_now(),
-            status=TRACE_STATUS_OF_OUTCOME[outcome.status],
-            agent=session.agent_type,
-            duration_ms=outcome.duration_ms,
-            data={
-                "server": server,
-                "tool": outcome.tool_name,
-                "tool_call_id": call.id,
-                "arguments": arguments,
-                "arguments_preview": arguments_cut,
-                "result": None,
-                "result_in_message": not failed,
-                "error": content if failed else None,
-                "result_preview": content_cut,
-                **self._repairs(call),
-                **self._model_arguments(call, ran_with),
+        return validated(
+            TraceRecord,
+            {
+                "task_id": self.task.id,
+                "session_id": session.agent_id,
+                "kind": "tool_call",
+                "step_name": call.name,
+                "message": outcome.status,
+                "timestamp": _now(),
+                "status": TRACE_STATUS_OF_OUTCOME[outcome.status],
+                "agent": session.agent_type,
+                "duration_ms": outcome.duration_ms,
+                "data": {
+                    "server": server,
+                    "tool": outcome.tool_name,
+                    "tool_call_id": call.id,
+                    "arguments": arguments,
+                    "arguments_preview": arguments_cut,
+                    "result": None,
+                    "result_in_message": not failed,
+                    "error": content if failed else None,
+                    "result_preview": content_cut,
+                    **self._repairs(call),
+                    **self._model_arguments(call, ran_with),
+                },
             },
         )
 

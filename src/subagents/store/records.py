@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -36,6 +36,7 @@ __all__ = [
     "is_safe_task_id",
     "new_id",
     "utc_now",
+    "validated",
 ]
 
 RECORD_SCHEMA_VERSION = 1
@@ -60,6 +61,15 @@ def check_task_id(value: str) -> str:
     if not is_safe_task_id(value):
         raise ValueError(f"{preview(value, 60)} is not a valid task id: {_TASK_ID_RULE}")
     return value
+
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+
+def validated(cls: type[RecordT], fields: dict[str, Any]) -> RecordT:
+    """``cls(**fields)``, validated alike, without ``BaseModel.__init__``'s Python layer: a
+    quarter of a small record's cost, and the recorder builds several records a step."""
+    return cast(RecordT, cls.__pydantic_validator__.validate_python(fields))
 
 
 def utc_now() -> datetime:

@@ -31,6 +31,17 @@ bounded or possessive, so the time is linear in the text.
 parts become :data:`TRUNCATED`, so no input can exhaust the stack, here or in the JSON encoder
 that writes the result. Dict keys are redacted as well.
 
+:meth:`Redactor.shared_value` is :meth:`Redactor.value` for the store's hot path: it encodes a
+value once and looks in the JSON text for what every secret leaves there, whatever JSON's
+escapes did next to it: a known credential (escaped as JSON escapes it), each token format's
+*trace* (``_TOKEN_TRACES``: the format without its negative look-arounds, in characters JSON
+never escapes, or allowing for their escapes), a secret's key followed by its operator
+(``password\\": `` as well as ``password=``). Finding none, no string in the value can change,
+and the value itself is returned; finding one, the value is walked as :meth:`Redactor.value`
+walks it. Either way the stored JSON is the same (``tests/test_redact_shared.py``). Small
+values gain most (a message with a few strings: the walk's calls cost more than the scan); one
+above 2 KB of JSON is walked, its long strings being what both scan.
+
 :class:`StreamRedactor` redacts text that arrives in pieces (a streamed answer): it holds back
 the short tail that could still turn out to be, or to start, a secret.
 """
@@ -43,6 +54,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
 
 __all__ = [
     "DEPTH_LIMIT",
@@ -251,6 +264,34 @@ wins."""
 _KEY_ENDINGS = ("word", "wd", "phrase", "cret", "oken", "key", "zation")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
+# What a match of each token format leaves in the JSON encoding of the string that holds it:
+# the format's pattern without its negative look-arounds (next to a match, an escaped newline
+# leaves ``n``, a quote ``\``) and with its shortest secret. The rest uses only characters JSON
+# never escapes, but for the user and password of a URL, whose pattern allows six characters
+# (``\u001b``) for each one the format allows. Each starts with its anchor, as the formats do.
+_TOKEN_TRACES: dict[str, str] = {
+    "github-token": r"_(?<=gh[pousr]_)[A-Za-z0-9]{30}",
+    "github-fine-grained-token": r"_(?<=github_)pat_[A-Za-z0-9_]{22}",
+    "aws-access-key-id": r"I(?<=A[KS]I)A[A-Z0-9]{16}",
+    "slack-token": r"-(?<=xox[bpars]-)[A-Za-z0-9-]{10}",
+    "slack-app-token": r"-(?<=xapp-)[A-Za-z0-9-]{10}",
+    "slack-webhook": r"/(?<=hooks\.slack\.com/)services/[A-Za-z0-9_/-]{8}",
+    "private-key": r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY",
+    "url-password": r"://[^\s:/?#@]{1,384}:[^\s/?#@]{1,768}@",
+    "google-api-key": r"z(?<=AIz)a[0-9A-Za-z_-]{35}",
+    "stripe-live-key": r"_(?<=[sr]k_)live_[0-9A-Za-z]{20}",
+    "gitlab-token": r"-(?<=glpat-)[0-9A-Za-z_-]{20}",
+    "npm-token": r"_(?<=npm_)[A-Za-z0-9]{36}",
+    "huggingface-token": r"_(?<=hf_)[A-Za-z0-9]{30}",
+    "jwt": r"J(?<=eyJ)[A-Za-z0-9_-]{8,256}\.eyJ",
+    "openai-anthropic-key": r"-(?<=sk-)[A-Za-z0-9_-]{16}",
+}
+# A keyed secret's operator (see ``_OPERATOR``) as JSON encodes it, in the lower-cased text: a
+# quote becomes ``\"`` and a tab ``\t``.
+_ENCODED_OPERATOR = re.compile(r"""(?:\\"|')?(?: |\\t){0,16}[:=]""")
+# A colon of a string, in JSON text: not right after a key's closing quote (see _holds_operator).
+_STRING_COLON = re.compile(r':(?<!":)')
+
 # The longest look-behind of any token pattern, and the longest stretch of text a secret
 # needs before it is recognised (a quoted value of 256 characters and its key, URL
 # credentials): a stream holds back at least their sum.
@@ -372,9 +413,99 @@ def _render(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(pieces)
 
 
+# -- traces of secrets in JSON text -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Tracer:
+    tokens: tuple[tuple[str, re.Pattern[str]], ...]  # (anchor, its traces)
+    all_keys: tuple[str, ...]
+
+
+@functools.cache
+def _tracer() -> _Tracer:
+    """:data:`_TOKEN_TRACES` compiled as the formats are (one expression per anchor), once
+    they are checked to cover every token format."""
+    names = {token_format.name for token_format in TOKEN_FORMATS}
+    if names != set(_TOKEN_TRACES):  # a format the fast path would not look for
+        raise ValueError(f"token formats and their traces differ: {names ^ set(_TOKEN_TRACES)}")
+    groups: dict[str, list[str]] = {}
+    for pattern in _TOKEN_TRACES.values():
+        groups.setdefault(pattern[0], []).append(pattern[1:])
+    by_anchor = [f"{re.escape(anchor)}(?:{'|'.join(rests)})" for anchor, rests in groups.items()]
+    tokens = tuple(
+        (anchor, re.compile(pattern)) for anchor, pattern in zip(groups, by_anchor, strict=True)
+    )
+    return _Tracer(tokens, _scanner().all_keys)
+
+
+def _holds_trace(encoded: str) -> bool:
+    """Whether the JSON text ``encoded`` holds the trace of a token format or of a keyed
+    secret: when it does not, no string it encodes holds either."""
+    tracer = _tracer()
+    for anchor, pattern in tracer.tokens:
+        if anchor in encoded and pattern.search(encoded) is not None:
+            return True
+    return _holds_operator(encoded) and _holds_key(encoded.lower(), tracer.all_keys)
+
+
+def _holds_operator(encoded: str) -> bool:
+    """Whether a string in the JSON text ``encoded`` may hold ``=`` or a ``:`` after some other
+    character. JSON's own colons follow the closing quote of a key; a string's colon follows
+    another character, or an escaped quote (``\\":``)."""
+    return "=" in encoded or '\\":' in encoded or _STRING_COLON.search(encoded) is not None
+
+
+def _holds_key(lowered: str, all_keys: tuple[str, ...]) -> bool:
+    """Whether a secret's key followed by its operator (as JSON encodes them) is in
+    ``lowered``, found as :func:`_keyed` finds keys. Lower-casing the whole text lower-cases
+    every character a string lower-cased alone would (and a few more)."""
+    for ending in _KEY_ENDINGS:
+        at = lowered.find(ending)
+        while at >= 0:
+            key_end = at + len(ending)
+            if lowered.endswith(all_keys, 0, key_end) and _ENCODED_OPERATOR.match(lowered, key_end):
+                return True
+            at = lowered.find(ending, key_end)
+    return False
+
+
+def _nested_to_the_limit(value: Any, encoded: str) -> bool:
+    """Whether ``value`` (encoded as ``encoded``) holds a container :data:`DEPTH_LIMIT`
+    levels down, which :meth:`Redactor.value` cuts. Each container opens a bracket in its
+    JSON, so with fewer brackets none can; else its containers are gathered level by level."""
+    if encoded.count("[") + encoded.count("{") <= DEPTH_LIMIT:
+        return False
+    level = [value] if isinstance(value, dict | list | tuple) else []
+    for _ in range(DEPTH_LIMIT):
+        level = [
+            inner
+            for container in level
+            for inner in (container.values() if isinstance(container, dict) else container)
+            if isinstance(inner, dict | list | tuple)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as compact JSON with non-ASCII characters as they are; None when it is not
+    JSON (a cycle, a lone surrogate, an object the encoder does not know, too deep)."""
+    try:
+        return to_json(value).decode()
+    except (PydanticSerializationError, ValueError, TypeError):
+        return None
+
+
 # -- the redactor ------------------------------------------------------------------------------
 
 _CACHE_MIN_LENGTH = 256
+# Above this many characters of JSON, one long string is most of a value and scanning the JSON
+# costs what scanning that string does, plus the encoding: the walk is as cheap (measured on
+# messages of code and of prose, from 100 characters to 10 KB).
+_SHARED_SCAN_MAX = 2048
+_CLEAN_CACHE_SIZE = 256
 _CACHE_MAX_LENGTH = 65_536
 _CACHE_SIZE = 32
 _SHORT_CACHE_SIZE = 4096
@@ -387,7 +518,7 @@ class Redactor:
     ``include_environment`` the values of secret-named environment variables are added.
     """
 
-    __slots__ = ("_cache", "_secrets", "_short_cache")
+    __slots__ = ("_cache", "_clean", "_encoded_secrets", "_secrets", "_short_cache")
 
     def __init__(self, secrets: Iterable[str] = (), *, include_environment: bool = True) -> None:
         found = [s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH]
@@ -395,10 +526,15 @@ class Redactor:
             found += secret_env_values()
         # longest first, so that a secret containing another is replaced whole
         self._secrets = tuple(sorted(set(found), key=len, reverse=True))
+        # as they are inside JSON strings (one JSON cannot encode is in no JSON text)
+        self._encoded_secrets = tuple(
+            encoded[1:-1] for encoded in map(_json_text, self._secrets) if encoded is not None
+        )
         # Records repeat themselves: the same keys and short values in every message, and the
         # same tool result in the message, the trace record and the ledger of one step.
         self._short_cache: dict[str, str] = {}
         self._cache: dict[str, str] = {}
+        self._clean: set[str] = set()  # JSON texts :meth:`shared_value` found nothing in
 
     @property
     def longest_secret(self) -> int:
@@ -447,6 +583,33 @@ class Redactor:
         """Redact every string inside a JSON-like value (dicts, lists, tuples, strings), dict
         keys included; containers deeper than :data:`DEPTH_LIMIT` become :data:`TRUNCATED`."""
         return self._value(value, 0)
+
+    def shared_value(self, value: Any) -> Any:
+        """:meth:`value`, or ``value`` itself when one scan of its JSON shows that redacting
+        would change none of its strings (see :meth:`may_redact`) and it is not nested to
+        :data:`DEPTH_LIMIT`: what the store writes of either is the same. The result may be
+        ``value``: neither may be changed afterwards."""
+        encoded = _json_text(value)
+        if encoded is None or len(encoded) > _SHARED_SCAN_MAX:
+            return self._value(value, 0)
+        clean = self._clean
+        if encoded in clean:  # a call's arguments: in its ledger entries and its trace
+            return value
+        if self.may_redact(encoded) or _nested_to_the_limit(value, encoded):
+            return self._value(value, 0)
+        if len(clean) >= _CLEAN_CACHE_SIZE:
+            clean.clear()
+        clean.add(encoded)
+        return value
+
+    def may_redact(self, encoded: str) -> bool:
+        """Whether :meth:`text` could change a string of the value whose JSON is ``encoded``
+        (as ``pydantic_core.to_json`` writes it: non-ASCII characters as they are). False is
+        certain: no string holds a known credential, a token format or a keyed secret."""
+        for secret in self._encoded_secrets:
+            if secret in encoded:
+                return True
+        return _holds_trace(encoded)
 
     def _value(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):

@@ -272,18 +272,24 @@ class Database:
             with self.use() as connection, _savepoint(connection):
                 yield connection
             return
-        with self.use() as connection:
-            if connection.in_transaction:
-                with _savepoint(connection):
-                    yield connection
-                return
-            connection.execute("BEGIN IMMEDIATE")
+        with self._lock:  # self.use(), unrolled: a step pays for each context manager
+            own = self._connection
+            if own is None:
+                raise StoreError(f"the store {self.path} is closed", hint=_CLOSED_HINT)
             try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                quietly(connection, "ROLLBACK")
-                raise
+                if own.in_transaction:
+                    with _savepoint(own):
+                        yield own
+                    return
+                own.execute("BEGIN IMMEDIATE")
+                try:
+                    yield own
+                    own.execute("COMMIT")
+                except BaseException:
+                    quietly(own, "ROLLBACK")
+                    raise
+            except sqlite3.Error as error:
+                raise self.translate(error) from error
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -22,7 +22,7 @@ from subagents.store.codec import dump_record
 from subagents.store.records import CheckpointRecord
 from subagents.store.steplog import StepRow, json_array, seq_problem
 
-__all__ = ["INSERT_STEP", "LAST_STEP", "append_rows", "task_range"]
+__all__ = ["INSERT_STEP", "TASK_AND_LAST_STEP", "append_rows", "task_range"]
 
 _STEP_BITS = 32
 _LAST_STEP_NUMBER = (1 << _STEP_BITS) - 1
@@ -31,8 +31,13 @@ INSERT_STEP = (
     "INSERT INTO steps (key, session_id, next_checkpoint, messages, checkpoint, ledger, traces) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-LAST_STEP = (
-    "SELECT key, next_checkpoint FROM steps WHERE key BETWEEN ? AND ? ORDER BY key DESC LIMIT 1"
+# A task's number, and its last row's key and next_checkpoint (NULLs before its first row), in
+# one statement (two cost a tenth of a step more); no row for a task that is not stored.
+TASK_AND_LAST_STEP = (
+    "SELECT tasks.no, steps.key, steps.next_checkpoint FROM tasks LEFT JOIN steps ON steps.key = "
+    f"(SELECT key FROM steps WHERE key BETWEEN tasks.no << {_STEP_BITS} "
+    f"AND (tasks.no << {_STEP_BITS}) | {_LAST_STEP_NUMBER} ORDER BY key DESC LIMIT 1) "
+    "WHERE tasks.id = ?"
 )
 _ADVANCE_SEQ = (
     "UPDATE sessions SET next_seq = ? WHERE session_id = ? AND task_id = ? AND next_seq = ?"
@@ -46,13 +51,18 @@ def task_range(task_no: int) -> tuple[int, int]:
 
 
 def append_rows(
-    connection: sqlite3.Connection, task_id: str, task_no: int, rows: Iterable[StepRow]
+    connection: sqlite3.Connection,
+    task_id: str,
+    task: tuple[int, int | None, int | None],
+    rows: Iterable[StepRow],
 ) -> CheckpointRecord | None:
-    """Append ``rows`` to the task's log (inside the caller's write transaction); the
-    checkpoint among them as stored, with its sequence."""
+    """Append ``rows`` to the task's log (inside the caller's write transaction); ``task``:
+    its row of :data:`TASK_AND_LAST_STEP`. Returns the checkpoint among them as stored, with
+    its sequence."""
+    task_no, key, next_checkpoint = task
     first, last = task_range(task_no)
-    found = connection.execute(LAST_STEP, (first, last)).fetchone()
-    key, next_checkpoint = (first - 1, 0) if found is None else found
+    if key is None or next_checkpoint is None:
+        key, next_checkpoint = first - 1, 0
     saved = None
     values = []
     for part in rows:

@@ -52,7 +52,7 @@ from subagents.store.sqlite.rows import (
     UPSERT_SESSION,
     UPSERT_TASK,
 )
-from subagents.store.sqlite.steps import INSERT_STEP, append_rows, task_range
+from subagents.store.sqlite.steps import INSERT_STEP, TASK_AND_LAST_STEP, append_rows, task_range
 from subagents.store.steplog import (
     checkpoint_records,
     ledger_records,
@@ -231,19 +231,24 @@ class SQLiteStore:
                     connection.execute(UPSERT_SESSION, encoded.session)
                 if not encoded.rows:
                     return None
-                task_no = self._task_number(connection, task_id)
-                return append_rows(connection, task_id, task_no, encoded.rows)
+                task = connection.execute(TASK_AND_LAST_STEP, (task_id,)).fetchone()
+                if task is None:
+                    raise self._no_task(task_id)
+                return append_rows(connection, task_id, task, encoded.rows)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
 
     def _task_number(self, connection: sqlite3.Connection, task_id: str) -> int:
         found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
         if found is None:
-            raise TaskNotFoundError(
-                f"no task {task_id} in {self._path}",
-                hint="create the task with create_task() before writing its steps",
-            )
+            raise self._no_task(task_id)
         return int(found[0])
+
+    def _no_task(self, task_id: str) -> TaskNotFoundError:
+        return TaskNotFoundError(
+            f"no task {task_id} in {self._path}",
+            hint="create the task with create_task() before writing its steps",
+        )
 
     # -- reading a task's records -------------------------------------------------------------
 
