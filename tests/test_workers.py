@@ -334,3 +334,26 @@ def _wait_for_leaf_call(store: object, task_id: str, timeout: float = 60.0) -> N
             return
         time.sleep(0.05)
     raise AssertionError(f"the leaf's Bash call of task {task_id} never started")
+
+
+def test_a_workflow_with_python_conditions_is_not_queued(running: Cluster) -> None:
+    from subagents.runtime.runtime import Runtime
+    from subagents.workers.submit import queue_workflow
+    from subagents.workflows.graph import AgentNode, ConditionNode, Edge, Workflow
+
+    workflow = Workflow(
+        name="in-code",
+        entry_point="check",
+        nodes={
+            "check": ConditionNode(expression=lambda state: "go" in str(state.get("input"))),
+            "hand": AgentNode(agent="middle", prompt="{{ input }}"),
+        },
+        edges=[Edge.model_validate({"from": "check", "to": {"true": "hand", "false": "end"}})],
+    )
+    with running.store() as store:
+        before = len(store.list_tasks(limit=None))
+        runtime = Runtime(cwd=running.project, store=store)
+        with pytest.raises(WorkerError, match="Python conditions") as refused:
+            queue_workflow(runtime, workflow, "go")
+        assert "Runtime.run_workflow" in (refused.value.hint or "")
+        assert len(store.list_tasks(limit=None)) == before  # nothing left pending
