@@ -238,13 +238,13 @@ class Worker:
         """Beat, take over silent workers' runs, and notice cancelled runs (at least once a
         second, so that a cancellation takes effect within about a second)."""
         tick = min(1.0, self.beat_interval)
-        last_beat = time.monotonic()
+        last_beat = beating_since = time.monotonic()
         while not self._stop.wait(tick):
             try:
                 if time.monotonic() - last_beat >= self.beat_interval - tick / 2:
                     self._heartbeat.beat()
                     last_beat = time.monotonic()
-                    if not self._stopping.is_set():
+                    if self._may_take_over(beating_since):
                         with self._heartbeat.silent_workers(self.takeover_after) as silent:
                             for executor in silent:
                                 self._take_over(executor)
@@ -252,6 +252,16 @@ class Worker:
                     self._notice_cancellations()
             except Exception as error:  # the database may be away for a while: keep beating
                 log.warning("worker %s: beat failed: %s", self.executor_id, error)
+                beating_since = time.monotonic()
+
+    def _may_take_over(self, beating_since: float) -> bool:
+        """Whether this worker may judge others silent: not while it stops, and not until it
+        has itself beaten without a break for a whole silence window (after the database was
+        away for everyone, every worker's last beat is old: each gets the time to beat again
+        before another takes its runs)."""
+        if self._stopping.is_set():
+            return False
+        return time.monotonic() - beating_since >= self.takeover_after
 
     def _take_over(self, executor: str) -> None:
         """Put the runs of the silent worker ``executor`` back on their queue."""
