@@ -3,9 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# llama-cpp-python builds llama.cpp from source: only the library the bindings load.
+# llama-cpp-python builds llama.cpp from source: only the library the bindings load, for any
+# x86-64 with AVX2 rather than -march=native. A native build on a CPU that lists AMX dies of
+# SIGILL where the kernel does not enable AMX for the process (seen in a Firecracker VM), and
+# pip's wheel cache hands a built wheel to every later build on the machine whatever CMAKE_ARGS
+# say: the portable build keeps a cache of its own. (The x86 flags are ignored elsewhere.)
 LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
-	-DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF
+	-DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON \
+	-DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_PIP_CACHE := $(HOME)/.cache/subagents/pip-llamacpp-portable
 
 .PHONY: demo test lint typecheck unit system-packages bench fuzz clean
 
@@ -20,7 +26,8 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(BIN)/python -m pip install --quiet -e '.[dev]'
+		$(BIN)/python -m pip install --quiet --cache-dir $(LLAMA_PIP_CACHE) -e '.[llamacpp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
