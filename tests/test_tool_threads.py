@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 
 import pytest
 
-from subagents.tools.threads import MAX_WORKERS, run_in_worker
+from subagents.tools.threads import MAX_WORKERS, QUICK_SECONDS, run_in_worker
 
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
 
@@ -65,3 +66,42 @@ async def test_a_cancelled_caller_leaves_the_call_to_finish_and_drops_its_result
     assert await asyncio.to_thread(finished.wait, 30)
     # the worker is free again and serves the next call
     assert await run_in_worker(lambda: "next", {}) == "next"
+
+
+async def test_a_slow_function_gives_the_loop_back_while_it_runs() -> None:
+    # The function ends only when the loop has run a callback: a caller that kept the loop
+    # past its short wait would leave it hanging for the 30 s timeout.
+    loop_ran = threading.Event()
+    asyncio.get_running_loop().call_later(QUICK_SECONDS * 4, loop_ran.set)
+
+    def wait_for_the_loop() -> bool:
+        return loop_ran.wait(30)
+
+    assert await run_in_worker(wait_for_the_loop, {}) is True
+
+
+async def test_results_come_back_right_on_either_side_of_the_quick_wait() -> None:
+    # Durations around the quick wait, so that calls finish before it, after it, and in the
+    # moment between the caller giving up and offering its future.
+    durations = [QUICK_SECONDS * factor / 10 for factor in range(0, 21)] * 20
+
+    def busy(index: int, seconds: float) -> int:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            pass
+        if index % 7 == 0:
+            raise ValueError(index)
+        return index
+
+    for index, seconds in enumerate(durations):
+        if index % 7 == 0:
+            with pytest.raises(ValueError, match=rf"^{index}$"):
+                await run_in_worker(busy, {"index": index, "seconds": seconds})
+        else:
+            assert await run_in_worker(busy, {"index": index, "seconds": seconds}) == index
+
+
+async def test_calls_made_while_the_loop_is_busy_all_come_back() -> None:
+    # Many at once: the loop has other callbacks due, so they go the way of the future.
+    results = await asyncio.gather(*(run_in_worker(lambda i=i: i * 2, {}) for i in range(200)))
+    assert results == [i * 2 for i in range(200)]

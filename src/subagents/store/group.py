@@ -21,6 +21,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from subagents._loop import others_ready
+
 if TYPE_CHECKING:
     from subagents.store.base import StepWrite, Store
     from subagents.store.records import CheckpointRecord
@@ -68,7 +70,7 @@ class CommitGroup:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a store used by another loop (a new asyncio.run)
             self._loop, self._pending = loop, []
-        if not self._pending and not _others_ready(loop):
+        if not self._pending and not others_ready(loop):  # None: cannot tell, commit now
             committed(self.store.commit(write))
             return
         future: asyncio.Future[None] = loop.create_future()
@@ -111,10 +113,3 @@ class CommitGroup:
         pending.committed(outcome)
         if not pending.future.done():
             pending.future.set_result(None)
-
-
-def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether other callbacks are due in this turn of ``loop`` (asyncio's own loops keep them
-    in ``_ready``; another loop is taken to have none, and its steps commit one by one)."""
-    ready = getattr(loop, "_ready", None)
-    return bool(ready)

@@ -2,9 +2,18 @@
 
 ``asyncio.to_thread`` goes through the loop's default executor: a ``concurrent.futures``
 future chained to an asyncio one, a work item, a semaphore. For the short functions most tools
-are, that bookkeeping is most of the call's cost (about 110 µs CPU a call on a 2-core machine,
-against 50 µs for the hand-off itself). :func:`run_in_worker` hands the call to a thread of its
-own small pool through a ``queue.SimpleQueue`` and wakes the loop once with the result.
+are, that bookkeeping is most of the call's cost (about 110 µs CPU a call on a 2-core machine).
+:func:`run_in_worker` hands the call to a thread of its own small pool through a
+``queue.SimpleQueue``.
+
+The way back is cheap too. When nothing else is due on the loop, the caller waits for the
+result on a lock for up to :data:`QUICK_SECONDS` before it gives the loop back: a function
+that returns within that time (most do: a file read, a computation) costs one thread wake-up
+each way, with no trip through the loop's selector (its self-pipe write, the wake from
+``epoll`` and the drain: about half of the hand-off's CPU) and no timer for the tool's timeout.
+The loop is held at most that long, and only while it had nothing else to run; a slower
+function finishes as before: the caller awaits a future that the worker settles through
+``call_soon_threadsafe``.
 
 The pool has no fixed size up to :data:`MAX_WORKERS`: a call finds an idle thread or starts
 one, so tools that block for long (an HTTP request, a subprocess) run side by side for as
@@ -24,20 +33,47 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_WORKERS", "run_in_worker"]
+from subagents._loop import others_ready
+
+__all__ = ["MAX_WORKERS", "QUICK_SECONDS", "run_in_worker"]
 
 MAX_WORKERS = 64
 """Calls beyond this many at once wait for a thread to come free."""
 
-_Job = tuple[
-    asyncio.AbstractEventLoop,
-    "asyncio.Future[Any]",
-    contextvars.Context,
-    Callable[..., Any],
-    dict[str, Any],
-]
+QUICK_SECONDS = 0.0005
+"""How long a caller with an idle loop waits on the worker before it gives the loop back."""
 
-_jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+
+class _Call:
+    """One function call handed to a worker, and how its result gets back.
+
+    ``done`` is held until the worker has the outcome; ``future`` is set by a caller that
+    stopped waiting on ``done``. The worker releases ``done`` before it reads ``future``, and
+    the caller sets ``future`` before it tries ``done`` once more, so one of them always sees
+    the other (every step runs under the GIL, in order)."""
+
+    __slots__ = ("context", "done", "error", "function", "future", "kwargs", "loop", "result")
+
+    def __init__(self, function: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        self.function = function
+        self.kwargs = kwargs
+        self.context = contextvars.copy_context()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.future: asyncio.Future[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def outcome(self) -> Any:
+        error = self.error
+        if error is not None:
+            self.error = None  # no cycle through the traceback
+            raise error
+        return self.result
+
+
+_jobs: queue.SimpleQueue[_Call] = queue.SimpleQueue()
 _lock = threading.Lock()
 _idle = 0  # threads waiting for a job nobody has claimed
 _unclaimed = 0  # jobs queued while every thread was busy and no new one could start
@@ -49,10 +85,18 @@ async def run_in_worker(function: Callable[..., Any], kwargs: dict[str, Any]) ->
     result or exception. Cancelling the caller leaves the call running to its end (a thread
     cannot be stopped) and drops its result."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    call = _Call(function, kwargs)
     _ensure_worker()
-    _jobs.put((loop, future, contextvars.copy_context(), function, kwargs))
-    return await future
+    _jobs.put(call)
+    if others_ready(loop) is False and call.done.acquire(timeout=QUICK_SECONDS):
+        return call.outcome()
+    future: asyncio.Future[None] = loop.create_future()
+    call.loop, call.future = loop, future
+    if call.done.acquire(blocking=False):  # it finished meanwhile, before seeing the future
+        call.future = None
+        return call.outcome()
+    await future
+    return call.outcome()
 
 
 def _ensure_worker() -> None:
@@ -72,16 +116,17 @@ def _ensure_worker() -> None:
 def _work() -> None:
     global _idle, _unclaimed
     while True:
-        loop, future, context, function, kwargs = _jobs.get()
-        result: Any = None
-        error: BaseException | None = None
+        call = _jobs.get()
         try:
-            result = context.run(function, **kwargs)
+            call.result = call.context.run(call.function, **call.kwargs)
         except BaseException as caught:  # raised in the awaiting task, as
-            error = caught  # asyncio.to_thread does
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for it any more
-            loop.call_soon_threadsafe(_settle, future, result, error)
-        del loop, future, context, function, kwargs, result, error
+            call.error = caught  # asyncio.to_thread does
+        call.done.release()
+        future, loop = call.future, call.loop
+        if future is not None and loop is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle, future)
+        del call, future, loop
         with _lock:
             if _unclaimed > 0:
                 _unclaimed -= 1  # this thread takes a waiting job next
@@ -89,10 +134,6 @@ def _work() -> None:
                 _idle += 1
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a cancelled caller's future is done already
+        future.set_result(None)
