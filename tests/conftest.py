@@ -6,8 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from fakes.sleep import RecordingSleep
+
+# No test may pass or fail with the machine's load: hypothesis's per-example deadline would.
+settings.register_profile("subagents", deadline=None)
+settings.load_profile("subagents")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPUS = SHARED / "corpus" / "claude-code-agents"

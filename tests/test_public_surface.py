@@ -31,6 +31,7 @@ INTERNAL_EXCEPTIONS = {
     "subagents.tools.web.domains.DomainFilterError": "a WebSearch tool result",
     "subagents.tools.web.fetch.FetchError": "a WebFetch tool result",
     "subagents.tools.web.search.SearchError": "a WebSearch tool result",
+    "subagents.store.sqlite.steps.StaleTail": "caught by the store, which reads the tail again",
 }
 
 

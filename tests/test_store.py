@@ -429,8 +429,13 @@ def test_integrity_check_reports_broken_invariants(store: SQLiteStore) -> None:
     task = make_task()
     store.create_task(task)
     write_steps(store, make_session(task.id, "s"), 3)
+    write_steps(store, make_session(task.id, "t"), 3)
     raw = sqlite3.connect(store.path)
-    raw.execute("UPDATE sessions SET next_seq = 4 WHERE session_id = 's'")
+    raw.execute(  # session s: its second row lost
+        "DELETE FROM steps WHERE session_id = 's' AND first_seq = 1"
+    )
+    raw.execute("UPDATE steps SET first_seq = 4 WHERE session_id = 't' AND first_seq = 2")
+    raw.execute("DELETE FROM sessions WHERE session_id = 't'")  # its rows stay behind
     raw.execute(
         "UPDATE steps SET checkpoint = json_set(checkpoint, '$.sequence', 10) "
         "WHERE json_extract(checkpoint, '$.sequence') = 0"
@@ -439,8 +444,14 @@ def test_integrity_check_reports_broken_invariants(store: SQLiteStore) -> None:
     raw.commit()
     raw.close()
     problems = store.integrity_check()
-    assert any("session s: 3 messages stored, 4 expected" in p for p in problems)
-    assert any("checkpoint sequence 1 follows 10" in p for p in problems)
+    assert any(
+        "session s: the messages of step 2 start at seq 2, 1 expected" in p for p in problems
+    )
+    assert any(
+        "session t: the messages of step 5 start at seq 4, 2 expected" in p for p in problems
+    )
+    assert any("messages of session t, which is not a stored session" in p for p in problems)
+    assert any("checkpoint sequence 2 follows 10" in p for p in problems)
     assert any("no task numbered 99 (left behind)" in p for p in problems)
 
 

@@ -17,7 +17,9 @@ from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.runtime import Runtime
 from subagents.store import CheckpointRecord, SessionRecord, StepWrite, TaskRecord
 from subagents.store.group import commit_group
+from subagents.store.shared import encode_step
 from subagents.store.sqlite import SQLiteStore, open_store
+from subagents.store.steplog import EncodedStep
 from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.tools.decorator import tool
 
@@ -50,7 +52,7 @@ def new_task(store: SQLiteStore) -> tuple[TaskRecord, list[SessionRecord]]:
     return task, sessions
 
 
-def step(task: TaskRecord, session: SessionRecord, seq: int) -> StepWrite:
+def step(task: TaskRecord, session: SessionRecord, seq: int) -> EncodedStep:
     checkpoint = CheckpointRecord(
         checkpoint_id=f"{session.session_id}:{seq}",
         task_id=task.id,
@@ -59,10 +61,12 @@ def step(task: TaskRecord, session: SessionRecord, seq: int) -> StepWrite:
         state={"n": seq},
     )
     message = {"role": "user", "content": f"message {seq} of {session.agent_name}"}
-    return StepWrite(
-        task_id=task.id,
-        messages=[(session.session_id, seq, message)],
-        checkpoint=checkpoint,
+    return encode_step(
+        StepWrite(
+            task_id=task.id,
+            messages=[(session.session_id, seq, message)],
+            checkpoint=checkpoint,
+        )
     )
 
 
@@ -70,12 +74,12 @@ async def test_a_lone_writer_commits_at_once(tmp_path: Path) -> None:
     with open_store(tmp_path / "state.db") as store:
         task, (session, *_) = new_task(store)
         commits = count_commits(store)
-        stored: list[CheckpointRecord | None] = []
+        stored: list[int] = []
         group = commit_group(store)
         for seq in range(3):  # nothing else is due on the loop: no waiting, no savepoint
             await group.commit(step(task, session, seq), stored.append)
             assert len(stored) == seq + 1 and len(commits) == seq + 1
-        assert [c.sequence for c in stored if c is not None] == [0, 1, 2]
+        assert stored == [0, 1, 2]
 
 
 async def test_steps_of_one_loop_turn_share_a_transaction(tmp_path: Path) -> None:
@@ -85,8 +89,8 @@ async def test_steps_of_one_loop_turn_share_a_transaction(tmp_path: Path) -> Non
         stored: list[str] = []
         group = commit_group(store)
 
-        def note(name: str) -> Callable[[CheckpointRecord | None], None]:
-            return lambda checkpoint: stored.append(name)
+        def note(name: str) -> Callable[[int], None]:
+            return lambda sequence: stored.append(name)
 
         writes = [group.commit(step(task, s, 0), note(s.agent_name)) for s in sessions]
         await asyncio.gather(*writes)
@@ -105,8 +109,8 @@ async def test_a_cancelled_writers_step_is_left_out_and_a_refused_one_fails_alon
         group = commit_group(store)
         stored: list[str] = []
 
-        def note(name: str) -> Callable[[CheckpointRecord | None], None]:
-            return lambda checkpoint: stored.append(name)
+        def note(name: str) -> Callable[[int], None]:
+            return lambda sequence: stored.append(name)
 
         # four steps due in one turn: they wait for one transaction
         going = asyncio.ensure_future(group.commit(step(task, first, 0), note("first")))

@@ -440,8 +440,8 @@ class Delegation:
         if recorder is not None:
             step = "worktree_kept" if outcome.kept else "worktree_removed"
             trace = recorder.session_trace(handle.session, step, worktree_note(outcome))
-            trace.status = "info"  # not the session's error, whatever became of the session
-            trace.data.update(
+            trace["status"] = "info"  # not the session's error, whatever became of the session
+            trace["data"].update(
                 worktree_path=str(worktree.path),
                 worktree_branch=worktree.branch,
                 worktree_kept=outcome.kept,

@@ -26,7 +26,6 @@ import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from subagents._preview import preview, shorten
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from subagents.messages import ToolCall
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.session import Session
-    from subagents.store.records import TraceRecord
+    from subagents.store.records import RecordFields
     from subagents.tools.base import ToolRegistry
     from subagents.tools.execution import ToolOutcome
 
@@ -232,29 +231,26 @@ def resume_note(error: str) -> str | None:
     )
 
 
-def loop_trace(recorder: Recorder, session: Session, finding: LoopFinding) -> TraceRecord:
+def loop_trace(recorder: Recorder, session: Session, finding: LoopFinding) -> RecordFields:
     """A warning in ``session``'s trace: the repeated call, redacted."""
-    from subagents.store.records import TraceRecord
-
     redact = recorder.redactor.text
-    return TraceRecord(
-        task_id=recorder.task_id,
-        session_id=session.agent_id,
-        kind="session",
-        step_name=LOOP_STOPPED_STEP if finding.stops else LOOP_WARNING_STEP,
-        message=redact(finding.summary),
-        timestamp=datetime.now(UTC),
+    data = {
+        "kind": finding.kind,
+        "tool": finding.tool,
+        "tool_call_id": finding.tool_call_id,
+        "arguments_preview": redact(finding.arguments_preview),
+        "error": redact(finding.error) if finding.error is not None else None,
+        "count": finding.count,
+        "limit": finding.limit,
+    }
+    return recorder.trace(
+        session.agent_id,
+        session.agent_type,
+        "session",
+        LOOP_STOPPED_STEP if finding.stops else LOOP_WARNING_STEP,
+        redact(finding.summary),
+        data,
         status="warning",
-        agent=session.agent_type,
-        data={
-            "kind": finding.kind,
-            "tool": finding.tool,
-            "tool_call_id": finding.tool_call_id,
-            "arguments_preview": redact(finding.arguments_preview),
-            "error": redact(finding.error) if finding.error is not None else None,
-            "count": finding.count,
-            "limit": finding.limit,
-        },
     )
 
 

@@ -32,18 +32,19 @@ from subagents.status import (
     TRACE_STATUS_OF_SESSION,
     task_status,
 )
-from subagents.store.base import StepWrite
-from subagents.store.codec import UPGRADE_ADVICE
+from subagents.store.codec import UPGRADE_ADVICE, dump_json
 from subagents.store.group import commit_group
 from subagents.store.records import (
-    CheckpointRecord,
+    RECORD_SCHEMA_VERSION,
     LedgerStatus,
+    RecordFields,
     SessionRecord,
     TaskRecord,
     ToolLedgerEntry,
-    TraceRecord,
-    validated,
+    TraceKind,
+    TraceStatus,
 )
+from subagents.store.steplog import EncodedStep, StepRow
 from subagents.todos import todo_counts, todos_to_state
 from subagents.tracing.preview import preview_arguments, preview_text
 
@@ -90,13 +91,28 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _now_text() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _row_of(rows: list[StepRow], session_id: str | None) -> StepRow:
+    """The row of ``rows`` for ``session_id`` (the first is the step's session's), added when
+    a record of another session rides with the step (a child's trace in its parent's)."""
+    for row in rows:
+        if row.session_id == session_id:
+            return row
+    row = StepRow(session_id)
+    rows.append(row)
+    return row
+
+
 class Recorder:
     """The bridge between a run's sessions and the store; one per task.
 
-    Its records are built validated: pydantic's ``model_construct`` (no validation) measured
-    slower here than validation in pydantic-core, as it fills the defaults in Python. Those of
-    every step go through :func:`~subagents.store.records.validated`, the same validation
-    without the constructor's Python layer."""
+    The records of a step are built as plain fields (:data:`~subagents.store.records.
+    RecordFields`), redacted as they are built, and encoded once into the rows the store
+    appends (:class:`~subagents.store.steplog.EncodedStep`): nothing built here is validated
+    again on the way in. Reading validates every record as its model."""
 
     __slots__ = ("redactor", "store", "task")
 
@@ -140,57 +156,48 @@ class Recorder:
         snapshot: SessionSnapshot,
         position: str,
         *,
-        traces: Sequence[TraceRecord] = (),
-        ledger: Sequence[ToolLedgerEntry] = (),
+        traces: Sequence[RecordFields] = (),
+        ledger: Sequence[RecordFields] = (),
         question: HumanQuestion | None = None,
         decisions: Sequence[DeliveredDecision] = (),
-    ) -> CheckpointRecord:
+    ) -> int:
         """Commit what ``snapshot`` holds, with a checkpoint at ``position``; returns the
-        checkpoint as stored. ``decisions``: a person's, delivered in this step."""
-        write = self.step_write(snapshot, position, traces, ledger, question, decisions)
-        saved = self.store.commit(write)
-        assert write.checkpoint is not None
-        return saved if saved is not None else write.checkpoint
+        checkpoint's sequence. ``decisions``: a person's, delivered in this step."""
+        sequence = self.store.append(
+            self.step_write(snapshot, position, traces, ledger, question, decisions)
+        )
+        assert sequence is not None
+        return sequence
 
     async def commit_in_group(
         self,
         snapshot: SessionSnapshot,
         position: str,
-        committed: Callable[[CheckpointRecord], None],
+        committed: Callable[[int], None],
         *,
-        traces: Sequence[TraceRecord] = (),
-        ledger: Sequence[ToolLedgerEntry] = (),
+        traces: Sequence[RecordFields] = (),
+        ledger: Sequence[RecordFields] = (),
         decisions: Sequence[DeliveredDecision] = (),
     ) -> None:
         """:meth:`commit`, in one transaction with the steps other sessions commit in the
         same turn of the event loop (see :mod:`subagents.store.group`); ``committed`` gets
-        the stored checkpoint as soon as it is written."""
+        the checkpoint's sequence as soon as it is written."""
         write = self.step_write(snapshot, position, traces, ledger, None, decisions)
-        checkpoint = write.checkpoint
-        assert checkpoint is not None
-
-        def stored(saved: CheckpointRecord | None) -> None:
-            committed(saved if saved is not None else checkpoint)
-
-        await commit_group(self.store).commit(write, stored)
+        await commit_group(self.store).commit(write, committed)
 
     def step_write(
         self,
         snapshot: SessionSnapshot,
         position: str,
-        traces: Sequence[TraceRecord],
-        ledger: Sequence[ToolLedgerEntry],
+        traces: Sequence[RecordFields],
+        ledger: Sequence[RecordFields],
         question: HumanQuestion | None,
         decisions: Sequence[DeliveredDecision],
-    ) -> StepWrite:
-        """The records of one step, redacted, with its checkpoint at ``position``."""
-        first = snapshot.first_message
-        value = self.redactor.value
-        shared = self.redactor.shared_value  # the dict is the step's own: sharing it is safe
-        new = [
-            (snapshot.session_id, first + offset, shared(message_to_dict(message)))
-            for offset, message in enumerate(snapshot.new_messages)
-        ]
+    ) -> EncodedStep:
+        """The rows of one step, redacted, with its checkpoint at ``position``."""
+        session_id = snapshot.session_id
+        task_id = self.task.id
+        messages = [self._message_json(message) for message in snapshot.new_messages]
         state: dict[str, Any] = {
             "schema_version": STATE_VERSION,
             "message_count": snapshot.message_count,
@@ -201,68 +208,68 @@ class Recorder:
             "status": snapshot.status,
             "checkpoint": snapshot.checkpoint_index,
         }
+        value = self.redactor.value
         if snapshot.todos:
             state["todos"] = value(todos_to_state(snapshot.todos))
         if snapshot.approved_again:
             state["approved_again"] = value([list(key) for key in snapshot.approved_again])
         if decisions:
             state["decisions"] = [self._decision(delivered) for delivered in decisions]
-        task_id = self.task.id
-        checkpoint = validated(
-            CheckpointRecord,
-            {
-                "checkpoint_id": checkpoint_id(
-                    task_id, snapshot.session_id, snapshot.checkpoint_index
-                ),
-                "task_id": task_id,
-                "session_id": snapshot.session_id,
-                "sequence": 0,
-                "position": position,
-                "state": state,
-                "awaiting_human": question is not None,
-                "question": self._question(question) if question is not None else None,
-                "created_at": _now(),
-            },
-        )
+        checkpoint: RecordFields = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "checkpoint_id": checkpoint_id(task_id, session_id, snapshot.checkpoint_index),
+            "task_id": task_id,
+            "session_id": session_id,
+            "sequence": 0,  # the store's to set
+            "position": position,
+            "state": state,
+            "awaiting_human": question is not None,
+            "question": self._question(question) if question is not None else None,
+            "created_at": _now_text(),
+        }
+        row = StepRow(session_id, messages, snapshot.first_message, checkpoint)
+        rows = [row]
+        for entry in ledger:
+            _row_of(rows, entry["session_id"]).ledger.append(dump_json(entry))
+        for trace in traces:
+            _row_of(rows, trace["session_id"]).traces.append(dump_json(trace))
         # The session record changes rarely (its turns and usage are in every checkpoint):
         # write it with the first step, when the status changes, and at the end.
-        record = None
+        session = None
         if snapshot.write_record or position == "finished":
-            record = self.session_record(snapshot)
-        return StepWrite(
-            task_id=task_id,
-            session=record,
-            messages=new,
-            checkpoint=checkpoint,
-            ledger=ledger,
-            traces=traces,
-        )
+            session = (session_id, task_id, dump_json(self.session_record(snapshot)))
+        return EncodedStep(task_id, None, session, rows)
 
-    def session_record(self, snapshot: SessionSnapshot) -> SessionRecord:
-        return validated(
-            SessionRecord,
-            {
-                "session_id": snapshot.session_id,
-                "task_id": self.task.id,
-                "parent_session_id": snapshot.parent_id,
-                "parent_tool_call_id": snapshot.parent_tool_call_id,
-                "agent_name": snapshot.agent_type,
-                "task_description": self.redactor.text(snapshot.description),
-                "status": snapshot.status,
-                "summary": self.redactor.text(snapshot.summary) if snapshot.summary else None,
-                "model": snapshot.model_name,
-                "tool_names": list(snapshot.tool_names),
-                "system_prompt": self.redactor.text(snapshot.system_prompt),
-                "depth": snapshot.depth,
-                "max_turns": snapshot.max_turns,
-                "turns": snapshot.turns,
-                "tool_calls": snapshot.tool_calls,
-                "usage": dict(snapshot.usage),
-                "background": snapshot.background,
-                "created_at": snapshot.created_at,
-                "updated_at": _now(),
-            },
-        )
+    def _message_json(self, message: Message) -> str:
+        data = message_to_dict(message)
+        encoded = self.redactor.json(data)
+        if encoded is None:  # a lone surrogate: the ASCII-escaping encoder keeps it
+            encoded = dump_json(self.redactor.value(data))
+        return encoded
+
+    def session_record(self, snapshot: SessionSnapshot) -> RecordFields:
+        return {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "session_id": snapshot.session_id,
+            "task_id": self.task.id,
+            "parent_session_id": snapshot.parent_id,
+            "parent_tool_call_id": snapshot.parent_tool_call_id,
+            "agent_name": snapshot.agent_type,
+            "task_description": self.redactor.text(snapshot.description),
+            "status": snapshot.status,
+            "summary": self.redactor.text(snapshot.summary) if snapshot.summary else None,
+            "model": snapshot.model_name,
+            "tool_names": list(snapshot.tool_names),
+            "system_prompt": self.redactor.text(snapshot.system_prompt),
+            "depth": snapshot.depth,
+            "max_turns": snapshot.max_turns,
+            "turns": snapshot.turns,
+            "tool_calls": snapshot.tool_calls,
+            "usage": dict(snapshot.usage),
+            "background": snapshot.background,
+            "created_at": snapshot.created_at.isoformat(),
+            "updated_at": _now_text(),
+        }
 
     def ledger_entry(
         self,
@@ -272,33 +279,31 @@ class Recorder:
         outcome: ToolOutcome | None = None,
         *,
         with_result: bool = True,
-    ) -> ToolLedgerEntry:
+    ) -> RecordFields:
         """The ledger entry of ``call``: 'started' without ``outcome``; else its closing
         entry, holding the result unless ``with_result`` is false (it is committed with the
         tool result message)."""
-        now = _now()
+        now = _now_text()
         status: LedgerStatus = "started"
         if outcome is not None:
             status = "failed" if outcome.message.is_error else "completed"
-        return validated(
-            ToolLedgerEntry,
-            {
-                "task_id": self.task.id,
-                "session_id": session.agent_id,
-                "tool_call_id": call.id,
-                "tool_name": call.name,
-                "arguments": self._arguments(call.arguments)[0],
-                "status": status,
-                "read_only": tool.read_only,
-                "idempotent": tool.idempotent,
-                "result": self.redactor.text(outcome.message.content)
-                if outcome is not None and with_result
-                else None,
-                "is_error": outcome.message.is_error if outcome is not None else False,
-                "started_at": now,
-                "finished_at": now if outcome is not None else None,
-            },
-        )
+        return {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "task_id": self.task.id,
+            "session_id": session.agent_id,
+            "tool_call_id": call.id,
+            "tool_name": call.name,
+            "arguments": self._arguments(call.arguments)[0],
+            "status": status,
+            "read_only": tool.read_only,
+            "idempotent": tool.idempotent,
+            "result": self.redactor.text(outcome.message.content)
+            if outcome is not None and with_result
+            else None,
+            "is_error": outcome.message.is_error if outcome is not None else False,
+            "started_at": now,
+            "finished_at": now if outcome is not None else None,
+        }
 
     def _arguments(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Redacted whole (a secret must not survive half cut), then previewed. The records
@@ -325,41 +330,65 @@ class Recorder:
             data["arguments"], data["arguments_preview"] = self._arguments(data["arguments"])
         return data
 
-    def write_ledger(self, entry: ToolLedgerEntry) -> None:
+    def write_ledger(self, entry: RecordFields) -> None:
         """One ledger change on its own: 'started' must be durable before the tool runs."""
-        self.store.commit(StepWrite(task_id=self.task.id, ledger=(entry,)))
+        row = StepRow(entry["session_id"], ledger=[dump_json(entry)])
+        self.store.append(EncodedStep(self.task.id, None, None, [row]))
 
     # -- trace records -----------------------------------------------------------------------
 
+    def trace(
+        self,
+        session_id: str | None,
+        agent: str | None,
+        kind: TraceKind,
+        step_name: str,
+        message: str,
+        data: dict[str, Any],
+        *,
+        status: TraceStatus = "info",
+        duration_ms: float | None = None,
+    ) -> RecordFields:
+        """A trace record of this task; ``message`` and ``data`` as they are stored (the
+        caller redacts what may hold a secret)."""
+        return {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "task_id": self.task.id,
+            "session_id": session_id,
+            "kind": kind,
+            "step_name": step_name,
+            "message": message,
+            "timestamp": _now_text(),
+            "status": status,
+            "agent": agent,
+            "duration_ms": duration_ms,
+            "data": data,
+        }
+
     def model_trace(
         self, session: Session, response: ModelResponse, duration_ms: float
-    ) -> TraceRecord:
+    ) -> RecordFields:
         usage = response.usage
-        return validated(
-            TraceRecord,
-            {
-                "task_id": self.task.id,
-                "session_id": session.agent_id,
-                "kind": "step",
-                "step_name": "model_call",
-                "message": _model_message(response),
-                "timestamp": _now(),
-                "status": "info",
-                "agent": session.agent_type,
-                "duration_ms": duration_ms,
-                "data": {
-                    "model": session.model.name,
-                    "turn": session.turns,
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "stop_reason": response.stop_reason,
-                    **_provider_facts(response),
-                    **_text_calls_note(response),
-                },
-            },
+        data = {
+            "model": session.model.name,
+            "turn": session.turns,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "stop_reason": response.stop_reason,
+            **_provider_facts(response),
+            **_text_calls_note(response),
+        }
+        return self.trace(
+            session.agent_id,
+            session.agent_type,
+            "step",
+            "model_call",
+            _model_message(response),
+            data,
+            duration_ms=duration_ms,
         )
 
-    def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> TraceRecord:
+    def tool_trace(self, session: Session, call: ToolCall, outcome: ToolOutcome) -> RecordFields:
         failed = outcome.status != "ok"
         server = call.name.split("__")[1] if call.name.startswith("mcp__") else "builtin"
         ran_with = outcome.ran_with
@@ -367,32 +396,28 @@ class Recorder:
         # A result is stored once, in the tool result message (the trace view reads it there);
         # an error is kept here too (previewed), for the trace to say what went wrong.
         content, content_cut = self._text(outcome.message.content) if failed else ("", False)
-        return validated(
-            TraceRecord,
-            {
-                "task_id": self.task.id,
-                "session_id": session.agent_id,
-                "kind": "tool_call",
-                "step_name": call.name,
-                "message": outcome.status,
-                "timestamp": _now(),
-                "status": TRACE_STATUS_OF_OUTCOME[outcome.status],
-                "agent": session.agent_type,
-                "duration_ms": outcome.duration_ms,
-                "data": {
-                    "server": server,
-                    "tool": outcome.tool_name,
-                    "tool_call_id": call.id,
-                    "arguments": arguments,
-                    "arguments_preview": arguments_cut,
-                    "result": None,
-                    "result_in_message": not failed,
-                    "error": content if failed else None,
-                    "result_preview": content_cut,
-                    **self._repairs(call),
-                    **self._model_arguments(call, ran_with),
-                },
-            },
+        data = {
+            "server": server,
+            "tool": outcome.tool_name,
+            "tool_call_id": call.id,
+            "arguments": arguments,
+            "arguments_preview": arguments_cut,
+            "result": None,
+            "result_in_message": not failed,
+            "error": content if failed else None,
+            "result_preview": content_cut,
+            **self._repairs(call),
+            **self._model_arguments(call, ran_with),
+        }
+        return self.trace(
+            session.agent_id,
+            session.agent_type,
+            "tool_call",
+            call.name,
+            outcome.status,
+            data,
+            status=TRACE_STATUS_OF_OUTCOME[outcome.status],
+            duration_ms=outcome.duration_ms,
         )
 
     def _model_arguments(self, call: ToolCall, ran_with: dict[str, Any] | None) -> dict[str, Any]:
@@ -409,94 +434,74 @@ class Recorder:
             return {}
         return {"repairs": [self.redactor.text(note) for note in call.repairs]}
 
-    def wait_trace(self, session: Session, question: HumanQuestion) -> TraceRecord:
+    def wait_trace(self, session: Session, question: HumanQuestion) -> RecordFields:
         """The run waits for a person at the question's wait point."""
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="wait",
-            step_name="waiting",
-            message=question.kind,
-            timestamp=_now(),
-            status="info",
-            agent=session.agent_type,
-            data={
-                "question_kind": question.kind,
-                "wait_point": question.wait_point.to_dict(),
-                "tool_name": question.tool_name,
-                "text": self.redactor.text(question.text),
-            },
+        data = {
+            "question_kind": question.kind,
+            "wait_point": question.wait_point.to_dict(),
+            "tool_name": question.tool_name,
+            "text": self.redactor.text(question.text),
+        }
+        return self.trace(
+            session.agent_id, session.agent_type, "wait", "waiting", question.kind, data
         )
 
-    def decision_trace(self, session: Session, delivered: DeliveredDecision) -> TraceRecord:
+    def decision_trace(self, session: Session, delivered: DeliveredDecision) -> RecordFields:
         """A person's decision reached its wait point: what it was, and where."""
         data = self._decision(delivered)
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="wait",
-            step_name="decided",
-            message=str(data["what"]),
-            timestamp=_now(),
-            status="info",
-            agent=session.agent_type,
-            data=data,
+        return self.trace(
+            session.agent_id, session.agent_type, "wait", "decided", str(data["what"]), data
         )
 
-    def todos_trace(self, session: Session) -> TraceRecord:
+    def todos_trace(self, session: Session) -> RecordFields:
         """TodoWrite replaced the session's list: the list itself, redacted."""
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="session",
-            step_name="todos_updated",
-            message=todo_counts(session.todos),
-            timestamp=_now(),
-            status="info",
-            agent=session.agent_type,
-            duration_ms=None,
-            data={"todos": self.redactor.value(todos_to_state(session.todos))},
+        data = {"todos": self.redactor.value(todos_to_state(session.todos))}
+        return self.trace(
+            session.agent_id,
+            session.agent_type,
+            "session",
+            "todos_updated",
+            todo_counts(session.todos),
+            data,
         )
 
-    def session_trace(self, session: Session, step_name: str, message: str) -> TraceRecord:
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="session",
-            step_name=step_name,
-            message=self.redactor.text(message),
-            timestamp=_now(),
+    def session_trace(self, session: Session, step_name: str, message: str) -> RecordFields:
+        data = {
+            "agent_id": session.agent_id,
+            "parent_id": session.parent.agent_id if session.parent is not None else None,
+            "message_count": len(session.messages),
+            "status": session.status,
+            "model": session.model.name,
+        }
+        return self.trace(
+            session.agent_id,
+            session.agent_type,
+            "session",
+            step_name,
+            self.redactor.text(message),
+            data,
             status=TRACE_STATUS_OF_SESSION[session.status],
-            agent=session.agent_type,
-            duration_ms=None,
-            data={
-                "agent_id": session.agent_id,
-                "parent_id": session.parent.agent_id if session.parent is not None else None,
-                "message_count": len(session.messages),
-                "status": session.status,
-                "model": session.model.name,
-            },
         )
 
-    def model_fallback_trace(self, session: Session, choice: ModelChoice) -> TraceRecord:
+    def model_fallback_trace(self, session: Session, choice: ModelChoice) -> RecordFields:
         """A warning in ``session``'s trace: it runs on its parent's model, and why."""
-        return TraceRecord(
-            task_id=self.task.id,
-            session_id=session.agent_id,
-            kind="session",
-            step_name=MODEL_FALLBACK_STEP,
-            message=self.redactor.text(
-                f"runs on {session.model.name} (its parent's model) instead of "
-                f"{choice.requested}: {choice.fallback}; {choice.hint}"
-            ),
-            timestamp=_now(),
+        message = self.redactor.text(
+            f"runs on {session.model.name} (its parent's model) instead of "
+            f"{choice.requested}: {choice.fallback}; {choice.hint}"
+        )
+        data = {
+            "requested": self.redactor.text(choice.requested or ""),
+            "reason": choice.fallback,
+            "model": session.model.name,
+        }
+        return self.trace(
+            session.agent_id,
+            session.agent_type,
+            "session",
+            MODEL_FALLBACK_STEP,
+            message,
+            data,
             status="warning",
-            agent=session.agent_type,
-            data={
-                "requested": self.redactor.text(choice.requested or ""),
-                "reason": choice.fallback,
-                "model": session.model.name,
-            },
         )
 
     # -- reading, for resume -------------------------------------------------------------------

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from subagents.runtime.context import RunContext
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.snapshot import SessionSnapshot
-    from subagents.store.records import ToolLedgerEntry, TraceRecord
+    from subagents.store.records import RecordFields
     from subagents.tools.permissions import PermissionPolicy
     from subagents.tools.sandbox import BashSandbox
 
@@ -128,7 +128,7 @@ class Session:
     _inbox: list[str] = field(default_factory=list)
     _menu: ToolMenu | None = None  # the tool specs offered, built at the first request
     # trace records not yet committed: the steps' and those others add (add_trace)
-    _traces: list[TraceRecord] = field(default_factory=list)
+    _traces: list[RecordFields] = field(default_factory=list)
     _call_ids: set[str] | None = None  # every tool call id of this session so far
     # calls whose 'started' ledger entry went to the store with the turn that made them
     ledger_opened: set[str] = field(default_factory=set)
@@ -153,7 +153,7 @@ class Session:
         """Queue a message that reaches the model at the start of its next turn."""
         self._inbox.append(text)
 
-    def add_trace(self, trace: TraceRecord) -> None:
+    def add_trace(self, trace: RecordFields) -> None:
         """Record ``trace`` with the session's next step."""
         self._traces.append(trace)
 
@@ -299,7 +299,7 @@ class Session:
             }
         return seen
 
-    def _take_traces(self) -> list[TraceRecord]:
+    def _take_traces(self) -> list[RecordFields]:
         traces, self._traces = self._traces, []
         return traces
 
@@ -307,11 +307,11 @@ class Session:
         self,
         recorder: Recorder,
         position: str,
-        traces: Sequence[TraceRecord],
+        traces: Sequence[RecordFields],
         *,
         question: HumanQuestion | None = None,
         decisions: tuple[DeliveredDecision, ...] = (),
-        ledger: tuple[ToolLedgerEntry, ...] = (),
+        ledger: tuple[RecordFields, ...] = (),
     ) -> None:
         """Run the commit step: a checkpoint of this session at ``position``."""
         snapshot = snapshot_of(self)
@@ -325,17 +325,17 @@ class Session:
         self,
         recorder: Recorder,
         position: str,
-        traces: Sequence[TraceRecord],
+        traces: Sequence[RecordFields],
         *,
         decisions: tuple[DeliveredDecision, ...] = (),
-        ledger: tuple[ToolLedgerEntry, ...] = (),
+        ledger: tuple[RecordFields, ...] = (),
     ) -> None:
         """:meth:`_commit` for the steps of the loop: in one transaction with those other
         sessions of the process commit at the same moment (see :mod:`subagents.store.group`)."""
         snapshot = snapshot_of(self)
         step = CommitStepInput(snapshot, position, tuple(traces), ledger, decisions=decisions)
         await commit_step_in_group(
-            recorder, step, lambda checkpoint: self._committed(snapshot, position)
+            recorder, step, lambda sequence: self._committed(snapshot, position)
         )
 
     def _committed(self, snapshot: SessionSnapshot, position: str) -> None:
@@ -346,7 +346,7 @@ class Session:
 
     def _open_ledger(
         self, recorder: Recorder, calls: tuple[ToolCall, ...]
-    ) -> tuple[ToolLedgerEntry, ...]:
+    ) -> tuple[RecordFields, ...]:
         """The 'started' ledger entries of the turn's side-effecting calls, committed with the
         turn itself rather than one commit each before the call runs. A call that is denied
         or paused before it runs closes its entry like one that ran."""

@@ -46,7 +46,7 @@ from subagents.models.base import (
 from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
 from subagents.runtime import events as ev
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, RunPaused
-from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
+from subagents.store.records import RecordFields
 from subagents.tools.base import ToolContext
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 from subagents.tools.name_repair import repair_tool_names
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.session import Session
     from subagents.runtime.snapshot import SessionSnapshot
+    from subagents.store.records import ToolLedgerEntry
     from subagents.tools.base import Tool
     from subagents.tools.permissions import PermissionPolicy
 
@@ -74,12 +75,12 @@ __all__ = [
 ]
 
 
-def _traces_to_list(traces: Sequence[TraceRecord]) -> list[dict[str, Any]]:
-    return [trace.model_dump(mode="json") for trace in traces]
+def _records_to_list(records: Sequence[RecordFields]) -> list[RecordFields]:
+    return [dict(record) for record in records]
 
 
-def _traces_from_list(data: Sequence[dict[str, Any]]) -> tuple[TraceRecord, ...]:
-    return tuple(TraceRecord.model_validate(item) for item in data)
+def _records_from_list(data: Sequence[RecordFields]) -> tuple[RecordFields, ...]:
+    return tuple(dict(record) for record in data)
 
 
 # -- the model step --------------------------------------------------------------------------
@@ -127,7 +128,7 @@ class ModelStepOutput:
 
     response: ModelResponse
     calls: tuple[ToolCall, ...]
-    traces: tuple[TraceRecord, ...] = ()
+    traces: tuple[RecordFields, ...] = ()
     duration_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,7 +144,7 @@ class ModelStepOutput:
                 "tool_calls_from_text": response.tool_calls_from_text,
             },
             "calls": [tool_call_to_dict(call) for call in self.calls],
-            "traces": _traces_to_list(self.traces),
+            "traces": _records_to_list(self.traces),
             "duration_ms": self.duration_ms,
         }
 
@@ -162,7 +163,7 @@ class ModelStepOutput:
         return cls(
             response=response,
             calls=tuple(tool_call_from_dict(call) for call in data["calls"]),
-            traces=_traces_from_list(data["traces"]),
+            traces=_records_from_list(data["traces"]),
             duration_ms=float(data["duration_ms"]),
         )
 
@@ -295,10 +296,10 @@ class ToolStepOutput:
     when that goes to the store with the turn's commit (``close_with_turn``)."""
 
     outcome: ToolOutcome
-    traces: tuple[TraceRecord, ...] = ()
-    ledger: tuple[ToolLedgerEntry, ...] = ()
+    traces: tuple[RecordFields, ...] = ()
+    ledger: tuple[RecordFields, ...] = ()
     decision: DeliveredDecision | None = None
-    closing: tuple[ToolLedgerEntry, ...] = ()
+    closing: tuple[RecordFields, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         outcome = self.outcome
@@ -310,10 +311,10 @@ class ToolStepOutput:
                 "status": outcome.status,
                 "ran_with": outcome.ran_with,
             },
-            "traces": _traces_to_list(self.traces),
-            "ledger": [entry.model_dump(mode="json") for entry in self.ledger],
+            "traces": _records_to_list(self.traces),
+            "ledger": _records_to_list(self.ledger),
             "decision": self.decision.to_dict() if self.decision is not None else None,
-            "closing": [entry.model_dump(mode="json") for entry in self.closing],
+            "closing": _records_to_list(self.closing),
         }
 
     @classmethod
@@ -328,10 +329,10 @@ class ToolStepOutput:
         decision = data.get("decision")
         return cls(
             outcome=outcome,
-            traces=_traces_from_list(data["traces"]),
-            ledger=tuple(ToolLedgerEntry.model_validate(e) for e in data["ledger"]),
+            traces=_records_from_list(data["traces"]),
+            ledger=_records_from_list(data["ledger"]),
             decision=DeliveredDecision.from_dict(decision) if decision is not None else None,
-            closing=tuple(ToolLedgerEntry.model_validate(e) for e in data.get("closing", ())),
+            closing=_records_from_list(data.get("closing", ())),
         )
 
 
@@ -347,7 +348,7 @@ async def tool_step(session: Session, step: ToolStepInput) -> ToolStepOutput:
         events.emit(ev.ToolCallFinished(session.agent_id, call, outcome))
     recorder = session.recorder
     delivered = settling.delivered
-    traces: tuple[TraceRecord, ...] = ()
+    traces: tuple[RecordFields, ...] = ()
     if recorder is not None:
         traces = (recorder.tool_trace(session, call, outcome),)
         if delivered is not None:
@@ -376,11 +377,11 @@ class _CallStep:
         self.call = call
         self.recovering = recovering
         self.close_with_turn = close_with_turn
-        self.ledger: list[ToolLedgerEntry] = []
-        self.closing: ToolLedgerEntry | None = None
+        self.ledger: list[RecordFields] = []
+        self.closing: RecordFields | None = None
         self.delivered: DeliveredDecision | None = None
 
-    def _write_ledger(self, entry: ToolLedgerEntry) -> None:
+    def _write_ledger(self, entry: RecordFields) -> None:
         recorder = self.session.recorder
         assert recorder is not None
         recorder.write_ledger(entry)
@@ -591,8 +592,8 @@ class CommitStepInput:
 
     snapshot: SessionSnapshot
     position: str
-    traces: tuple[TraceRecord, ...] = ()
-    ledger: tuple[ToolLedgerEntry, ...] = ()
+    traces: tuple[RecordFields, ...] = ()
+    ledger: tuple[RecordFields, ...] = ()
     question: HumanQuestion | None = None
     decisions: tuple[DeliveredDecision, ...] = ()
 
@@ -600,8 +601,8 @@ class CommitStepInput:
         return {
             "snapshot": self.snapshot.to_dict(),
             "position": self.position,
-            "traces": _traces_to_list(self.traces),
-            "ledger": [entry.model_dump(mode="json") for entry in self.ledger],
+            "traces": _records_to_list(self.traces),
+            "ledger": _records_to_list(self.ledger),
             "question": self.question.to_dict() if self.question is not None else None,
             "decisions": [delivered.to_dict() for delivered in self.decisions],
         }
@@ -614,15 +615,15 @@ class CommitStepInput:
         return cls(
             snapshot=SessionSnapshot.from_dict(data["snapshot"]),
             position=str(data["position"]),
-            traces=_traces_from_list(data.get("traces", ())),
-            ledger=tuple(ToolLedgerEntry.model_validate(e) for e in data.get("ledger", ())),
+            traces=_records_from_list(data.get("traces", ())),
+            ledger=_records_from_list(data.get("ledger", ())),
             question=HumanQuestion.from_dict(question) if question is not None else None,
             decisions=tuple(DeliveredDecision.from_dict(d) for d in data.get("decisions", ())),
         )
 
 
-def commit_step(recorder: Recorder, step: CommitStepInput) -> CheckpointRecord:
-    """Write ``step`` to the store in one transaction; returns the checkpoint as stored."""
+def commit_step(recorder: Recorder, step: CommitStepInput) -> int:
+    """Write ``step`` to the store in one transaction; returns its checkpoint's sequence."""
     return recorder.commit(
         step.snapshot,
         step.position,
@@ -634,10 +635,11 @@ def commit_step(recorder: Recorder, step: CommitStepInput) -> CheckpointRecord:
 
 
 async def commit_step_in_group(
-    recorder: Recorder, step: CommitStepInput, committed: Callable[[CheckpointRecord], None]
+    recorder: Recorder, step: CommitStepInput, committed: Callable[[int], None]
 ) -> None:
     """:func:`commit_step`, in one transaction with the steps other sessions commit in the
-    same turn of the event loop; ``committed`` gets the checkpoint once it is stored."""
+    same turn of the event loop; ``committed`` gets the checkpoint's sequence once it is
+    stored."""
     await recorder.commit_in_group(
         step.snapshot,
         step.position,

@@ -28,7 +28,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from subagents.store.records import (
     CheckpointRecord,
@@ -37,6 +37,9 @@ from subagents.store.records import (
     ToolLedgerEntry,
     TraceRecord,
 )
+
+if TYPE_CHECKING:
+    from subagents.store.steplog import EncodedStep
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -208,6 +211,12 @@ class Store(Protocol):
         when it commits."""
         ...
 
+    def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None:
+        """:meth:`commit` for a step already encoded by code that built its records to their
+        schemas (the runtime's recorder): nothing is validated again. Sets the sequence of
+        its checkpoint and returns it (None without one)."""
+        ...
+
     def transaction(self, tx: Transaction | None = None) -> AbstractContextManager[Transaction]:
         """A transaction: every write given it as ``tx`` (and, on the same thread, every
         ``commit`` inside it) lands together or not at all. With ``tx``, a nested one that
@@ -335,6 +344,8 @@ class AsyncStore(Protocol):
     async def commit(
         self, step: StepWrite, *, tx: Transaction | None = None
     ) -> CheckpointRecord | None: ...
+
+    async def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None: ...
 
     def transaction(
         self, tx: Transaction | None = None

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from subagents._loop import others_ready
 
 if TYPE_CHECKING:
-    from subagents.store.base import StepWrite, Store
-    from subagents.store.records import CheckpointRecord
+    from subagents.store.base import Store
+    from subagents.store.steplog import EncodedStep
 
 __all__ = ["CommitGroup", "commit_group"]
 
-Committed = Callable[["CheckpointRecord | None"], None]
+Committed = Callable[[int], None]
 
 _GROUPS: weakref.WeakKeyDictionary[object, CommitGroup] = weakref.WeakKeyDictionary()
 
@@ -46,7 +46,7 @@ class _Pending:
     __slots__ = ("committed", "future", "write")
 
     def __init__(
-        self, write: StepWrite, committed: Committed, future: asyncio.Future[None]
+        self, write: EncodedStep, committed: Committed, future: asyncio.Future[None]
     ) -> None:
         self.write = write
         self.committed = committed
@@ -63,15 +63,16 @@ class CommitGroup:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[_Pending] = []
 
-    async def commit(self, write: StepWrite, committed: Committed) -> None:
-        """Commit ``write``; ``committed`` gets the stored checkpoint right after the
-        transaction that holds it, before anything else runs (even when the caller was
-        cancelled meanwhile), so the writer's bookkeeping never misses a step it wrote."""
+    async def commit(self, write: EncodedStep, committed: Committed) -> None:
+        """Commit ``write`` (a step with a checkpoint); ``committed`` gets the checkpoint's
+        sequence right after the transaction that holds it, before anything else runs (even
+        when the caller was cancelled meanwhile), so the writer's bookkeeping never misses a
+        step it wrote."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a store used by another loop (a new asyncio.run)
             self._loop, self._pending = loop, []
         if not self._pending and not others_ready(loop):  # None: cannot tell, commit now
-            committed(self.store.commit(write))
+            committed(_sequence(self.store.append(write)))
             return
         future: asyncio.Future[None] = loop.create_future()
         if not self._pending:
@@ -85,12 +86,12 @@ class CommitGroup:
         if len(batch) == 1:
             self._settle(batch[0], self._one(batch[0]))
             return
-        outcomes: list[CheckpointRecord | BaseException | None] = []
+        outcomes: list[int | BaseException] = []
         try:
             with self.store.transaction() as tx:
                 for pending in batch:
                     try:
-                        outcomes.append(self.store.commit(pending.write, tx=tx))
+                        outcomes.append(_sequence(self.store.append(pending.write, tx=tx)))
                     except Exception as error:  # it fails its own writer only
                         outcomes.append(error)
         except Exception as error:  # the transaction failed: all hear
@@ -98,14 +99,14 @@ class CommitGroup:
         for pending, outcome in zip(batch, outcomes, strict=True):
             self._settle(pending, outcome)
 
-    def _one(self, pending: _Pending) -> CheckpointRecord | BaseException | None:
+    def _one(self, pending: _Pending) -> int | BaseException:
         try:
-            return self.store.commit(pending.write)
+            return _sequence(self.store.append(pending.write))
         except Exception as error:
             return error
 
     @staticmethod
-    def _settle(pending: _Pending, outcome: CheckpointRecord | BaseException | None) -> None:
+    def _settle(pending: _Pending, outcome: int | BaseException) -> None:
         if isinstance(outcome, BaseException):
             if not pending.future.done():
                 pending.future.set_exception(outcome)
@@ -113,3 +114,8 @@ class CommitGroup:
         pending.committed(outcome)
         if not pending.future.done():
             pending.future.set_result(None)
+
+
+def _sequence(stored: int | None) -> int:
+    assert stored is not None, "a step of the loop always has a checkpoint"
+    return stored

@@ -24,12 +24,14 @@ __all__ = [
     "TASK_ID_PATTERN",
     "CheckpointRecord",
     "LedgerStatus",
+    "RecordFields",
     "SessionRecord",
     "SessionStatus",
     "TaskRecord",
     "TaskStatus",
     "Timestamp",
     "ToolLedgerEntry",
+    "TraceKind",
     "TraceRecord",
     "TraceStatus",
     "check_task_id",
@@ -64,6 +66,11 @@ def check_task_id(value: str) -> str:
 
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
+
+RecordFields = dict[str, Any]
+"""A record's fields as JSON values (timestamps as ISO 8601 text), in its model's order, built to
+its model's schema by the runtime's recorder (its tests read every record it writes back
+through the model): stores encode it as it is, and reading validates it as the model."""
 
 
 def validated(cls: type[RecordT], fields: dict[str, Any]) -> RecordT:
@@ -189,6 +196,9 @@ class ToolLedgerEntry(BaseModel):
     finished_at: Timestamp | None = None
 
 
+TraceKind = Literal["step", "tool_call", "session", "wait"]
+
+
 class TraceRecord(BaseModel):
     """One trace entry: a step, a tool call, a session event or a wait for a person."""
 
@@ -197,7 +207,7 @@ class TraceRecord(BaseModel):
     schema_version: int = RECORD_SCHEMA_VERSION
     task_id: str
     session_id: str | None = None
-    kind: Literal["step", "tool_call", "session", "wait"]
+    kind: TraceKind
     step_name: str
     message: str = ""
     timestamp: Timestamp = Field(default_factory=utc_now)

@@ -15,7 +15,7 @@ from subagents.store.codec import dump_record
 from subagents.store.lease import aware
 from subagents.store.records import TaskRecord, TaskStatus
 from subagents.store.steplog import (
-    StepRow,
+    EncodedStep,
     message_text,
     require_owner,
     step_rows,
@@ -25,7 +25,6 @@ from subagents.store.steplog import (
 __all__ = [
     "MIN_ID_PREFIX",
     "EncodedBundle",
-    "EncodedStep",
     "chosen_task",
     "encode_bundle",
     "encode_step",
@@ -95,16 +94,6 @@ def chosen_task(
     return prefixed[0][1]
 
 
-@dataclass(slots=True)
-class EncodedStep:
-    """A :class:`~subagents.store.base.StepWrite` as rows: its task and session records (when
-    it has them) and its steps, each checked to belong to its task."""
-
-    task: tuple[str, str, str | None, float, str] | None
-    session: tuple[str, str, str] | None
-    rows: list[StepRow]
-
-
 def encode_step(step: StepWrite) -> EncodedStep:
     task_id = step.task_id
     task = None
@@ -115,7 +104,7 @@ def encode_step(step: StepWrite) -> EncodedStep:
     if step.session is not None:
         require_owner(task_id, step.session.task_id, "the session")
         session = (step.session.session_id, task_id, dump_record(step.session))
-    return EncodedStep(task, session, step_rows(step))
+    return EncodedStep(task_id, task, session, step_rows(step))
 
 
 @dataclass(slots=True)

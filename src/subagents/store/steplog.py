@@ -21,6 +21,7 @@ from subagents.store.codec import dump_json, dump_record, load_json, load_record
 from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
 
 __all__ = [
+    "EncodedStep",
     "StepRow",
     "checkpoint_records",
     "json_array",
@@ -39,15 +40,29 @@ __all__ = [
 
 @dataclass(slots=True)
 class StepRow:
-    """One session's part of a step, encoded but for its checkpoint (whose sequence the
-    store assigns in the write transaction)."""
+    """One session's part of a step, encoded but for its checkpoint: the checkpoint's fields
+    as JSON-ready values, ``sequence`` among them, which the store sets as it writes the row
+    (the dict is the row's own)."""
 
     session_id: str | None
     messages: list[str] = field(default_factory=list)
     first_seq: int = 0
-    checkpoint: CheckpointRecord | None = None
+    checkpoint: dict[str, Any] | None = None
     ledger: list[str] = field(default_factory=list)
     traces: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EncodedStep:
+    """One step as the stores write it: its task and session records as rows (when it has
+    them) and its steps, every record checked to belong to ``task_id``. The recorder builds
+    it directly; :func:`~subagents.store.shared.encode_step` makes one of a
+    :class:`~subagents.store.base.StepWrite`."""
+
+    task_id: str
+    task: tuple[str, str, str | None, float, str] | None
+    session: tuple[str, str, str] | None
+    rows: list[StepRow]
 
 
 def json_array(items: Sequence[str]) -> str | None:
@@ -76,7 +91,7 @@ def step_rows(step: StepWrite) -> list[StepRow]:
         part.messages.append(text)
     if step.checkpoint is not None:
         require_owner(task_id, step.checkpoint.task_id, "the checkpoint")
-        row(step.checkpoint.session_id).checkpoint = step.checkpoint
+        row(step.checkpoint.session_id).checkpoint = step.checkpoint.model_dump()
     for entry in step.ledger:
         require_owner(task_id, entry.task_id, "a ledger entry")
         row(entry.session_id).ledger.append(dump_record(entry))

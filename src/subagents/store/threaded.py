@@ -46,6 +46,7 @@ from subagents.store.records import (
     ToolLedgerEntry,
     TraceRecord,
 )
+from subagents.store.steplog import EncodedStep
 
 __all__ = ["ThreadedAsyncStore"]
 
@@ -168,6 +169,9 @@ class ThreadedAsyncStore:
         self, step: StepWrite, *, tx: Transaction | None = None
     ) -> CheckpointRecord | None:
         return await self._run(self.store.commit, step, tx=tx)
+
+    async def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None:
+        return await self._run(self.store.append, step, tx=tx)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         return await self._run(self.store.get_session, session_id)

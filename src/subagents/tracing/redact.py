@@ -602,6 +602,25 @@ class Redactor:
         clean.add(encoded)
         return value
 
+    def json(self, value: Any) -> str | None:
+        """The JSON of :meth:`value` (compact, as ``pydantic_core.to_json`` writes it): the
+        text of ``value`` itself, encoded once, when one scan of it shows that redacting would
+        change nothing (as :meth:`shared_value` decides); None when ``value`` is not JSON (a
+        lone surrogate, say: the caller encodes :meth:`value` of it its own way)."""
+        encoded = _json_text(value)
+        if encoded is None:
+            return None
+        if len(encoded) <= _SHARED_SCAN_MAX:
+            clean = self._clean
+            if encoded in clean:
+                return encoded
+            if not self.may_redact(encoded) and not _nested_to_the_limit(value, encoded):
+                if len(clean) >= _CLEAN_CACHE_SIZE:
+                    clean.clear()
+                clean.add(encoded)
+                return encoded
+        return _json_text(self._value(value, 0))
+
     def may_redact(self, encoded: str) -> bool:
         """Whether :meth:`text` could change a string of the value whose JSON is ``encoded``
         (as ``pydantic_core.to_json`` writes it: non-ASCII characters as they are). False is

@@ -607,7 +607,9 @@ class _Engine:
                     arguments = dict(verdict.arguments)
                     call = ToolCall(key, tool.name, arguments)
             if side_effect and recorder is not None:
-                recorder.write_ledger(self._ledger(tool, key, arguments, "started"))
+                recorder.write_ledger(
+                    self._ledger(tool, key, arguments, "started").model_dump(mode="json")
+                )
             outcome = await execute_tool_call(call, self._registry(), ctx)
             content, is_error = outcome.message.content, outcome.message.is_error
             if side_effect and recorder is not None:
@@ -615,7 +617,7 @@ class _Engine:
                 entry.result = recorder.redactor.text(content)
                 entry.is_error = is_error
                 entry.finished_at = datetime.now(UTC)
-                recorder.write_ledger(entry)
+                recorder.write_ledger(entry.model_dump(mode="json"))
         if is_error:
             raise _Stopped("failed", f"node {name!r}: tool {tool.name} failed: {content}")
         message = WorkflowMessage("tool", content, node=name, name=tool.name)

@@ -35,7 +35,7 @@ from subagents.store.base import (
     Transaction,
     UnreadableTask,
 )
-from subagents.store.codec import UPGRADE_ADVICE, dump_record, load_record
+from subagents.store.codec import UPGRADE_ADVICE, dump_json, load_record
 from subagents.store.lease import aware, lease_data, lease_lost, owner_from_data
 from subagents.store.postgres.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 from subagents.store.records import (
@@ -55,6 +55,7 @@ from subagents.store.shared import (
     task_row,
 )
 from subagents.store.steplog import (
+    EncodedStep,
     StepRow,
     checkpoint_records,
     json_array,
@@ -407,19 +408,24 @@ class PostgresStore:
     # -- steps -------------------------------------------------------------------------------
 
     def commit(self, step: StepWrite, *, tx: Transaction | None = None) -> CheckpointRecord | None:
+        sequence = self.append(encode_step(step), tx=tx)
+        if step.checkpoint is None or sequence is None:
+            return None
+        return step.checkpoint.model_copy(update={"sequence": sequence})
+
+    def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None:
         import psycopg
 
         task_id = step.task_id
-        encoded = encode_step(step)
         try:
             with self._write(tx) as connection:
-                if encoded.task is not None:
-                    connection.execute(_UPSERT_TASK, encoded.task)
-                if encoded.session is not None:
-                    connection.execute(_UPSERT_SESSION, encoded.session)
-                if not encoded.rows:
+                if step.task is not None:
+                    connection.execute(_UPSERT_TASK, step.task)
+                if step.session is not None:
+                    connection.execute(_UPSERT_SESSION, step.session)
+                if not step.rows:
                     return None
-                return self._append(connection, task_id, encoded.rows)
+                return self._append(connection, task_id, step.rows)
         except psycopg.errors.ForeignKeyViolation:
             raise TaskNotFoundError(
                 f"no task {task_id} in {self._location}",
@@ -428,7 +434,7 @@ class PostgresStore:
 
     def _append(
         self, connection: psycopg.Connection[Any], task_id: str, rows: list[StepRow]
-    ) -> CheckpointRecord | None:
+    ) -> int | None:
         # One round trip locks the task's row and hands out the step's numbers...
         checkpoints = sum(1 for part in rows if part.checkpoint is not None)
         found = connection.execute(
@@ -448,8 +454,8 @@ class PostgresStore:
         for part in rows:
             checkpoint = None
             if part.checkpoint is not None:
-                saved = part.checkpoint.model_copy(update={"sequence": sequence})
-                checkpoint = dump_record(saved)
+                part.checkpoint["sequence"] = saved = sequence
+                checkpoint = dump_json(part.checkpoint)
                 sequence += 1
             number += 1
             values.append(

@@ -240,6 +240,12 @@ class Database:
             if connection is not None:
                 connection.close()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open on the store's connection (any thread's)."""
+        connection = self._connection
+        return connection is not None and connection.in_transaction
+
     @contextmanager
     def use(self) -> Iterator[sqlite3.Connection]:
         """The connection, held for this thread alone until the block ends."""

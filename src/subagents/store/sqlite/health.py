@@ -73,23 +73,28 @@ def _invariant_problems(connection: sqlite3.Connection) -> list[str]:
             ") JOIN tasks t USING (no) WHERE previous IS NOT NULL AND sequence <= previous"
         )
     )
-    counts = _message_counts(connection)
     found.extend(
-        f"session {session_id}: {counts.get(session_id, 0)} messages stored, {next_seq} expected"
-        for session_id, next_seq in connection.execute("SELECT session_id, next_seq FROM sessions")
-        if counts.get(session_id, 0) != next_seq
+        f"session {session_id}: the messages of step {key & 0xFFFFFFFF} start at seq "
+        f"{first_seq}, {expected} expected (a row lost, or written twice)"
+        for session_id, key, first_seq, expected in connection.execute(
+            "SELECT session_id, key, first_seq, expected FROM ("
+            "  SELECT session_id, key, first_seq, coalesce(lag(first_seq + CASE WHEN "
+            "    json_valid(messages) THEN json_array_length(messages) ELSE 0 END) "
+            "    OVER (PARTITION BY session_id ORDER BY key), 0) AS expected"
+            "  FROM steps WHERE messages IS NOT NULL"
+            ") WHERE first_seq IS NOT expected"
+        )
+    )
+    found.extend(
+        f"steps {key >> 32}.{key & 0xFFFFFFFF}: messages of session {session_id}, which is "
+        "not a stored session of the task"
+        for key, session_id in connection.execute(
+            "SELECT min(s.key), s.session_id FROM steps s JOIN tasks t ON t.no = s.key >> 32 "
+            "LEFT JOIN sessions ON sessions.session_id = s.session_id AND sessions.task_id = t.id "
+            "WHERE s.messages IS NOT NULL AND sessions.session_id IS NULL GROUP BY s.session_id"
+        )
     )
     return found
-
-
-def _message_counts(connection: sqlite3.Connection) -> dict[str, int]:
-    return {
-        str(session_id): int(count)
-        for session_id, count in connection.execute(
-            "SELECT session_id, sum(json_array_length(messages)) FROM steps "
-            "WHERE messages IS NOT NULL AND json_valid(messages) GROUP BY session_id"
-        )
-    }
 
 
 def _record_problems(connection: sqlite3.Connection) -> list[str]:

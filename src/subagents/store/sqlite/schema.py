@@ -12,11 +12,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from subagents.store.sqlite.upgrade import move_to_step_log
+from subagents.store.sqlite.upgrade import move_to_step_log, number_messages
 
 __all__ = ["MIGRATIONS", "STORE_SCHEMA_VERSION", "TABLES", "Migration"]
 
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 
 TABLES = ("meta", "tasks", "sessions", "steps", "leases")
 
@@ -112,5 +112,14 @@ _V3: tuple[Migration, ...] = (
     "DROP TABLE traces",
 )
 
-MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3}
+# Version 4: a step is one INSERT. Each row of messages carries the seq of its first message,
+# so a session's next seq is read from its last row, and ``sessions.next_seq`` (an UPDATE per
+# step to keep) goes.
+_V4: tuple[Migration, ...] = (
+    "ALTER TABLE steps ADD COLUMN first_seq INTEGER",
+    number_messages,
+    "ALTER TABLE sessions DROP COLUMN next_seq",
+)
+
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 """``{from_version: statements}``; applying them yields ``from_version + 1``."""

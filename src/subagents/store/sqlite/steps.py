@@ -4,44 +4,62 @@ A row holds what one session wrote in one step: its new messages, its checkpoint
 ledger entries and its trace records, each column a JSON value (``NULL`` when the step wrote
 none). The row's ``key`` is the task's number (``tasks.no``) shifted left by 32 bits, plus the
 step's number in its task, so a task's rows are one contiguous range of the table's own
-B-tree: appending a step writes one page of it (and, when it has messages, the page of its
-session's row in ``sessions``, where ``next_seq`` keeps message seqs contiguous), and reading a
-task is a range scan. Four indexed tables cost about ten WAL pages a step; this costs two.
+B-tree: appending a step writes one page of it, and reading a task is a range scan.
+``first_seq`` is the seq of the row's first message in its session, so that the rows of a
+session say themselves whether they follow each other (``tasks check`` reads them so).
+``next_checkpoint`` is the sequence the task's next checkpoint gets, carried from row to row.
 
-``next_checkpoint`` is the sequence the task's next checkpoint gets, carried forward from row
-to row, so that the store hands out contiguous sequences by reading the task's last row alone.
+Appending a step is one ``INSERT``. The store keeps, for each task it writes, where the task's
+log ends (:class:`Tail`: the task's number, its last key, its next checkpoint sequence and each
+session's next message seq), read once from the rows and then kept up to date by its own
+writes. The ``INSERT`` checks the two things another writer could have changed meanwhile: the
+task still has its number (``WHERE EXISTS``: a task deleted, or deleted and its number handed
+out again, takes no row), and no row has the key (its primary key: another writer appended
+first). Either way the tail is read again from the rows and the step checked against it, so a
+step is refused exactly when it would have been had the tail been read for it.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from subagents.errors import StoreError
-from subagents.store.codec import dump_record
-from subagents.store.records import CheckpointRecord
+from subagents.errors import StoreError, TaskNotFoundError
+from subagents.store.codec import dump_json
 from subagents.store.steplog import StepRow, json_array, seq_problem
 
-__all__ = ["INSERT_STEP", "TASK_AND_LAST_STEP", "append_rows", "task_range"]
+__all__ = ["INSERT_STEP", "StaleTail", "Tail", "append_rows", "read_tail", "task_range"]
 
 _STEP_BITS = 32
 _LAST_STEP_NUMBER = (1 << _STEP_BITS) - 1
 
 INSERT_STEP = (
-    "INSERT INTO steps (key, session_id, next_checkpoint, messages, checkpoint, ledger, traces) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO steps (key, session_id, next_checkpoint, first_seq, messages, checkpoint, "
+    "ledger, traces) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_APPEND_STEP = (
+    "INSERT INTO steps (key, session_id, next_checkpoint, first_seq, messages, checkpoint, "
+    "ledger, traces) SELECT ?, ?, ?, ?, ?, ?, ?, ? "
+    "WHERE EXISTS (SELECT 1 FROM tasks WHERE no = ? AND id = ?)"
 )
 # A task's number, and its last row's key and next_checkpoint (NULLs before its first row), in
-# one statement (two cost a tenth of a step more); no row for a task that is not stored.
-TASK_AND_LAST_STEP = (
+# one statement; no row for a task that is not stored.
+_TASK_AND_LAST_STEP = (
     "SELECT tasks.no, steps.key, steps.next_checkpoint FROM tasks LEFT JOIN steps ON steps.key = "
     f"(SELECT key FROM steps WHERE key BETWEEN tasks.no << {_STEP_BITS} "
     f"AND (tasks.no << {_STEP_BITS}) | {_LAST_STEP_NUMBER} ORDER BY key DESC LIMIT 1) "
     "WHERE tasks.id = ?"
 )
-_ADVANCE_SEQ = (
-    "UPDATE sessions SET next_seq = ? WHERE session_id = ? AND task_id = ? AND next_seq = ?"
+_SESSION_OWNER = "SELECT task_id FROM sessions WHERE session_id = ?"
+_NEXT_SEQ = (
+    "SELECT first_seq + json_array_length(messages) FROM steps WHERE key BETWEEN ? AND ? "
+    "AND session_id = ? AND messages IS NOT NULL ORDER BY key DESC LIMIT 1"
 )
+
+
+class StaleTail(Exception):
+    """The log no longer ends where the tail says: another writer appended, or the task was
+    deleted or given another number. Read the tail again."""
 
 
 def task_range(task_no: int) -> tuple[int, int]:
@@ -50,56 +68,109 @@ def task_range(task_no: int) -> tuple[int, int]:
     return first, first | _LAST_STEP_NUMBER
 
 
-def append_rows(
-    connection: sqlite3.Connection,
-    task_id: str,
-    task: tuple[int, int | None, int | None],
-    rows: Iterable[StepRow],
-) -> CheckpointRecord | None:
-    """Append ``rows`` to the task's log (inside the caller's write transaction); ``task``:
-    its row of :data:`TASK_AND_LAST_STEP`. Returns the checkpoint among them as stored, with
-    its sequence."""
-    task_no, key, next_checkpoint = task
-    first, last = task_range(task_no)
+@dataclass(slots=True)
+class Tail:
+    """Where one task's log ends (see the module docstring)."""
+
+    task_id: str
+    task_no: int
+    last_key: int
+    next_checkpoint: int
+    next_seq: dict[str, int] = field(default_factory=dict)
+    """The next message seq of each session this tail has seen write messages."""
+    fresh: bool = True
+    """Read from the rows within this write, not kept from an earlier one: a step that does
+    not follow a kept tail may follow the log as it is (another writer moved it)."""
+
+
+def read_tail(connection: sqlite3.Connection, task_id: str, where: str) -> Tail:
+    """The tail of ``task_id``'s log as its rows are now; TaskNotFoundError without the task."""
+    found = connection.execute(_TASK_AND_LAST_STEP, (task_id,)).fetchone()
+    if found is None:
+        raise TaskNotFoundError(
+            f"no task {task_id} in {where}",
+            hint="create the task with create_task() before writing its steps",
+        )
+    task_no, key, next_checkpoint = found
     if key is None or next_checkpoint is None:
-        key, next_checkpoint = first - 1, 0
-    saved = None
+        key, next_checkpoint = task_range(task_no)[0] - 1, 0
+    return Tail(task_id, int(task_no), int(key), int(next_checkpoint))
+
+
+def append_rows(
+    connection: sqlite3.Connection, tail: Tail, rows: list[StepRow], where: str
+) -> int | None:
+    """Append ``rows`` to the log ``tail`` ends (inside the caller's write transaction, or as
+    one statement of its own); ``tail`` moves on only when they are written. Returns the
+    sequence of the last checkpoint among them; StaleTail when the log has moved (nothing
+    was written)."""
+    task_id = tail.task_id
+    next_seq = dict(tail.next_seq)
+    key, next_checkpoint = tail.last_key, tail.next_checkpoint
+    last = task_range(tail.task_no)[1]
+    sequence = None
     values = []
     for part in rows:
+        first_seq = None
         if part.messages:
-            _advance_seq(connection, task_id, part)
+            first_seq = part.first_seq
+            expected = _next_seq(connection, tail, next_seq, part)
+            if first_seq != expected:
+                if not tail.fresh:
+                    raise StaleTail
+                raise seq_problem(task_id, part, (task_id, expected))
+            next_seq[part.session_id or ""] = first_seq + len(part.messages)
         checkpoint = None
         if part.checkpoint is not None:
-            saved = part.checkpoint.model_copy(update={"sequence": next_checkpoint})
-            checkpoint = dump_record(saved)
+            part.checkpoint["sequence"] = sequence = next_checkpoint
+            checkpoint = dump_json(part.checkpoint)
             next_checkpoint += 1
         key += 1
         if key > last:
             raise StoreError(
-                f"task {task_id} has 2^32 steps stored: no more fit",
-                hint="start a new task",
+                f"task {task_id} has 2^32 steps stored: no more fit", hint="start a new task"
             )
         values.append(
             (
                 key,
                 part.session_id,
                 next_checkpoint,
+                first_seq,
                 json_array(part.messages),
                 checkpoint,
                 json_array(part.ledger),
                 json_array(part.traces),
+                tail.task_no,
+                task_id,
             )
         )
-    connection.executemany(INSERT_STEP, values)
-    return saved
+    try:
+        if len(values) == 1:
+            written = connection.execute(_APPEND_STEP, values[0]).rowcount
+        else:
+            written = connection.executemany(_APPEND_STEP, values).rowcount
+    except sqlite3.IntegrityError as error:
+        if "steps.key" in str(error):
+            raise StaleTail from None
+        raise
+    if written != len(values):  # all or none: the rows check the same task
+        raise StaleTail
+    tail.last_key, tail.next_checkpoint, tail.next_seq = key, next_checkpoint, next_seq
+    return sequence
 
 
-def _advance_seq(connection: sqlite3.Connection, task_id: str, part: StepRow) -> None:
-    following = part.first_seq + len(part.messages)
-    parameters = (following, part.session_id, task_id, part.first_seq)
-    if connection.execute(_ADVANCE_SEQ, parameters).rowcount == 1:
-        return
-    found = connection.execute(
-        "SELECT task_id, next_seq FROM sessions WHERE session_id = ?", (part.session_id,)
-    ).fetchone()
-    raise seq_problem(task_id, part, found)
+def _next_seq(
+    connection: sqlite3.Connection, tail: Tail, known: dict[str, int], part: StepRow
+) -> int:
+    """The seq ``part``'s session's next message must have: known to the tail, or read from
+    the session's last row (after checking that the session is stored, and is the task's)."""
+    session_id = part.session_id or ""
+    found = known.get(session_id)
+    if found is not None:
+        return found
+    owner = connection.execute(_SESSION_OWNER, (session_id,)).fetchone()
+    if owner is None or owner[0] != tail.task_id:
+        raise seq_problem(tail.task_id, part, None if owner is None else (owner[0], 0))
+    first, last = task_range(tail.task_no)
+    row = connection.execute(_NEXT_SEQ, (first, last, session_id)).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])

@@ -52,8 +52,17 @@ from subagents.store.sqlite.rows import (
     UPSERT_SESSION,
     UPSERT_TASK,
 )
-from subagents.store.sqlite.steps import INSERT_STEP, TASK_AND_LAST_STEP, append_rows, task_range
+from subagents.store.sqlite.steps import (
+    INSERT_STEP,
+    StaleTail,
+    Tail,
+    append_rows,
+    read_tail,
+    task_range,
+)
 from subagents.store.steplog import (
+    EncodedStep,
+    StepRow,
     checkpoint_records,
     ledger_records,
     message_values,
@@ -75,6 +84,8 @@ class SQLiteStore:
         ``read_only=True`` opens it so in any case (it must exist then)."""
         self._db = Database(path, read_only=read_only)
         self._path = self._db.path
+        self._tails: dict[str, Tail] = {}
+        """Where the log of each task this store wrote ends (see ``_append_rows``)."""
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -214,6 +225,7 @@ class SQLiteStore:
     def delete_task(self, task_id: str) -> None:
         """Remove the task (exact id) and everything of it, its lease too; a missing task is
         not an error."""
+        self._tails.pop(task_id, None)
         with self._db.write() as connection:
             _delete_task(connection, task_id)
             delete_lease(connection, task_id)
@@ -221,22 +233,49 @@ class SQLiteStore:
     # -- steps -------------------------------------------------------------------------------
 
     def commit(self, step: StepWrite, *, tx: Transaction | None = None) -> CheckpointRecord | None:
+        sequence = self.append(encode_step(step), tx=tx)
+        if step.checkpoint is None or sequence is None:
+            return None
+        return step.checkpoint.model_copy(update={"sequence": sequence})
+
+    def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None:
         task_id = step.task_id
-        encoded = encode_step(step)  # before taking the lock: another thread may use the store
+        # the tail this store keeps serves a write that is a transaction of its own; one in a
+        # transaction of the caller's, which may yet roll back, reads the tail afresh
+        alone = tx is None and not self._db.in_transaction
+        kept = self._tails.pop(task_id, None)  # stale after any write that does not keep it
+        tail = kept if alone else None
         with self._db.write(tx) as connection:
             try:
-                if encoded.task is not None:
-                    connection.execute(UPSERT_TASK, encoded.task)
-                if encoded.session is not None:
-                    connection.execute(UPSERT_SESSION, encoded.session)
-                if not encoded.rows:
+                if step.task is not None:
+                    connection.execute(UPSERT_TASK, step.task)
+                if step.session is not None:
+                    connection.execute(UPSERT_SESSION, step.session)
+                if not step.rows:
                     return None
-                task = connection.execute(TASK_AND_LAST_STEP, (task_id,)).fetchone()
-                if task is None:
-                    raise self._no_task(task_id)
-                return append_rows(connection, task_id, task, encoded.rows)
+                sequence, tail = self._append_rows(connection, task_id, step.rows, tail)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
+        if alone:
+            tail.fresh = False
+            self._tails[task_id] = tail  # kept once the step is committed
+        return sequence
+
+    def _append_rows(
+        self, connection: sqlite3.Connection, task_id: str, rows: list[StepRow], tail: Tail | None
+    ) -> tuple[int | None, Tail]:
+        where = str(self._path)
+        for _ in range(8):
+            if tail is None:
+                tail = read_tail(connection, task_id, where)  # TaskNotFoundError when gone
+            try:
+                return append_rows(connection, tail, rows, where), tail
+            except StaleTail:
+                tail = None
+        raise StoreError(
+            f"{self._path}: the log of task {task_id} kept moving while this step was written",
+            hint="another process writes the same task: run each task in one process at a time",
+        )
 
     def _task_number(self, connection: sqlite3.Connection, task_id: str) -> int:
         found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
@@ -324,6 +363,7 @@ class SQLiteStore:
     def restore_bundle(self, bundle: TaskBundle, *, replace: bool = False) -> None:
         task_id = bundle.task.id
         encoded = encode_bundle(bundle)
+        self._tails.pop(task_id, None)
         with self._db.write() as connection:
             exists = connection.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone()
             if exists is not None:
@@ -336,13 +376,12 @@ class SQLiteStore:
             try:
                 connection.execute(INSERT_TASK, encoded.task)
                 connection.executemany(
-                    "INSERT INTO sessions (session_id, task_id, data, next_seq) "
-                    "VALUES (?, ?, ?, ?)",
-                    encoded.sessions,
+                    "INSERT INTO sessions (session_id, task_id, data) VALUES (?, ?, ?)",
+                    [session[:3] for session in encoded.sessions],
                 )
                 first, _ = task_range(self._task_number(connection, task_id))
                 connection.executemany(
-                    INSERT_STEP, [(first + row[0], *row[1:]) for row in encoded.steps]
+                    INSERT_STEP, [_step_values(first, row) for row in encoded.steps]
                 )
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
@@ -425,6 +464,14 @@ class SQLiteStore:
     def integrity_check(self) -> list[str]:
         with self._db.read() as connection:
             return health.problems(connection)
+
+
+def _step_values(first_key: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row of a whole task (see :func:`~subagents.store.steplog.whole_task_rows`, where a
+    session's messages are one row, from seq 0) as :data:`INSERT_STEP` takes it."""
+    number, session_id, next_checkpoint, messages, *records = row
+    first_seq = None if messages is None else 0
+    return (first_key + number, session_id, next_checkpoint, first_seq, messages, *records)
 
 
 def _delete_task(connection: sqlite3.Connection, task_id: str) -> None:

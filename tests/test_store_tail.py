@@ -1,0 +1,177 @@
+"""The SQLite store appends a step as one INSERT from the tail of the task's log it keeps
+(schema 4). What another writer does meanwhile (another store object on the same file, as
+another process would be) is noticed and the step checked against the log as it is: nothing
+is lost, nothing written twice, no step refused that the log would take. And a schema-3 store
+is upgraded with each row's first message seq counted."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from subagents.errors import StoreError, TaskNotFoundError
+from subagents.store import StepWrite
+from subagents.store.sqlite import SQLiteStore
+from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
+from test_store_support import make_checkpoint, make_session, make_task, message, write_steps
+
+
+def _step(task_id: str, session_id: str, seq: int) -> StepWrite:
+    return StepWrite(
+        task_id=task_id,
+        messages=[(session_id, seq, message(seq))],
+        checkpoint=make_checkpoint(task_id, session_id),
+    )
+
+
+def test_two_writers_of_one_task_both_land_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        task = make_task()
+        first.create_task(task)
+        write_steps(first, make_session(task.id, "a"), 1)  # first keeps a tail
+        write_steps(second, make_session(task.id, "b"), 2)  # moves the log past it
+        saved = first.commit(_step(task.id, "a", 1))
+        assert saved is not None and saved.sequence == 3
+        assert second.commit(_step(task.id, "b", 2)) is not None
+        assert [c.sequence for c in first.checkpoints(task.id)] == [0, 1, 2, 3, 4]
+        assert first.messages("a") == [message(0), message(1)]
+        assert first.messages("b") == [message(i) for i in range(3)]
+        assert first.integrity_check() == []
+
+
+def test_a_message_another_writer_stored_first_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        task = make_task()
+        first.create_task(task)
+        write_steps(first, make_session(task.id, "a"), 1)
+        second.commit(_step(task.id, "a", 1))
+        with pytest.raises(StoreError, match="message 1 of session a is already stored"):
+            first.commit(_step(task.id, "a", 1))
+        assert first.messages("a") == [message(0), message(1)]
+        assert first.integrity_check() == []
+
+
+def test_a_task_deleted_by_another_writer_takes_no_more_steps(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as writer, SQLiteStore(path) as other:
+        task = make_task()
+        writer.create_task(task)
+        write_steps(writer, make_session(task.id, "a"), 2)
+        other.delete_task(task.id)  # the highest number: the next task gets it again
+        again = make_task()
+        other.create_task(again)
+        write_steps(other, make_session(again.id, "b"), 1)
+        with pytest.raises(TaskNotFoundError, match=f"no task {task.id}"):
+            writer.commit(_step(task.id, "a", 2))
+        assert [c.sequence for c in other.checkpoints(again.id)] == [0]
+        assert other.integrity_check() == []
+
+
+def test_a_task_given_a_new_number_goes_on_where_its_log_ends(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as writer, SQLiteStore(path) as other:
+        task = make_task()
+        writer.create_task(task)
+        write_steps(writer, make_session(task.id, "a"), 2)
+        bundle = other.load_bundle(task.id)
+        other.create_task(make_task())
+        other.restore_bundle(bundle, replace=True)  # the same records, under a new number
+        saved = writer.commit(_step(task.id, "a", 2))
+        assert saved is not None and saved.sequence == 2
+        assert writer.messages("a") == [message(i) for i in range(3)]
+        assert writer.integrity_check() == []
+
+
+def test_a_rolled_back_step_leaves_the_kept_tail_behind(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 1)
+        with pytest.raises(RuntimeError), store.transaction() as tx:
+            store.commit(_step(task.id, "a", 1), tx=tx)
+            raise RuntimeError("the caller changes its mind")
+        saved = store.commit(_step(task.id, "a", 1))  # the same step again: not a gap
+        assert saved is not None and saved.sequence == 1
+        with store.transaction() as tx:
+            store.commit(_step(task.id, "a", 2), tx=tx)
+        saved = store.commit(_step(task.id, "a", 3))  # after a step the tail did not see
+        assert saved is not None and saved.sequence == 3
+        assert store.messages("a") == [message(i) for i in range(4)]
+        assert store.integrity_check() == []
+
+
+def test_a_step_that_leaves_a_gap_is_refused_and_nothing_of_it_stays(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 2)
+        with pytest.raises(StoreError, match="message 3 of session a would leave a gap"):
+            store.commit(_step(task.id, "a", 3))
+        with pytest.raises(StoreError, match="belongs to a session that is not stored"):
+            store.commit(_step(task.id, "nobody", 0))
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1]
+        saved = store.commit(_step(task.id, "a", 2))
+        assert saved is not None and saved.sequence == 2
+
+
+def _schema_3_store(path: Path) -> str:
+    """A store as subagents wrote it with the step log of schema 3: one task, two sessions
+    whose messages are spread over several rows."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    for version in (0, 1, 2):
+        for statement in MIGRATIONS[version]:
+            if isinstance(statement, str):
+                raw.execute(statement)
+            else:
+                statement(raw)
+    raw.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    task = make_task()
+    raw.execute(
+        "INSERT INTO tasks (id, status, parent_task_id, created_ts, data, no) "
+        "VALUES (?, ?, NULL, ?, ?, 1)",
+        (task.id, task.status, task.created_at.timestamp(), task.model_dump_json()),
+    )
+    for name, count in (("main", 4), ("child", 2)):
+        raw.execute(
+            "INSERT INTO sessions (session_id, task_id, data, next_seq) VALUES (?, ?, ?, ?)",
+            (name, task.id, make_session(task.id, name).model_dump_json(), count),
+        )
+    rows = [("main", [0, 1]), ("child", [0]), ("main", [2]), ("child", [1]), ("main", [3])]
+    for number, (session_id, seqs) in enumerate(rows):
+        texts = ",".join(f'{{"role": "user", "content": "m{seq}"}}' for seq in seqs)
+        raw.execute(
+            "INSERT INTO steps (key, session_id, next_checkpoint, messages) VALUES (?, ?, 0, ?)",
+            ((1 << 32) + number, session_id, f"[{texts}]"),
+        )
+    raw.close()
+    return task.id
+
+
+def test_a_schema_3_store_is_upgraded_with_each_rows_first_seq(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    task_id = _schema_3_store(path)
+    with SQLiteStore(path) as store:
+        assert [m["content"] for m in store.messages("main")] == ["m0", "m1", "m2", "m3"]
+        assert store.integrity_check() == []
+        saved = store.commit(
+            StepWrite(
+                task_id=task_id,
+                messages=[("child", 2, message(2))],
+                checkpoint=make_checkpoint(task_id, "child"),
+            )
+        )
+        assert saved is not None and saved.sequence == 0
+        assert len(store.messages("child")) == 3
+        assert store.integrity_check() == []
+    raw = sqlite3.connect(path)
+    first_seqs = [row[0] for row in raw.execute("SELECT first_seq FROM steps ORDER BY key")]
+    assert first_seqs == [0, 0, 2, 1, 3, 2]
+    columns = {row[1] for row in raw.execute("PRAGMA table_info(sessions)")}
+    assert "next_seq" not in columns
+    version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(STORE_SCHEMA_VERSION),)
+    raw.close()
