@@ -25,11 +25,20 @@ from subagents.tools.decorator import tool
 
 
 def count_commits(store: SQLiteStore) -> list[str]:
-    """Every COMMIT the store's connection runs from now on (SQLite's own statement trace)."""
+    """Every transaction the store's connection commits from now on (SQLite's own statement
+    trace): a COMMIT, or a write run outside a transaction (SQLite commits it by itself)."""
     seen: list[str] = []
-    store._db._connection.set_trace_callback(  # type: ignore[union-attr]
-        lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None
-    )
+    connection = store._db._connection
+    assert connection is not None
+
+    def note(sql: str) -> None:
+        words = sql.split()
+        first = words[0].upper() if words else ""
+        alone = first in ("INSERT", "UPDATE", "DELETE") and not connection.in_transaction
+        if first == "COMMIT" or alone:
+            seen.append(sql)
+
+    connection.set_trace_callback(note)
     return seen
 
 

@@ -861,7 +861,8 @@ class Runtime:
     def _redactor(self) -> Any:
         from subagents.tracing.redact import Redactor
 
-        return Redactor(self.credentials())
+        # the credentials hold the environment's secrets already: no second scan of it
+        return Redactor(self.credentials(), include_environment=False)
 
     def new_recorder(
         self,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from subagents.errors import StoreCorruptError, StoreError, StoreVersionError
 from subagents.store.base import Transaction
@@ -18,6 +19,8 @@ from subagents.store.codec import UPGRADE_ADVICE
 from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "SQLiteTransaction"]
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_SECONDS = 10.0
 
@@ -294,6 +297,24 @@ class Database:
                 except BaseException:
                     quietly(own, "ROLLBACK")
                     raise
+            except sqlite3.Error as error:
+                raise self.translate(error) from error
+
+    def run_alone(self, work: Callable[[sqlite3.Connection], T]) -> T | None:
+        """``work(connection)`` with the connection to itself and no transaction open on it,
+        so that each of its statements is a transaction of its own (SQLite's autocommit: one
+        statement costs what a ``BEGIN``, the statement and a ``COMMIT`` do, less two trips);
+        None, without running it, when a transaction is open."""
+        if self.read_only_reason is not None:
+            raise self.refuse_writes(self.read_only_reason)
+        with self._lock:
+            connection = self._connection
+            if connection is None:
+                raise StoreError(f"the store {self.path} is closed", hint=_CLOSED_HINT)
+            if connection.in_transaction:
+                return None
+            try:
+                return work(connection)
             except sqlite3.Error as error:
                 raise self.translate(error) from error
 

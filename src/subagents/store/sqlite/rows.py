@@ -30,7 +30,7 @@ UPSERT_TASK = (
 )
 INSERT_TASK = (
     "INSERT INTO tasks (id, status, parent_task_id, created_ts, data, no) "
-    f"VALUES (?, ?, ?, ?, ?, {_NEXT_TASK_NUMBER})"
+    f"VALUES (?, ?, ?, ?, ?, {_NEXT_TASK_NUMBER}) RETURNING no"
 )
 TASK_NUMBER = "SELECT no FROM tasks WHERE id = ?"
 UPDATE_TASK = (

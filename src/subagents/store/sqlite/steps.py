@@ -28,7 +28,15 @@ from subagents.errors import StoreError, TaskNotFoundError
 from subagents.store.codec import dump_json
 from subagents.store.steplog import StepRow, json_array, seq_problem
 
-__all__ = ["INSERT_STEP", "StaleTail", "Tail", "append_rows", "read_tail", "task_range"]
+__all__ = [
+    "INSERT_STEP",
+    "StaleTail",
+    "Tail",
+    "append_rows",
+    "new_task_tail",
+    "read_tail",
+    "task_range",
+]
 
 _STEP_BITS = 32
 _LAST_STEP_NUMBER = (1 << _STEP_BITS) - 1
@@ -50,10 +58,11 @@ _TASK_AND_LAST_STEP = (
     f"AND (tasks.no << {_STEP_BITS}) | {_LAST_STEP_NUMBER} ORDER BY key DESC LIMIT 1) "
     "WHERE tasks.id = ?"
 )
-_SESSION_OWNER = "SELECT task_id FROM sessions WHERE session_id = ?"
-_NEXT_SEQ = (
-    "SELECT first_seq + json_array_length(messages) FROM steps WHERE key BETWEEN ? AND ? "
-    "AND session_id = ? AND messages IS NOT NULL ORDER BY key DESC LIMIT 1"
+# A session's task, and the seq of its next message (from its last row of messages).
+_SESSION_AND_NEXT_SEQ = (
+    "SELECT task_id, (SELECT first_seq + json_array_length(messages) FROM steps "
+    "WHERE key BETWEEN ? AND ? AND steps.session_id = sessions.session_id "
+    "AND messages IS NOT NULL ORDER BY key DESC LIMIT 1) FROM sessions WHERE session_id = ?"
 )
 
 
@@ -95,6 +104,11 @@ def read_tail(connection: sqlite3.Connection, task_id: str, where: str) -> Tail:
     if key is None or next_checkpoint is None:
         key, next_checkpoint = task_range(task_no)[0] - 1, 0
     return Tail(task_id, int(task_no), int(key), int(next_checkpoint))
+
+
+def new_task_tail(task_id: str, task_no: int) -> Tail:
+    """The tail of a task just created, numbered ``task_no``: no rows yet."""
+    return Tail(task_id, task_no, task_range(task_no)[0] - 1, 0, fresh=False)
 
 
 def append_rows(
@@ -168,9 +182,8 @@ def _next_seq(
     found = known.get(session_id)
     if found is not None:
         return found
-    owner = connection.execute(_SESSION_OWNER, (session_id,)).fetchone()
-    if owner is None or owner[0] != tail.task_id:
-        raise seq_problem(tail.task_id, part, None if owner is None else (owner[0], 0))
     first, last = task_range(tail.task_no)
-    row = connection.execute(_NEXT_SEQ, (first, last, session_id)).fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
+    found = connection.execute(_SESSION_AND_NEXT_SEQ, (first, last, session_id)).fetchone()
+    if found is None or found[0] != tail.task_id:
+        raise seq_problem(tail.task_id, part, None if found is None else (found[0], 0))
+    return 0 if found[1] is None else int(found[1])

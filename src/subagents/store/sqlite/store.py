@@ -57,6 +57,7 @@ from subagents.store.sqlite.steps import (
     StaleTail,
     Tail,
     append_rows,
+    new_task_tail,
     read_tail,
     task_range,
 )
@@ -175,12 +176,16 @@ class SQLiteStore:
         row = task_row(task)
         with self._db.write(tx) as connection:
             try:
-                connection.execute(INSERT_TASK, row)
+                ((task_no,),) = connection.execute(INSERT_TASK, row).fetchall()
             except sqlite3.IntegrityError:
                 raise StoreError(
                     f"task {task.id} already exists in {self._path}",
                     hint="use update_task() to change it, or create a task with a new id",
                 ) from None
+        # where its log starts, known without reading it: kept even when the creation is in a
+        # transaction that rolls back later, for the first step then finds no task numbered so
+        # and reads again (see _append_rows)
+        self._tails[task.id] = new_task_tail(task.id, task_no)
 
     def get_task(self, task_id: str) -> TaskRecord:
         with self._db.use() as connection:
@@ -244,6 +249,13 @@ class SQLiteStore:
         # transaction of the caller's, which may yet roll back, reads the tail afresh
         alone = tx is None and not self._db.in_transaction
         kept = self._tails.pop(task_id, None)  # stale after any write that does not keep it
+        if alone and kept is not None and _one_row(step):
+            try:
+                done = self._db.run_alone(lambda db: self._append_alone(db, kept, step))
+            except StaleTail:
+                done = None  # the log moved: go the way of a transaction, from the rows
+            if done is not None:
+                return self._keep(kept, done[0])
         tail = kept if alone else None
         with self._db.write(tx) as connection:
             try:
@@ -256,9 +268,22 @@ class SQLiteStore:
                 sequence, tail = self._append_rows(connection, task_id, step.rows, tail)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
-        if alone:
-            tail.fresh = False
-            self._tails[task_id] = tail  # kept once the step is committed
+        return self._keep(tail, sequence) if alone else sequence
+
+    def _append_alone(
+        self, connection: sqlite3.Connection, tail: Tail, step: EncodedStep
+    ) -> tuple[int | None]:
+        """The step's one row, appended from the kept ``tail`` in a statement of its own:
+        its checkpoint's sequence, in a tuple (None is the sequence of a step without one).
+        StaleTail when the log has moved."""
+        try:
+            return (append_rows(connection, tail, step.rows, str(self._path)),)
+        except sqlite3.IntegrityError as error:
+            raise self._refused(connection, error, step.task_id) from error
+
+    def _keep(self, tail: Tail, sequence: int | None) -> int | None:
+        tail.fresh = False
+        self._tails[tail.task_id] = tail  # kept once the step is committed
         return sequence
 
     def _append_rows(
@@ -276,12 +301,6 @@ class SQLiteStore:
             f"{self._path}: the log of task {task_id} kept moving while this step was written",
             hint="another process writes the same task: run each task in one process at a time",
         )
-
-    def _task_number(self, connection: sqlite3.Connection, task_id: str) -> int:
-        found = connection.execute(TASK_NUMBER, (task_id,)).fetchone()
-        if found is None:
-            raise self._no_task(task_id)
-        return int(found[0])
 
     def _no_task(self, task_id: str) -> TaskNotFoundError:
         return TaskNotFoundError(
@@ -374,12 +393,12 @@ class SQLiteStore:
                     )
                 _delete_task(connection, task_id)
             try:
-                connection.execute(INSERT_TASK, encoded.task)
+                ((task_no,),) = connection.execute(INSERT_TASK, encoded.task).fetchall()
                 connection.executemany(
                     "INSERT INTO sessions (session_id, task_id, data) VALUES (?, ?, ?)",
                     [session[:3] for session in encoded.sessions],
                 )
-                first, _ = task_range(self._task_number(connection, task_id))
+                first, _ = task_range(task_no)
                 connection.executemany(
                     INSERT_STEP, [_step_values(first, row) for row in encoded.steps]
                 )
@@ -464,6 +483,11 @@ class SQLiteStore:
     def integrity_check(self) -> list[str]:
         with self._db.read() as connection:
             return health.problems(connection)
+
+
+def _one_row(step: EncodedStep) -> bool:
+    """Whether ``step`` is one row and nothing else (the loop's step: one statement)."""
+    return step.task is None and step.session is None and len(step.rows) == 1
 
 
 def _step_values(first_key: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
