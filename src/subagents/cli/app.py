@@ -3,12 +3,14 @@
 Each command module imports its heavy dependencies inside the command function so that
 ``subagents --help`` stays fast. :func:`main` goes further: when the command line names a
 command, only that command's module is imported and only its Click command is built
-(``subagents agents list`` never loads the run, chat or MCP modules); the help and an unknown
-name get the whole app. ``app`` (the whole app, for tests and embedding) is built on first use.
+(``subagents agents list`` never loads the run, chat or MCP modules), and of a group only the
+subcommand named (``agents list`` builds no ``agents show``); the help and an unknown name get
+the whole app or group. ``app`` (the whole app, for tests and embedding) is built on first use.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from importlib import import_module
 from typing import Any
@@ -82,8 +84,9 @@ def _load(name: str) -> typer.Typer | Callable[..., Any]:
     return found
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The `subagents` app with every command, or with only the command ``only``."""
+def build_app(only: str | None = None, subcommand: str | None = None) -> typer.Typer:
+    """The `subagents` app with every command, or with only the command ``only``; when
+    ``only`` is a group with a command named ``subcommand``, the group has only that one."""
     built = typer.Typer(
         name="subagents",
         help="Claude-Code-style subagents for any LLM.",
@@ -97,10 +100,22 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name in COMMANDS if only is None else (only,):
         target = _load(name)
         if isinstance(target, typer.Typer):
-            built.add_typer(target, name=name)
+            built.add_typer(_narrowed(target, subcommand) if only else target, name=name)
         else:
             built.command(name)(target)
     return built
+
+
+def _narrowed(group: typer.Typer, subcommand: str | None) -> typer.Typer:
+    """``group`` with only its command ``subcommand`` (Typer builds the Click command of each
+    one it has, its parameters read from the signature); ``group`` itself when it has no
+    command of that name, so that help and errors list them all."""
+    chosen = [info for info in group.registered_commands if info.name == subcommand]
+    if len(chosen) != 1 or any(info.name == subcommand for info in group.registered_groups):
+        return group
+    narrowed = copy.copy(group)  # shares the group's settings and callback
+    narrowed.registered_commands = chosen
+    return narrowed
 
 
 def __getattr__(name: str) -> typer.Typer:
@@ -154,4 +169,5 @@ def main() -> None:
     if len(sys.argv) == 1 and sys.stdin.isatty() and sys.stdout.isatty():
         sys.argv.append("chat")
     named = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app(named if named in COMMANDS else None)()
+    subcommand = sys.argv[2] if len(sys.argv) > 2 else None
+    build_app(named if named in COMMANDS else None, subcommand)()
