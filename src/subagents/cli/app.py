@@ -17,15 +17,7 @@ from typing import Any
 
 import typer
 
-__all__ = [
-    "COMMANDS",
-    "GC_PAUSE_SECONDS",
-    "app",
-    "build_app",
-    "freeze_for_exit",
-    "main",
-    "pause_gc",
-]
+__all__ = ["COMMANDS", "GC_PAUSE_SECONDS", "app", "build_app", "main", "pause_gc"]
 
 # Python's cyclic garbage collector runs about 60 times while `subagents run` imports its
 # modules and the provider's SDK, each time scanning objects that all survive. main() pauses it
@@ -140,10 +132,10 @@ def pause_gc(seconds: float) -> None:
     resume = threading.Timer(seconds, gc.enable)
     resume.daemon = True  # never keeps the process alive
     resume.start()
-    atexit.register(freeze_for_exit)
+    atexit.register(_freeze_for_exit)
 
 
-def freeze_for_exit() -> None:
+def _freeze_for_exit() -> None:
     """At exit: move every object still alive into the collector's permanent generation, then
     turn the collector on (exit handlers run last registered first: those the command
     registered have run by then).
