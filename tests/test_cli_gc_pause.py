@@ -1,6 +1,7 @@
 """The console script pauses Python's cyclic garbage collector while a command starts (issue
 14: `subagents run` spent tens of ms in collections that found nothing to free), and turns it
-back on after GC_PAUSE_SECONDS, and at exit. Each case runs in a fresh interpreter: pausing the
+back on after GC_PAUSE_SECONDS, and at exit, after freezing what is alive then (the teardown's
+collections would scan it all again). Each case runs in a fresh interpreter: pausing the
 collector of the test process would change every other test."""
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def test_the_collector_is_back_on_for_the_interpreters_last_collection() -> None
     # atexit runs its handlers last registered first: this one runs after pause_gc's
     code = (
         "import atexit, gc, json\n"
-        "atexit.register(lambda: print(json.dumps([gc.isenabled()])))\n"
+        "atexit.register(lambda: print(json.dumps([gc.isenabled(), gc.get_freeze_count() > 0])))\n"
         "from subagents.cli.app import pause_gc\n"
         "pause_gc(60)\n"
         "print(json.dumps([gc.isenabled()]))\n"
@@ -72,4 +73,26 @@ def test_the_collector_is_back_on_for_the_interpreters_last_collection() -> None
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line) for line in done.stdout.splitlines()] == [[False], [True]]
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [[False], [True, True]]
+
+
+def test_objects_made_after_the_freeze_are_still_collected() -> None:
+    # a handler registered before pause_gc runs after its freeze: the cycle it makes then is
+    # garbage the interpreter's collections still find and finalise
+    code = (
+        "import atexit, gc\n"
+        "class Cycle:\n"
+        "    def __del__(self):\n"
+        "        print('finalised', flush=True)\n"
+        "def make_garbage():\n"
+        "    cycle = Cycle()\n"
+        "    cycle.me = cycle\n"
+        "atexit.register(make_garbage)\n"
+        "from subagents.cli.app import pause_gc\n"
+        "pause_gc(60)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["finalised"]

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
+import typer.main
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from subagents.store.sqlite import SQLiteStore
@@ -157,6 +160,40 @@ def test_the_help_still_lists_every_command(tmp_path: Path) -> None:
     assert {"list", "validate", "show", "run"} <= {
         line.split()[0] for line in workflow.stdout.splitlines() if line.startswith("  ")
     }
+
+
+def _subcommands(app: typer.Typer, group: str) -> set[str]:
+    built = typer.main.get_command(app)
+    assert isinstance(built, TyperGroup)
+    found = built.commands[group]
+    assert isinstance(found, TyperGroup)
+    return set(found.commands)
+
+
+def test_a_group_is_built_with_only_the_subcommand_named() -> None:
+    from subagents.cli.app import build_app
+
+    assert _subcommands(build_app("agents", "list"), "agents") == {"list"}
+    assert _subcommands(build_app("tasks", "list"), "tasks") == {"list"}
+    # a name the group does not have, an option, or none: the whole group (help, errors)
+    for other in ("lst", "--help", None):
+        assert {"list", "show", "validate"} <= _subcommands(build_app("agents", other), "agents")
+    # the group module's own app is left whole
+    assert {"list", "show", "validate"} <= _subcommands(build_app("agents"), "agents")
+
+
+def test_a_narrowed_group_answers_as_the_whole_one(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("subagents")
+    done = subprocess.run(
+        [str(script), "tasks", "list", "--bogus"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Usage: subagents tasks list [OPTIONS]" in done.stderr
+    assert "No such option: --bogus" in done.stderr
 
 
 def test_an_unknown_command_is_refused_by_the_whole_app(tmp_path: Path) -> None:

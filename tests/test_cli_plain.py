@@ -46,6 +46,15 @@ def test_cut_keeps_the_start_or_the_end_and_counts_wide_characters() -> None:
     assert plain.text_width(plain.cut("日本語テキスト", 6)) <= 6
 
 
+def test_cut_at_the_edges_and_in_mixed_text() -> None:
+    assert plain.cut("abcdef", 1) == "…" and plain.cut("abcdef", 1, keep="end") == "…"
+    assert plain.cut("abcdef", 4, keep="end") == "…def"
+    assert plain.cut("abcdef", 0) == ""
+    assert plain.cut("a → bcdefgh", 5) == "a → …"
+    assert plain.cut("sonnet → 日本語", 11, keep="end") == "…t → 日本語"
+    assert plain.text_width("日\u0301x") == 3 and plain.text_width("\u02ff") == 1
+
+
 def test_a_row_too_wide_cuts_flexible_columns_first() -> None:
     columns = [
         plain.Column("Name", flexible=False),

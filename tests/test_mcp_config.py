@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +202,32 @@ def test_bad_json_names_file_and_key_and_says_what_to_do(
     assert str(path) in message
     assert expected in message
     assert caught.value.hint  # what to do
+
+
+def test_the_first_file_a_process_reads_is_checked_as_any_other(tmp_path: Path) -> None:
+    # the entry models build their validators on first use: a fresh interpreter whose first
+    # file is a bad one, and one whose first file is good, answer as the tests above do
+    bad = write_json(tmp_path / "bad" / ".mcp.json", {"calc": {"args": ["x"]}})
+    good = write_json(tmp_path / "good" / ".mcp.json", {"calc": {"command": "python"}})
+    code = (
+        "import sys\n"
+        "from subagents.errors import ConfigError\n"
+        "from subagents.mcp.config import read_mcp_file\n"
+        "try:\n"
+        "    servers = read_mcp_file(__import__('pathlib').Path(sys.argv[1])).servers\n"
+        "    print(type(servers['calc']).__name__, servers['calc'].command)\n"
+        "except ConfigError as error:\n"
+        "    print(error)\n"
+    )
+    for path, expected in ((bad, "'mcpServers.calc.command'"), (good, "StdioServerConfig python")):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert expected in done.stdout, done.stdout + done.stderr
 
 
 def test_bad_yaml_names_file_and_line(tmp_path: Path) -> None:

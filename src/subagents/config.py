@@ -77,7 +77,6 @@ file, the line and the key.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -511,6 +510,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(ProviderSettings.model_fields)
     else:
         return None
+    import difflib  # only for a config with a mistake in it
+
     matches = difflib.get_close_matches(name, allowed, n=1)
     if not matches:
         return None

@@ -12,6 +12,7 @@ terminal only, and never with ``NO_COLOR`` (``FORCE_COLOR`` asks for it anywhere
 from __future__ import annotations
 
 import os
+import re
 import sys
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,7 @@ _SGR = {
     "white": "37",
 }
 _FIRST_NOT_SIMPLY_NARROW = "\u0300"  # the first combining mark: every character before is narrow
+_NOT_SIMPLY_NARROW = re.compile("[^\x00-\u02ff]")
 # control characters (a name or path may hold an escape sequence): shown as spaces
 _CONTROL = dict.fromkeys([*range(32), *range(127, 160)], " ")
 
@@ -110,10 +112,14 @@ def text_width(text: str) -> int:
     none)."""
     if text.isascii():
         return len(text)
-    return sum(_char_width(char) if char >= _FIRST_NOT_SIMPLY_NARROW else 1 for char in text)
+    # one cell a character, but for the few that are not simply narrow (found in C, not in a
+    # loop over every character: a listing measures each of its cells a few times)
+    return len(text) + sum(_char_width(char) - 1 for char in _NOT_SIMPLY_NARROW.findall(text))
 
 
 def _char_width(char: str) -> int:
+    if char < _FIRST_NOT_SIMPLY_NARROW:
+        return 1
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -126,6 +132,8 @@ def cut(text: str, width: int, keep: Literal["start", "end"] = "start") -> str:
     if width <= 0:
         return ""
     room = width - 1
+    if text.isascii():  # a cell a character
+        return text[:room] + ELLIPSIS if keep == "start" else ELLIPSIS + text[len(text) - room :]
     chars = text if keep == "start" else reversed(text)
     kept: list[str] = []
     for char in chars:

@@ -88,17 +88,21 @@ _MAX_DESCRIBED = 20  # problems of one server described one by one
 _HTTP_TYPE_NAMES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 
 
+# The models below validate the entries of MCP config files: most runs have none, so each one
+# builds its validator when first used (defer_build), not when a run imports this module.
+
+
 class MCPToolSettings(BaseModel):
     """What one tool of a server sets over the server's own settings."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     timeout_seconds: float | None = Field(None, gt=0)
     fallback_tools: list[str] | None = None
 
 
 class _ServerBase(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True, defer_build=True)
 
     name: str = ""
     timeout_seconds: float = Field(DEFAULT_TIMEOUT_SECONDS, gt=0)
@@ -164,6 +168,8 @@ MCPServerConfig = Annotated[
 
 
 class _ServerEntry(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     server: MCPServerConfig
 
 
