@@ -138,6 +138,8 @@ class Delegation:
     # whether any subagent of the run went to the background: until one does, the questions
     # about background work are answered without walking every handle (a run may have 500)
     _any_background: bool = False
+    # the agent types each session may start, with the inventory generation they hold for
+    _allowed_types: dict[Session, tuple[int, frozenset[str] | None]] = field(default_factory=dict)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -207,9 +209,16 @@ class Delegation:
         return mine if inherited is None else mine & inherited
 
     def allowed_subagent_types(self, session: Session) -> frozenset[str] | None:
-        """The agent types ``session`` may start, from its definition and its ancestors'."""
+        """The agent types ``session`` may start, from its definition and its ancestors'
+        (worked out once per session and inventory generation: a parent may start hundreds)."""
+        generation = self.runtime.inventory.generation
+        kept = self._allowed_types.get(session)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
         definition = self.runtime._definition_named(session.agent_type)
-        return self.allowed_subagent_types_of(definition, session.parent)
+        allowed = self.allowed_subagent_types_of(definition, session.parent)
+        self._allowed_types[session] = (generation, allowed)
+        return allowed
 
     def task_tool_for(self, types: frozenset[str]) -> Tool:
         """The Task tool of a session limited to ``types``: its listing shows only those."""
