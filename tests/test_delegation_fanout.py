@@ -3,6 +3,7 @@ that each must have alone; what changes during the run reaches the next one star
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 from pathlib import Path
@@ -11,11 +12,17 @@ from typing import Any
 import pytest
 
 from subagents.definitions.model import AgentDefinition
+from subagents.messages import ToolCall, ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime import assembly, prompt
+from subagents.runtime import events as ev
+from subagents.runtime.events import EventBus
+from subagents.runtime.recorder import child_session_id, main_session_id
 from subagents.runtime.run import Run
 from subagents.runtime.runtime import Runtime
 from subagents.runtime.session import Session
-from subagents.testing import ScriptedModel
+from subagents.store.sqlite import open_store
+from subagents.testing import FunctionModel, ScriptedModel, text_response
 from subagents.tools.decorator import tool
 
 
@@ -145,3 +152,83 @@ async def test_project_instructions_read_again_reach_the_next_subagent(tmp_path:
     after = child(run, main, "worker", "call_1")
     assert "Use tabs." in before.system_prompt
     assert "Use spaces." in after.system_prompt
+
+
+def task_call(call_id: str, agent: str, **extra: Any) -> ToolCall:
+    arguments = {"description": f"to {agent}", "prompt": "work", "subagent_type": agent}
+    return ToolCall(call_id, "Task", {**arguments, **extra})
+
+
+async def test_a_subagent_running_in_the_foreground_cannot_be_resumed_meanwhile(
+    tmp_path: Path,
+) -> None:
+    # the second call of the turn names the first one's subagent (its id is derived) while it
+    # still runs: refused, not run twice at once
+    task_id = "11111111-2222-4333-8444-555555555555"
+    first = child_session_id(main_session_id(task_id), "call_a")
+    release = asyncio.Event()
+    results: list[ToolResultMessage] = []
+
+    async def lead(request: ModelRequest) -> ModelResponse:
+        answered = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if answered:
+            results.extend(answered)
+            return text_response("done")
+        calls = (task_call("call_a", "worker"), task_call("call_b", "worker", resume=first))
+        return ModelResponse(tool_calls=calls, stop_reason="tool_use")
+
+    async def worker(request: ModelRequest) -> ModelResponse:
+        await release.wait()
+        return text_response("worked")
+
+    with open_store(tmp_path / "state.db") as store:
+        rt = Runtime(
+            cwd=tmp_path,
+            agents=[agent("worker")],
+            model=FunctionModel(lead),
+            agent_models={"worker": FunctionModel(worker)},
+            store=store,
+            permission_mode="bypassPermissions",
+        )
+        running = asyncio.ensure_future(rt.run("go", task_id=task_id))
+        while not results and not running.done():
+            await asyncio.sleep(0.001)
+            release.set()
+        result = await running
+    assert result.status == "completed", result.error
+    started, refused = results
+    assert started.content.startswith("worked") and not started.is_error
+    assert refused.is_error and f"subagent {first} is still running" in refused.content
+
+
+async def test_a_cancelled_run_ends_its_foreground_subagents_before_it_returns(
+    tmp_path: Path,
+) -> None:
+    seen: list[ev.Event] = []
+    waiting = asyncio.Event()
+
+    async def worker(request: ModelRequest) -> ModelResponse:
+        waiting.set()
+        await asyncio.Event().wait()  # until cancelled
+        raise AssertionError("not reached")
+
+    calls = (task_call("call_a", "worker"), task_call("call_b", "worker"))
+    rt = Runtime(
+        cwd=tmp_path,
+        agents=[agent("worker")],
+        model=ScriptedModel([ModelResponse(tool_calls=calls, stop_reason="tool_use")]),
+        agent_models={"worker": FunctionModel(worker)},
+        events=EventBus([seen.append]),
+        permission_mode="bypassPermissions",
+    )
+    running = asyncio.ensure_future(rt.run("go"))
+    await asyncio.wait_for(waiting.wait(), timeout=10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    finished = [e for e in seen if isinstance(e, ev.SubagentFinished)]
+    assert sorted(e.result.status for e in finished) == ["cancelled", "cancelled"]
+    ended = [
+        e for e in seen if isinstance(e, ev.SessionFinished) and e.agent_id != finished[0].parent_id
+    ]
+    assert len(ended) == 2 and all(e.result.status == "cancelled" for e in ended)

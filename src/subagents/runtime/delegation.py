@@ -109,7 +109,8 @@ class SubagentHandle:
     resolved_model: str
     description: str
     background: bool = False
-    task: asyncio.Task[SpawnResult] | None = None
+    task: asyncio.Task[SpawnResult] | None = None  # its run in the background, if it had one
+    in_foreground: bool = False  # running now, in the Task call that waits for it
     result: SpawnResult | None = None
     delivered: bool = False
     rebound: bool = False
@@ -119,7 +120,7 @@ class SubagentHandle:
 
     @property
     def running(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.in_foreground or (self.task is not None and not self.task.done())
 
 
 @dataclass(slots=True, eq=False)
@@ -285,13 +286,15 @@ class Delegation:
                 f"{handle.session.agent_id}. You will be told when it finishes; call TaskOutput "
                 "to wait for its result or TaskCancel to stop it."
             )
+        # In the foreground the subagent runs in the Task call's own task, as any tool does:
+        # a cancelled call (the run stopped, the tool's timeout) cancels it where it waits,
+        # and it has ended, its SpawnResult recorded, by the time the call gives up.
         handle.background = False
-        handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
+        handle.in_foreground = True
         try:
-            spawn = await asyncio.shield(handle.task)
-        except asyncio.CancelledError:
-            handle.task.cancel()
-            raise
+            spawn = await self._run_child(handle, child_prompt)
+        finally:
+            handle.in_foreground = False
         handle.delivered = True
         return _render_for_parent(handle, spawn)
 
