@@ -17,7 +17,7 @@ from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime import assembly, prompt
 from subagents.runtime import events as ev
 from subagents.runtime.events import EventBus
-from subagents.runtime.recorder import child_session_id, main_session_id
+from subagents.runtime.recorder import Recorder, child_session_id, main_session_id
 from subagents.runtime.run import Run
 from subagents.runtime.runtime import Runtime
 from subagents.runtime.session import Session
@@ -232,3 +232,42 @@ async def test_a_cancelled_run_ends_its_foreground_subagents_before_it_returns(
         e for e in seen if isinstance(e, ev.SessionFinished) and e.agent_id != finished[0].parent_id
     ]
     assert len(ended) == 2 and all(e.result.status == "cancelled" for e in ended)
+
+
+async def test_a_run_that_creates_its_task_never_asks_the_store_for_earlier_subagents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only a session rebuilt from the store can have started subagents in an earlier process
+    # (tests/test_replay.py finds them again); a new task's sessions are new all the way down.
+    asked: list[str] = []
+    find_session = Recorder.find_session
+
+    def counting(recorder: Recorder, session_id: str) -> Any:
+        asked.append(session_id)
+        return find_session(recorder, session_id)
+
+    monkeypatch.setattr(Recorder, "find_session", counting)
+    calls = tuple(task_call(f"call_{i}", "lead") for i in range(3))
+    nested = task_call("call_x", "worker")
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        if any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return text_response("done")
+        if request.system.startswith("You are lead."):
+            return ModelResponse(tool_calls=(nested,), stop_reason="tool_use")
+        if request.system.startswith("You are worker."):
+            return text_response("worked")
+        return ModelResponse(tool_calls=calls, stop_reason="tool_use")
+
+    with open_store(tmp_path / "state.db") as store:
+        rt = Runtime(
+            cwd=tmp_path,
+            agents=[agent("lead", tools=["Task"]), agent("worker")],
+            model=FunctionModel(turn),
+            store=store,
+            permission_mode="bypassPermissions",
+        )
+        result = await rt.run("go")
+        assert result.status == "completed", result.error
+        assert len(store.sessions(result.task_id or "")) == 1 + 3 + 3
+    assert asked == []

@@ -22,7 +22,7 @@ from subagents.errors import SubagentsError, ToolError, WorktreeError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.assembly import SessionBuilder
-from subagents.runtime.hooks import HookPayload
+from subagents.runtime.hooks import HookPayload, Hooks
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
@@ -37,6 +37,7 @@ from subagents.tools.names import (
 from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
@@ -139,6 +140,9 @@ class Delegation:
     # whether any subagent of the run went to the background: until one does, the questions
     # about background work are answered without walking every handle (a run may have 500)
     _any_background: bool = False
+    # sessions new to the store with this run (the main session of the task it created, and
+    # the subagents such sessions start): no subagent of theirs can be stored from before
+    _new_in_store: set[str] = field(default_factory=set)
     # the agent types each session may start, with the inventory generation they hold for
     _allowed_types: dict[Session, tuple[int, frozenset[str] | None]] = field(default_factory=dict)
 
@@ -340,7 +344,15 @@ class Delegation:
             if session.recorder is not None:
                 session.add_trace(session.recorder.model_fallback_trace(session, fallback))
         self.handles[session.agent_id] = handle
+        if parent.agent_id in self._new_in_store:
+            self._new_in_store.add(session.agent_id)  # derived from a new id: new too
         return handle
+
+    def new_in_store(self, session: Session) -> None:
+        """Note that ``session`` was never stored before this run (the main session of a task
+        the run created), so that its Task calls start subagents without asking the store
+        whether an earlier process started them."""
+        self._new_in_store.add(session.agent_id)
 
     def _check_task_call(
         self, parent: Session, description: str, prompt: str, subagent_type: str, resume: str | None
@@ -476,6 +488,8 @@ class Delegation:
         existing = self.handles.get(child_id)
         if existing is not None:
             return existing
+        if parent.agent_id in self._new_in_store:
+            return None  # one look-up less per subagent: a fan-out of 500 made 500
         record = recorder.find_session(child_id)
         if record is None:
             return None
@@ -587,10 +601,15 @@ class Delegation:
             handle.delivered = True
         return spawn
 
-    async def _run_with_hooks(self, session: Session, prompt: str) -> RunResult:
+    def _run_with_hooks(self, session: Session, prompt: str) -> Awaitable[RunResult]:
+        """``session`` run on ``prompt`` between its SubagentStart and SubagentStop hooks (the
+        session's own run when it has no hooks: no coroutine in between)."""
         hooks = session.hooks
         if hooks is None or not hooks:
-            return await session.run(prompt)
+            return session.run(prompt)
+        return self._run_hooked(session, hooks, prompt)
+
+    async def _run_hooked(self, session: Session, hooks: Hooks, prompt: str) -> RunResult:
         parent_id = session.parent.agent_id if session.parent is not None else None
         start = await hooks.run(
             HookPayload(
