@@ -276,7 +276,7 @@ class Delegation:
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id
             )
-            if rebound is None:
+            if rebound is None and handle.definition.isolation == "worktree":
                 await self._isolate_new(handle)
         child_prompt = None if rebound is not None else prompt
         if run_in_background:
@@ -562,7 +562,8 @@ class Delegation:
         started = time.perf_counter()
         result: RunResult | None = None
         try:
-            await self._enter_worktree(handle)
+            if definition.isolation == "worktree":  # most agents have none: no coroutine
+                await self._enter_worktree(handle)
         except WorktreeError as error:
             result = await session._finish(
                 "failed", session._partial_output(), started, error=f"no worktree: {error}"
@@ -581,7 +582,8 @@ class Delegation:
                 await asyncio.shield(self._leave_worktree(handle))
             self._record_spawn(handle, None, started)
             raise
-        await self._leave_worktree(handle)
+        if handle.worktree is not None:
+            await self._leave_worktree(handle)
         return self._record_spawn(handle, result, started)
 
     def _record_spawn(
