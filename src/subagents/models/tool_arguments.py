@@ -38,6 +38,7 @@ MAX_RAW_ARGUMENTS_CHARS = 20_000
 """Of raw argument text kept on a call whose arguments were refused."""
 
 _REPAIRED_ARGUMENTS = "arguments were repaired from invalid JSON"
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # JSON values that hold nothing
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
@@ -186,8 +187,11 @@ def _depth_problem(arguments: object) -> str | None:
     """Why ``arguments`` cannot be used (too deep, or containing itself), or ``None``.
 
     Iterative, and each container is measured once (a shared one is remembered), so the cost
-    is proportional to the number of distinct containers however they are nested.
+    is proportional to the number of distinct containers however they are nested. Most calls
+    hold only text and numbers: one level, seen without the walk.
     """
+    if type(arguments) is dict and all(type(v) in _SCALARS for v in arguments.values()):
+        return None
     height: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[object, bool]] = [(arguments, False)]

@@ -21,11 +21,19 @@ Rules the three paths share:
 - **The system prompt**: a subagent is told where it works (the ``<env>`` block), since it
   starts with nothing but its prompt; the main session is not (it has the user). A rebuilt
   session keeps the prompt it was started with, so the model sees the same conversation.
+
+A parent that fans out to many subagents of one agent starts each of them from the same
+resolution: the builder works out a definition's tools, permission policy and model settings
+under a given parent once per run (:class:`_ChildTemplate`), and its system prompt once per
+workspace and day, and hands each child its own copy of the tool registry. What is read from
+disk at each start (memory folders, preloaded skills) is not kept.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict, dataclass
+from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
 from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
@@ -44,14 +52,17 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
-    from subagents.models.base import Model
+    from subagents.models.base import Model, ModelSettings
     from subagents.models.choice import ModelChoice
     from subagents.runtime.context import RunContext
     from subagents.runtime.delegation import Delegation
+    from subagents.runtime.hooks import Hooks
+    from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.runtime import RuleArguments, Runtime
     from subagents.store.records import SessionRecord
     from subagents.tools.base import ToolRegistry
+    from subagents.tools.permissions import PermissionPolicy
     from subagents.tools.rules import PermissionRules
 
 __all__ = ["SESSION_SPEC_VERSION", "ChildSession", "SessionBuilder", "SessionRole", "SessionSpec"]
@@ -154,10 +165,47 @@ class ChildSession:
     fallback: ModelChoice | None
 
 
+@dataclass(frozen=True, slots=True)
+class _ChildTemplate:
+    """What every subagent of ``definition`` started by one parent shares: worked out for the
+    first, handed to the others. It holds the objects it was worked out from, so that the
+    identities in its key (see :meth:`SessionBuilder._child_template`) stay theirs while it
+    is kept, and the inventory's generation, which names the agents the Task tool offers."""
+
+    definition: AgentDefinition
+    parent: Session
+    parent_tools: ToolRegistry
+    parent_permissions: PermissionPolicy | None
+    generation: int
+    tools: ToolRegistry  # never handed out: each child gets a copy
+    permissions: PermissionPolicy
+    settings: ModelSettings
+    # the run's hooks, shared as every session without hooks of its own shares them; None
+    # for an agent with hooks in its file: each of its sessions gets a copy of its own
+    hooks: Hooks | None
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptPrompt:
+    """A subagent's system prompt and what it was composed from (see
+    :meth:`SessionBuilder.subagent_prompt`)."""
+
+    definition: AgentDefinition
+    instructions: ProjectInstructions
+    prompt: str
+
+
 class SessionBuilder:
     """Builds the sessions of one run: main, child and rebuilt, the same way."""
 
-    __slots__ = ("context", "delegation", "rule_arguments", "runtime")
+    __slots__ = (
+        "_child_templates",
+        "_prompts",
+        "context",
+        "delegation",
+        "rule_arguments",
+        "runtime",
+    )
 
     def __init__(
         self,
@@ -170,6 +218,9 @@ class SessionBuilder:
         self.delegation = delegation
         self.context = context  # what the sessions it builds ask of their run
         self.rule_arguments = rule_arguments  # None: the runtime's own
+        self._child_templates: dict[tuple[int, int, int, int], _ChildTemplate] = {}
+        # subagent prompts that read nothing from disk, by (definition, workspace, day)
+        self._prompts: dict[tuple[int, Path, date], _KeptPrompt] = {}
 
     @property
     def rules(self) -> PermissionRules:
@@ -221,7 +272,9 @@ class SessionBuilder:
         the parent's model can act on is a :class:`ToolError`."""
         workspace = parent.workspace
         grants = memory_grants(definition, workspace=workspace)
-        tools = self._own_tools(definition, parent)
+        template = self._child_template(parent, definition)
+        # None: the agent brings MCP servers of its own, so its tools are resolved each time
+        tools = self._own_tools(definition, parent) if template is None else template.tools.copy()
         if not tools.names() and definition.tools != []:  # an agent may choose to have no tools
             available = parent.tools.names()
             raise ToolError(
@@ -243,8 +296,43 @@ class SessionBuilder:
             grants=grants,
             parent_tool_call_id=tool_call_id,
             description=description,
+            template=template,
         )
         return ChildSession(session, resolved, fallback)
+
+    def _child_template(
+        self, parent: Session, definition: AgentDefinition
+    ) -> _ChildTemplate | None:
+        """The tools, policy and settings of a subagent running ``definition`` under
+        ``parent``, worked out once per run for each pair; ``None`` for an agent whose file
+        defines MCP servers of its own, whose tools come and go as those servers start.
+
+        They depend on nothing else the run could change: a parent's registry is its own and
+        is never changed once built, its policy is replaced, never changed, when it moves (a
+        worktree), and a reload of the inventory (which names the agents the Task tool offers
+        and the ancestors' limits on them) is a new generation.
+        """
+        runtime = self.runtime
+        if runtime.inline_mcp_tools(definition.name):
+            return None
+        tools, permissions = parent.tools, parent.permissions
+        generation = runtime.inventory.generation
+        key = (id(definition), id(parent), id(tools), id(permissions))
+        template = self._child_templates.get(key)
+        if template is not None and template.generation == generation:
+            return template
+        template = self._child_templates[key] = _ChildTemplate(
+            definition=definition,
+            parent=parent,
+            parent_tools=tools,
+            parent_permissions=permissions,
+            generation=generation,
+            tools=self._own_tools(definition, parent),
+            permissions=runtime.permissions_for(definition, self.delegation, permissions),
+            settings=runtime.model_settings(definition),
+            hooks=None if definition.hooks else runtime.session_hooks(definition, subagent=True),
+        )
+        return template
 
     def rebuilt(
         self,
@@ -326,7 +414,10 @@ class SessionBuilder:
         parent_tool_call_id: str | None = None,
         description: str = "",
         recorder: Recorder | None = None,
+        template: _ChildTemplate | None = None,
     ) -> Session:
+        """``template``: the policy, settings and hooks already worked out for this definition
+        and parent (see :meth:`_child_template`); without one they are worked out here."""
         runtime = self.runtime
         delegation = self.delegation
         subagent = parent is not None
@@ -334,7 +425,18 @@ class SessionBuilder:
             delegation.run_policy = runtime.run_permissions(delegation, self.rules)
         if agent_type is None:
             agent_type = definition.name if definition is not None else "main"
-        session = Session(
+        if template is not None:
+            permissions, settings = template.permissions, template.settings
+            hooks = template.hooks
+        else:
+            parent_policy = parent.permissions if parent is not None else None
+            permissions = runtime.permissions_for(definition, delegation, parent_policy)
+            settings, hooks = runtime.model_settings(definition), None
+        if hooks is None:
+            hooks = runtime.session_hooks(definition, subagent=subagent)
+        if agent_id is None:
+            agent_id = str(uuid.uuid4())
+        return Session(
             model=model,
             system_prompt=system_prompt,
             tools=tools,
@@ -344,13 +446,11 @@ class SessionBuilder:
             parent=parent,
             depth=parent.depth + 1 if parent is not None else 0,
             max_turns=max_turns,
-            settings=runtime.model_settings(definition),
-            permissions=runtime.permissions_for(
-                definition, delegation, parent.permissions if parent is not None else None
-            ),
+            settings=settings,
+            permissions=permissions,
             events=parent.events if parent is not None else runtime.events,
             stream=parent.stream if parent is not None else runtime.stream,
-            hooks=runtime.session_hooks(definition, subagent=subagent),
+            hooks=hooks,
             context=self.context,
             recorder=recorder if recorder is not None or parent is None else parent.recorder,
             parent_tool_call_id=parent_tool_call_id,
@@ -358,10 +458,8 @@ class SessionBuilder:
             tool_env=parent.tool_env if parent is not None else runtime.tool_environment(),
             tool_sandbox=parent.tool_sandbox if parent is not None else runtime.bash_sandbox(),
             file_grants=grants,
+            agent_id=agent_id,
         )
-        if agent_id is not None:
-            session.agent_id = agent_id
-        return session
 
     # -- what goes into it -------------------------------------------------------------------
 
@@ -445,13 +543,29 @@ class SessionBuilder:
         return widened
 
     def subagent_prompt(self, definition: AgentDefinition, workspace: Path) -> str:
-        """A subagent's system prompt, for work in ``workspace``."""
-        return compose_system_prompt(
-            definition,
-            workspace=workspace,
-            subagent=True,
-            instructions=self.runtime.project_instructions(workspace),
+        """A subagent's system prompt, for work in ``workspace``.
+
+        Kept for the run when nothing in it is read from disk at the start (no memory folder,
+        no preloaded skills): it then depends only on the definition, the workspace's
+        instruction files as the run read them, and the day (the ``<env>`` block).
+        """
+        instructions = self.runtime.project_instructions(workspace)
+        cacheable = definition.memory is None and not definition.skills
+        key = (id(definition), workspace, date.today())
+        if cacheable:
+            kept = self._prompts.get(key)
+            if (
+                kept is not None
+                and kept.definition is definition
+                and kept.instructions is instructions
+            ):
+                return kept.prompt
+        prompt = compose_system_prompt(
+            definition, workspace=workspace, subagent=True, instructions=instructions
         )
+        if cacheable:
+            self._prompts[key] = _KeptPrompt(definition, instructions, prompt)
+        return prompt
 
     def _max_turns(self, definition: AgentDefinition | None) -> int:
         own = definition.max_turns if definition is not None else None

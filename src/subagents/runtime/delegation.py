@@ -22,7 +22,7 @@ from subagents.errors import SubagentsError, ToolError, WorktreeError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.assembly import SessionBuilder
-from subagents.runtime.hooks import HookPayload
+from subagents.runtime.hooks import HookPayload, Hooks
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.result import RunResult, SpawnResult
@@ -37,6 +37,7 @@ from subagents.tools.names import (
 from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
@@ -109,7 +110,8 @@ class SubagentHandle:
     resolved_model: str
     description: str
     background: bool = False
-    task: asyncio.Task[SpawnResult] | None = None
+    task: asyncio.Task[SpawnResult] | None = None  # its run in the background, if it had one
+    in_foreground: bool = False  # running now, in the Task call that waits for it
     result: SpawnResult | None = None
     delivered: bool = False
     rebound: bool = False
@@ -119,7 +121,7 @@ class SubagentHandle:
 
     @property
     def running(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.in_foreground or (self.task is not None and not self.task.done())
 
 
 @dataclass(slots=True, eq=False)
@@ -138,6 +140,11 @@ class Delegation:
     # whether any subagent of the run went to the background: until one does, the questions
     # about background work are answered without walking every handle (a run may have 500)
     _any_background: bool = False
+    # sessions new to the store with this run (the main session of the task it created, and
+    # the subagents such sessions start): no subagent of theirs can be stored from before
+    _new_in_store: set[str] = field(default_factory=set)
+    # the agent types each session may start, with the inventory generation they hold for
+    _allowed_types: dict[Session, tuple[int, frozenset[str] | None]] = field(default_factory=dict)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -207,9 +214,16 @@ class Delegation:
         return mine if inherited is None else mine & inherited
 
     def allowed_subagent_types(self, session: Session) -> frozenset[str] | None:
-        """The agent types ``session`` may start, from its definition and its ancestors'."""
+        """The agent types ``session`` may start, from its definition and its ancestors'
+        (worked out once per session and inventory generation: a parent may start hundreds)."""
+        generation = self.runtime.inventory.generation
+        kept = self._allowed_types.get(session)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
         definition = self.runtime._definition_named(session.agent_type)
-        return self.allowed_subagent_types_of(definition, session.parent)
+        allowed = self.allowed_subagent_types_of(definition, session.parent)
+        self._allowed_types[session] = (generation, allowed)
+        return allowed
 
     def task_tool_for(self, types: frozenset[str]) -> Tool:
         """The Task tool of a session limited to ``types``: its listing shows only those."""
@@ -262,7 +276,7 @@ class Delegation:
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id
             )
-            if rebound is None:
+            if rebound is None and handle.definition.isolation == "worktree":
                 await self._isolate_new(handle)
         child_prompt = None if rebound is not None else prompt
         if run_in_background:
@@ -276,13 +290,15 @@ class Delegation:
                 f"{handle.session.agent_id}. You will be told when it finishes; call TaskOutput "
                 "to wait for its result or TaskCancel to stop it."
             )
+        # In the foreground the subagent runs in the Task call's own task, as any tool does:
+        # a cancelled call (the run stopped, the tool's timeout) cancels it where it waits,
+        # and it has ended, its SpawnResult recorded, by the time the call gives up.
         handle.background = False
-        handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
+        handle.in_foreground = True
         try:
-            spawn = await asyncio.shield(handle.task)
-        except asyncio.CancelledError:
-            handle.task.cancel()
-            raise
+            spawn = await self._run_child(handle, child_prompt)
+        finally:
+            handle.in_foreground = False
         handle.delivered = True
         return _render_for_parent(handle, spawn)
 
@@ -328,7 +344,15 @@ class Delegation:
             if session.recorder is not None:
                 session.add_trace(session.recorder.model_fallback_trace(session, fallback))
         self.handles[session.agent_id] = handle
+        if parent.agent_id in self._new_in_store:
+            self._new_in_store.add(session.agent_id)  # derived from a new id: new too
         return handle
+
+    def new_in_store(self, session: Session) -> None:
+        """Note that ``session`` was never stored before this run (the main session of a task
+        the run created), so that its Task calls start subagents without asking the store
+        whether an earlier process started them."""
+        self._new_in_store.add(session.agent_id)
 
     def _check_task_call(
         self, parent: Session, description: str, prompt: str, subagent_type: str, resume: str | None
@@ -464,6 +488,8 @@ class Delegation:
         existing = self.handles.get(child_id)
         if existing is not None:
             return existing
+        if parent.agent_id in self._new_in_store:
+            return None  # one look-up less per subagent: a fan-out of 500 made 500
         record = recorder.find_session(child_id)
         if record is None:
             return None
@@ -536,7 +562,8 @@ class Delegation:
         started = time.perf_counter()
         result: RunResult | None = None
         try:
-            await self._enter_worktree(handle)
+            if definition.isolation == "worktree":  # most agents have none: no coroutine
+                await self._enter_worktree(handle)
         except WorktreeError as error:
             result = await session._finish(
                 "failed", session._partial_output(), started, error=f"no worktree: {error}"
@@ -555,7 +582,8 @@ class Delegation:
                 await asyncio.shield(self._leave_worktree(handle))
             self._record_spawn(handle, None, started)
             raise
-        await self._leave_worktree(handle)
+        if handle.worktree is not None:
+            await self._leave_worktree(handle)
         return self._record_spawn(handle, result, started)
 
     def _record_spawn(
@@ -575,10 +603,15 @@ class Delegation:
             handle.delivered = True
         return spawn
 
-    async def _run_with_hooks(self, session: Session, prompt: str) -> RunResult:
+    def _run_with_hooks(self, session: Session, prompt: str) -> Awaitable[RunResult]:
+        """``session`` run on ``prompt`` between its SubagentStart and SubagentStop hooks (the
+        session's own run when it has no hooks: no coroutine in between)."""
         hooks = session.hooks
         if hooks is None or not hooks:
-            return await session.run(prompt)
+            return session.run(prompt)
+        return self._run_hooked(session, hooks, prompt)
+
+    async def _run_hooked(self, session: Session, hooks: Hooks, prompt: str) -> RunResult:
         parent_id = session.parent.agent_id if session.parent is not None else None
         start = await hooks.run(
             HookPayload(

@@ -43,6 +43,7 @@ class Run:
     """One run: its delegation, decisions, recorder and result (see the module docstring)."""
 
     __slots__ = (
+        "_profiles",
         "builder",
         "decisions",
         "delegation",
@@ -72,6 +73,7 @@ class Run:
         self.delegation.builder = self.builder
         self.recorder: Recorder | None = None
         self.result: RunResult | None = None
+        self._profiles: dict[str, DescriptionProfile] = {}
 
     @property
     def main(self) -> Session | None:
@@ -94,11 +96,14 @@ class Run:
         (``delegate_to``: see :func:`handed_to`)."""
         runtime = self.runtime
         store = runtime.store
-        if store is not None and task_id is None:
+        new_task = store is not None and task_id is None
+        if new_task:
             task_id = new_id()  # a root: the ids below it derive from it
         session = self.builder.main(
             agent, agent_id=main_session_id(task_id) if task_id is not None else None
         )
+        if new_task:
+            self.delegation.new_in_store(session)
         if delegate_to is not None:
             check_delegation(session, delegate_to)
         if store is not None:
@@ -251,7 +256,11 @@ class Run:
         return self.runtime.config.subagents.max_repeated_failures
 
     def description_profile(self, model_name: str) -> DescriptionProfile:
-        return description_profile(model_name, self.runtime.config.providers)
+        profile = self._profiles.get(model_name)  # asked once by each session: 500 in a fan-out
+        if profile is None:
+            providers = self.runtime.config.providers
+            profile = self._profiles[model_name] = description_profile(model_name, providers)
+        return profile
 
     def has_background(self, session_id: str) -> bool:
         return self.delegation.has_background(session_id)

@@ -143,6 +143,12 @@ class ToolRegistry:
         """Tool name -> MCP server, for the tools that come from an MCP server."""
         return {name: t.mcp_server for name, t in self._tools.items() if t.mcp_server is not None}
 
+    def copy(self) -> ToolRegistry:
+        """A registry of its own holding the same tools."""
+        copied = ToolRegistry()
+        copied._tools = dict(self._tools)
+        return copied
+
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A registry holding only the named tools that exist here, in the given order."""
         picked = ToolRegistry()
