@@ -4,10 +4,13 @@ rebuilt from the store alone, or run again after a crash, finds the very same on
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.errors import StoreVersionError
@@ -210,3 +213,18 @@ async def test_a_checkpoint_state_from_a_newer_version_is_refused_and_kept(
         assert "newer subagents" in str(raised.value)
         assert "pip install -U subagents" in str(raised.value)
         assert ids_of(store, TASK_ID) == reference
+
+
+@given(parent=st.text(), call=st.text())
+def test_derived_ids_are_the_uuid5s_they_always_were(parent: str, call: str) -> None:
+    # Ids a replay must find again never change from one release to the next: they are the
+    # RFC 4122 version-5 UUIDs of the session and call, as uuid.uuid5 makes them.
+    namespace = uuid.UUID("6f1d2c8e-3b7a-4f5e-9c1d-2a8b7e6f5d4c")
+    try:
+        expected = str(uuid.uuid5(namespace, f"{parent}:{call}"))
+    except UnicodeEncodeError:  # a lone surrogate: neither can encode it
+        with pytest.raises(UnicodeEncodeError):
+            child_session_id(parent, call)
+        return
+    assert child_session_id(parent, call) == expected
+    assert main_session_id(parent) == str(uuid.uuid5(namespace, f"{parent}:main"))

@@ -28,6 +28,12 @@ class RunContext(Protocol):
 
     # -- people ------------------------------------------------------------------------------
 
+    @property
+    def pending_decisions(self) -> bool:
+        """Whether a person's decisions wait to be handed out (when none do, a session need
+        not work out where it waits before each call)."""
+        ...
+
     def take_decision(self, wait_point: WaitPoint) -> HumanDecision | None:
         """The person's decision that resumes ``wait_point``, handed out once (``None``:
         none)."""

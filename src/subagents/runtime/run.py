@@ -239,6 +239,10 @@ class Run:
 
     # -- RunContext: what a session asks of its run ------------------------------------------
 
+    @property
+    def pending_decisions(self) -> bool:
+        return bool(self.decisions)
+
     def take_decision(self, wait_point: WaitPoint) -> HumanDecision | None:
         if not self.decisions:
             return None

@@ -314,7 +314,7 @@ class Session:
         ledger: tuple[RecordFields, ...] = (),
     ) -> None:
         """Run the commit step: a checkpoint of this session at ``position``."""
-        snapshot = snapshot_of(self)
+        snapshot = snapshot_of(self, position)
         step = CommitStepInput(
             snapshot, position, tuple(traces), ledger, question=question, decisions=decisions
         )
@@ -332,7 +332,7 @@ class Session:
     ) -> None:
         """:meth:`_commit` for the steps of the loop: in one transaction with those other
         sessions of the process commit at the same moment (see :mod:`subagents.store.group`)."""
-        snapshot = snapshot_of(self)
+        snapshot = snapshot_of(self, position)
         step = CommitStepInput(snapshot, position, tuple(traces), ledger, decisions=decisions)
         await commit_step_in_group(
             recorder, step, lambda sequence: self._committed(snapshot, position)
@@ -340,7 +340,7 @@ class Session:
 
     def _committed(self, snapshot: SessionSnapshot, position: str) -> None:
         self.persisted_messages = snapshot.message_count
-        if snapshot.write_record or position == "finished":
+        if snapshot.facts is not None:
             self.recorded_status = snapshot.status
         self.checkpoints += 1
 

@@ -416,7 +416,7 @@ class _CallStep:
         if not recovering and session.approved_again and self._approved_before():
             return await self.execute(call, tool, permissions=False)
         context = session.context
-        if context is not None:
+        if context is not None and context.pending_decisions:
             wait_point = session.wait_point(call.id)
             decision = context.take_decision(wait_point)
             if decision is not None:

@@ -267,18 +267,22 @@ class Database:
             raise self.translate(error) from error
 
     @contextmanager
-    def write(self, tx: Transaction | None = None) -> Iterator[sqlite3.Connection]:
+    def write(
+        self, tx: Transaction | None = None, *, one_change: bool = False
+    ) -> Iterator[sqlite3.Connection]:
         """One write, all or nothing: its own transaction, or a savepoint inside ``tx`` (or
-        inside the transaction this thread holds open on the store's connection)."""
+        inside the transaction this thread holds open on the store's connection). A write of
+        ``one_change`` (a single statement that changes anything) needs no savepoint: SQLite
+        undoes a failed statement whole by itself."""
         if self.read_only_reason is not None:
             raise self.refuse_writes(self.read_only_reason)
         if tx is not None:
             outer = self.own(tx)
             if outer.external:  # the caller's connection: the caller serialises its use
-                with self.translated(), _savepoint(outer.connection):
+                with self.translated(), _savepoint(outer.connection, one_change):
                     yield outer.connection
                 return
-            with self.use() as connection, _savepoint(connection):
+            with self.use() as connection, _savepoint(connection, one_change):
                 yield connection
             return
         with self._lock:  # self.use(), unrolled: a step pays for each context manager
@@ -287,7 +291,7 @@ class Database:
                 raise StoreError(f"the store {self.path} is closed", hint=_CLOSED_HINT)
             try:
                 if own.in_transaction:
-                    with _savepoint(own):
+                    with _savepoint(own, one_change):
                         yield own
                     return
                 own.execute("BEGIN IMMEDIATE")
@@ -437,7 +441,10 @@ class Database:
 
 
 @contextmanager
-def _savepoint(connection: sqlite3.Connection) -> Iterator[None]:
+def _savepoint(connection: sqlite3.Connection, needless: bool = False) -> Iterator[None]:
+    if needless:
+        yield
+        return
     connection.execute("SAVEPOINT step")
     try:
         yield

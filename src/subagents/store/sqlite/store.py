@@ -174,7 +174,7 @@ class SQLiteStore:
 
     def create_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
         row = task_row(task)
-        with self._db.write(tx) as connection:
+        with self._db.write(tx, one_change=True) as connection:
             try:
                 ((task_no,),) = connection.execute(INSERT_TASK, row).fetchall()
             except sqlite3.IntegrityError:
@@ -219,7 +219,7 @@ class SQLiteStore:
 
     def update_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
         row = task_row(task)
-        with self._db.write(tx) as connection:
+        with self._db.write(tx, one_change=True) as connection:
             cursor = connection.execute(UPDATE_TASK, (*row[1:], row[0]))
             if cursor.rowcount == 0:
                 raise StoreError(
@@ -418,7 +418,7 @@ class SQLiteStore:
                 "the store's schema_version is managed by the store itself",
                 hint="choose another meta key",
             )
-        with self._db.write() as connection:
+        with self._db.write(one_change=True) as connection:
             connection.execute(SET_META, (key, value))
 
     def claim_periodic(self, name: str, *, every: timedelta, now: datetime) -> bool:
@@ -443,7 +443,7 @@ class SQLiteStore:
         force: bool = False,
     ) -> TaskLease | None:
         moment = aware(now)
-        with self._db.write() as connection:
+        with self._db.write(one_change=True) as connection:
             current = read_lease(connection, task_id, self._db.version)
             if (
                 current is not None
@@ -464,7 +464,7 @@ class SQLiteStore:
         now: datetime | None = None,
     ) -> TaskLease:
         moment = aware(now)
-        with self._db.write() as connection:
+        with self._db.write(one_change=True) as connection:
             current = read_lease(connection, task_id, self._db.version)
             if current is not None and current.owner != owner and current.is_live(moment):
                 raise lease_lost(current)
@@ -475,7 +475,7 @@ class SQLiteStore:
             return read_lease(connection, task_id, self._db.version)
 
     def release_task(self, task_id: str, owner: TaskOwner) -> None:
-        with self._db.write() as connection:
+        with self._db.write(one_change=True) as connection:
             delete_lease(connection, task_id, owner)
 
     # -- health ------------------------------------------------------------------------------
