@@ -175,3 +175,46 @@ def test_a_schema_3_store_is_upgraded_with_each_rows_first_seq(tmp_path: Path) -
     version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert version == (str(STORE_SCHEMA_VERSION),)
     raw.close()
+
+
+def test_a_savepoint_rolled_back_alone_or_with_its_transaction_leaves_no_tail_behind(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 1)
+        with store.transaction() as outer:
+            store.commit(_step(task.id, "a", 1), tx=outer)
+            with pytest.raises(RuntimeError), store.transaction(outer) as inner:
+                store.commit(_step(task.id, "a", 2), tx=inner)
+                raise RuntimeError("this part only")
+            store.commit(_step(task.id, "a", 2), tx=outer)  # the savepoint's step is gone
+        with pytest.raises(RuntimeError), store.transaction() as outer:
+            with store.transaction(outer) as inner:
+                store.commit(_step(task.id, "a", 3), tx=inner)
+            raise RuntimeError("the whole of it")
+        saved = store.commit(_step(task.id, "a", 3))  # neither part of it stayed
+        assert saved is not None and saved.sequence == 3
+        assert store.messages("a") == [message(i) for i in range(4)]
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1, 2, 3]
+        assert store.integrity_check() == []
+
+
+def test_after_a_rollback_a_step_without_messages_follows_the_last_stored_one(
+    tmp_path: Path,
+) -> None:
+    # No message seq to check it against: the step must not start from the rolled-back row.
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 1)
+        with pytest.raises(RuntimeError), store.transaction() as outer:
+            with store.transaction(outer) as inner:
+                store.commit(_step(task.id, "a", 1), tx=inner)
+            raise RuntimeError("rolled back")
+        bare = StepWrite(task_id=task.id, checkpoint=make_checkpoint(task.id, "a"))
+        saved = store.commit(bare)
+        assert saved is not None and saved.sequence == 1
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1]
+        assert store.integrity_check() == []

@@ -86,7 +86,10 @@ class SQLiteStore:
         self._db = Database(path, read_only=read_only)
         self._path = self._db.path
         self._tails: dict[str, Tail] = {}
-        """Where the log of each task this store wrote ends (see ``_append_rows``)."""
+        """Where the log of each task this store wrote ends (see :meth:`append`)."""
+        self._open: list[set[str]] = []
+        """The transactions of :meth:`transaction` open on this thread, innermost last, each
+        with the tasks whose kept tails its writes moved (forgotten when it rolls back)."""
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -131,8 +134,23 @@ class SQLiteStore:
         :class:`~subagents.store.threaded.ThreadedAsyncStore` may; it keeps the lock on its
         own thread).
         """
-        with self._db.transaction(tx) as handle:
-            yield handle
+        touched: set[str] = set()  # the tasks whose kept tails it moved
+        try:
+            with self._db.transaction(tx) as handle:
+                if handle.external:
+                    yield handle
+                    return
+                self._open.append(touched)
+                try:
+                    yield handle
+                finally:
+                    self._open.pop()
+        except BaseException:
+            for task_id in touched:  # rolled back: the tails moved past rows that are not
+                self._tails.pop(task_id, None)
+            raise
+        if self._open:  # a savepoint: its rows stand or fall with the transaction around it
+            self._open[-1].update(touched)
 
     @contextmanager
     def join_transaction(self, connection: sqlite3.Connection) -> Iterator[SQLiteTransaction]:
@@ -244,9 +262,11 @@ class SQLiteStore:
         return step.checkpoint.model_copy(update={"sequence": sequence})
 
     def append(self, step: EncodedStep, *, tx: Transaction | None = None) -> int | None:
+        """:meth:`commit` of an encoded step. The tail this store keeps for the task serves
+        a write that is a transaction of its own, or one inside :meth:`transaction` (which
+        forgets the tails it moved when it rolls back); a write inside a transaction the
+        caller owns (:meth:`join_transaction`) reads the tail afresh, and keeps none."""
         task_id = step.task_id
-        # the tail this store keeps serves a write that is a transaction of its own; one in a
-        # transaction of the caller's, which may yet roll back, reads the tail afresh
         alone = tx is None and not self._db.in_transaction
         kept = self._tails.pop(task_id, None)  # stale after any write that does not keep it
         if alone and kept is not None and _one_row(step):
@@ -256,8 +276,10 @@ class SQLiteStore:
                 done = None  # the log moved: go the way of a transaction, from the rows
             if done is not None:
                 return self._keep(kept, done[0])
-        tail = kept if alone else None
         with self._db.write(tx) as connection:
+            # under the store's lock: an open transaction of this store is this thread's
+            scope = None if alone else self._scope(tx)
+            tail = kept if alone or scope is not None else None
             try:
                 if step.task is not None:
                     connection.execute(UPSERT_TASK, step.task)
@@ -268,7 +290,18 @@ class SQLiteStore:
                 sequence, tail = self._append_rows(connection, task_id, step.rows, tail)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
-        return self._keep(tail, sequence) if alone else sequence
+        if scope is not None:
+            scope.add(task_id)
+        elif not alone:
+            return sequence
+        return self._keep(tail, sequence)
+
+    def _scope(self, tx: Transaction | None) -> set[str] | None:
+        """The innermost :meth:`transaction` a write joins, when it joins one of this store's
+        own (not a transaction the caller owns)."""
+        if not self._open or (tx is not None and self._db.own(tx).external):
+            return None
+        return self._open[-1]
 
     def _append_alone(
         self, connection: sqlite3.Connection, tail: Tail, step: EncodedStep
