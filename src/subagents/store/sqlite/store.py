@@ -276,7 +276,7 @@ class SQLiteStore:
                 done = None  # the log moved: go the way of a transaction, from the rows
             if done is not None:
                 return self._keep(kept, done[0])
-        with self._db.write(tx) as connection:
+        with self._db.write(tx, one_change=_one_row(step)) as connection:
             # under the store's lock: an open transaction of this store is this thread's
             scope = None if alone else self._scope(tx)
             tail = kept if alone or scope is not None else None
