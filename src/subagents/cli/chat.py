@@ -483,6 +483,7 @@ async def run_line_mode(
 
     from rich.console import Console
 
+    from subagents.cli.answer import write_answer
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.tracing.redact import Redactor
@@ -491,7 +492,7 @@ async def run_line_mode(
     ask = sys.stdin.isatty() if ask is None else ask
     redactor = Redactor(session.runtime.credentials())
     for role, text in session.history():
-        out.print(("› " if role == "user" else "◆ ") + redactor.text(text), markup=False)
+        write_answer(("› " if role == "user" else "◆ ") + redactor.text(text), out.file)
     while True:
         line = await asyncio.to_thread(input_line, "› ")
         if line is None:
@@ -529,7 +530,7 @@ async def run_line_mode(
             hint = f"\nhint: {error.hint}" if error.hint else ""
             out.print(f"error: {redactor.text(error.message + hint)}", markup=False)
             continue
-        out.print(redactor.text(result.output), markup=False)
+        write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             out.print(f"waiting for you: {redactor.text(result.question.text)} (/resume)")
         elif not result.success:

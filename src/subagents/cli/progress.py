@@ -224,8 +224,18 @@ class ProgressPrinter:
             self._console.print()
 
     def _print_text(self, text: str) -> None:
-        if text:
-            self._console.print(text, end="", markup=False, highlight=False, style="dim")
+        """The main agent's streamed text, dimmed; as :mod:`subagents.cli.answer` prints an
+        answer (written past Rich, whose wrapping would break each piece at the width as if it
+        started a line), since at a terminal it is the answer: it is not printed again."""
+        if not text:
+            return
+        from subagents.cli.answer import terminal_safe
+        from subagents.cli.plain import paint
+
+        console = self._console
+        shown = terminal_safe(text) if console.is_terminal else text
+        console.file.write(paint(shown, "dim", colour=console.color_system is not None))
+        console.file.flush()
 
     def _print_step(self, event: Event) -> None:
         from rich.markup import escape

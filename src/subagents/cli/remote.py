@@ -34,6 +34,7 @@ def report_queued(
     its result, exiting with the code ``run`` would have."""
     from rich.markup import escape
 
+    from subagents.cli.answer import write_answer
     from subagents.workers.submit import wait_for_task
 
     short = task.id[:8]
@@ -64,7 +65,7 @@ def report_queued(
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
         if ended.result:
-            typer.echo(redactor.text(ended.result))
+            write_answer(redactor.text(ended.result))
         if ended.status == "awaiting_human":
             err.print(
                 f"[yellow]Waiting for a person.[/] See the question with 'subagents tasks show "

@@ -110,6 +110,7 @@ def resume_command(
     from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.answer import write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
@@ -209,7 +210,7 @@ def resume_command(
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
         if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
-            Console().print(redactor.text(result.output), markup=False, highlight=False)
+            write_answer(redactor.text(result.output))
         if result.question is not None:
             err.print(
                 f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"

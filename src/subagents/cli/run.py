@@ -367,9 +367,7 @@ def run_command(
     else:
         # once: not again when it streamed to the terminal stdout shows; nothing when empty
         if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
-            out = Console()
-            out.print()
-            out.print(redactor.text(result.output), markup=False, highlight=False)
+            _print_answer(redactor.text(result.output))
         if result.question is not None:
             err.print(
                 f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
@@ -383,6 +381,16 @@ def run_command(
     code = exit_code(result.status)
     if code:
         raise typer.Exit(code)
+
+
+def _print_answer(answer: str) -> None:
+    """The answer on stdout (see :mod:`subagents.cli.answer`); at a terminal after a blank
+    line, which sets it apart from the progress above it."""
+    from subagents.cli.answer import write_answer, writes_to_terminal
+
+    if writes_to_terminal(sys.stdout):
+        sys.stdout.write("\n")
+    write_answer(answer)
 
 
 def result_payload(result: RunResult) -> dict[str, Any]:

@@ -75,6 +75,7 @@ def workflow_run_command(
     from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.answer import write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
@@ -196,7 +197,7 @@ def workflow_run_command(
         typer.echo(json.dumps(redactor.value(payload), indent=2, default=str))
     else:
         err.print(f"[dim]path:[/] {escape(' -> '.join(taken) or '(no node ran)')}")
-        Console().print(redactor.text(result.output), markup=False, highlight=False)
+        write_answer(redactor.text(result.output))
         if result.question is not None:
             err.print(
                 f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}"
