@@ -154,6 +154,16 @@ def test_chat_line_mode_piped_prints_exactly_the_models_answer(
     assert done.stdout == "› ".encode() + SHOWN.encode() + "\n› ".encode()
 
 
+def test_chat_line_mode_shows_a_models_question_as_written(
+    project: Project, server: ScriptedServer
+) -> None:
+    # Rich read "[/]" as a closing tag: the question crashed the chat
+    server.call("AskHuman", {"question": "Close [/] it :smile:?"})
+    done = piped(project, "chat", "--no-tui", "--model", MODEL, stdin=b"question\n")
+    assert done.returncode == 0, done.stderr
+    assert "waiting for you: Close [/] it :smile:? (/resume)\n" in done.stdout.decode()
+
+
 # -- at a terminal --------------------------------------------------------------------------
 
 

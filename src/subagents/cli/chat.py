@@ -532,7 +532,8 @@ async def run_line_mode(
             continue
         write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
-            out.print(f"waiting for you: {redactor.text(result.question.text)} (/resume)")
+            question = redactor.text(result.question.text)
+            out.print(f"waiting for you: {question} (/resume)", markup=False, emoji=False)
         elif not result.success:
             out.print(f"turn {result.status}: {redactor.text(result.error or '')}", markup=False)
     await session.aclose()
