@@ -225,3 +225,15 @@ def test_tasks_show_reads_no_emoji_codes_in_the_result_and_escapes_control_codes
     assert code == 0, seen
     assert not any(raw in seen for raw in DRIVING), seen
     assert b"\\x1b[31mtext" in SGR.sub(b"", seen)  # Rich highlights the brackets
+
+
+def test_a_models_question_at_a_terminal_reads_no_emoji_code_and_cannot_drive_it(
+    terminal: Project, server: ScriptedServer
+) -> None:
+    server.call("AskHuman", {"question": "Wipe \x1b[2J\x1b[H the screen :smile:?"})
+    code, seen = terminal_bytes(terminal, "run", "question", "--model", MODEL)
+    assert code == 3, seen
+    assert b"\x1b[2J" not in seen and "😄".encode() not in seen, seen
+    screen = SGR.sub(b"", on_screen(seen))
+    # the progress line, and the run's last word on what it waits for
+    assert screen.count(b"Wipe \\x1b[2J\\x1b[H the screen :smile:?") == 2, screen

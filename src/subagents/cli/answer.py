@@ -1,4 +1,5 @@
-"""An agent's answer as the commands print it: the text exactly as the model wrote it.
+"""An agent's answer as the commands print it (the text exactly as the model wrote it), and
+what else a model wrote, made safe for a terminal.
 
 The answer is data: scripts pipe it into files and other programs. So it never goes through
 Rich, which would turn ``:smile:`` into an emoji, expand tabs, drop carriage returns and break
@@ -10,16 +11,20 @@ At a terminal the text is shown rather than handed on, and a model must not driv
 terminal: the control characters it wrote (an escape sequence that moves the cursor, recolours
 or clears the screen; a carriage return that writes over a line) are shown escaped as
 ``\\x1b``, except the line feeds, tabs and CRLF line ends that lay text out. Long lines stay
-whole: the terminal wraps them itself.
+whole: the terminal wraps them itself. The progress and status lines around the answer quote
+a model's (or a tool's) text too, inside Rich markup: :func:`markup_safe` makes it safe there.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-__all__ = ["terminal_safe", "write_answer", "writes_to_terminal"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["markup_safe", "terminal_safe", "write_answer", "writes_to_terminal"]
 
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls
 # (U+009B is a CSI on the terminals that read C1 codes)
@@ -46,3 +51,11 @@ def write_answer(text: str, stream: IO[str] | None = None) -> None:
     shown = terminal_safe(text) if writes_to_terminal(stream) else text
     stream.write(shown + "\n")
     stream.flush()
+
+
+def markup_safe(text: str, console: Console) -> str:
+    """``text`` a model or a tool wrote, to quote in a Rich markup string printed on
+    ``console``: its markup escaped and, at a terminal, its control characters too."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(text) if console.is_terminal else text)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from subagents.cli.common import ModelOption, WorkspaceOption
+from subagents.cli.common import ModelOption, WorkspaceOption, stderr_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -518,7 +518,7 @@ async def run_line_mode(
             runtime = session.runtime
             if ask:
                 runtime.approver = _line_approver(out, redactor, input_line)
-            printer = progress_printer(Console(stderr=True), redactor)
+            printer = progress_printer(stderr_console(), redactor)
             unsubscribe = runtime.events.subscribe(printer)
             try:
                 result = await runner

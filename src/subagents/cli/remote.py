@@ -34,7 +34,7 @@ def report_queued(
     its result, exiting with the code ``run`` would have."""
     from rich.markup import escape
 
-    from subagents.cli.answer import write_answer
+    from subagents.cli.answer import markup_safe, write_answer
     from subagents.workers.submit import wait_for_task
 
     short = task.id[:8]
@@ -72,7 +72,8 @@ def report_queued(
                 f"{short}', then: subagents resume {short} --remote --approve | --reject REASON"
             )
         elif ended.status != "completed":
-            err.print(f"[red]Run {ended.status}:[/] {escape(redactor.text(ended.error or ''))}")
+            reason = markup_safe(redactor.text(ended.error or ""), err)
+            err.print(f"[red]Run {ended.status}:[/] {reason}")
     code = exit_code(ended.status)
     if code:
         raise typer.Exit(code)
