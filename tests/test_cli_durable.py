@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -559,6 +559,21 @@ def at_a_terminal(
 ) -> tuple[int, str]:
     """Run the CLI with a pseudo-terminal as stdin, stdout and stderr; each time the next
     prompt of ``answers`` shows, type its answer. Returns the exit code and the screen."""
+    code, seen = terminal_bytes(project, *args, answers=answers)
+    screen = ANSI.sub("", seen.decode(errors="replace"))
+    assert "Traceback" not in screen, screen
+    return code, screen
+
+
+def terminal_bytes(
+    project: Project,
+    *args: str,
+    answers: tuple[tuple[str, str], ...] = (),
+    stderr: int | IO[bytes] | None = None,
+) -> tuple[int, bytes]:
+    """:func:`at_a_terminal`, the exit code and the bytes the terminal received, escape codes
+    and all (its line discipline makes each line feed CR LF); ``stderr`` sends stderr
+    elsewhere than to the terminal."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [str(SUBAGENTS), *args],
@@ -566,7 +581,7 @@ def at_a_terminal(
         env=project.env,
         stdin=follower,
         stdout=follower,
-        stderr=follower,
+        stderr=follower if stderr is None else stderr,
     )
     os.close(follower)
     seen = b""
@@ -594,7 +609,5 @@ def at_a_terminal(
             break
     process.wait(timeout=30)
     os.close(leader)
-    screen = ANSI.sub("", seen.decode(errors="replace"))
-    assert not pending, f"never asked {pending[0][0]!r}:\n{screen}"
-    assert "Traceback" not in screen, screen
-    return process.returncode, screen
+    assert not pending, f"never asked {pending[0][0]!r}:\n{seen.decode(errors='replace')}"
+    return process.returncode, seen

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from subagents.cli.common import ModelOption, WorkspaceOption
+from subagents.cli.common import ModelOption, WorkspaceOption, stderr_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -483,6 +483,7 @@ async def run_line_mode(
 
     from rich.console import Console
 
+    from subagents.cli.answer import write_answer
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.tracing.redact import Redactor
@@ -491,7 +492,7 @@ async def run_line_mode(
     ask = sys.stdin.isatty() if ask is None else ask
     redactor = Redactor(session.runtime.credentials())
     for role, text in session.history():
-        out.print(("› " if role == "user" else "◆ ") + redactor.text(text), markup=False)
+        write_answer(("› " if role == "user" else "◆ ") + redactor.text(text), out.file)
     while True:
         line = await asyncio.to_thread(input_line, "› ")
         if line is None:
@@ -517,7 +518,7 @@ async def run_line_mode(
             runtime = session.runtime
             if ask:
                 runtime.approver = _line_approver(out, redactor, input_line)
-            printer = progress_printer(Console(stderr=True), redactor)
+            printer = progress_printer(stderr_console(), redactor)
             unsubscribe = runtime.events.subscribe(printer)
             try:
                 result = await runner
@@ -529,9 +530,10 @@ async def run_line_mode(
             hint = f"\nhint: {error.hint}" if error.hint else ""
             out.print(f"error: {redactor.text(error.message + hint)}", markup=False)
             continue
-        out.print(redactor.text(result.output), markup=False)
+        write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
-            out.print(f"waiting for you: {redactor.text(result.question.text)} (/resume)")
+            question = redactor.text(result.question.text)
+            out.print(f"waiting for you: {question} (/resume)", markup=False, emoji=False)
         elif not result.success:
             out.print(f"turn {result.status}: {redactor.text(result.error or '')}", markup=False)
     await session.aclose()

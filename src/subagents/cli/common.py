@@ -29,6 +29,7 @@ __all__ = [
     "exit_code",
     "make_console",
     "same_terminal",
+    "stderr_console",
     "store_path",
     "user_errors",
 ]
@@ -131,6 +132,14 @@ def make_console() -> Console:
     if not out.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
         out = Console(width=max(out.width, 160))
     return out
+
+
+def stderr_console() -> Console:
+    """The console of progress and messages on stderr, which quote what models wrote: it reads
+    no ``:emoji:`` codes (Rich's markup is escaped where such text is quoted)."""
+    from rich.console import Console
+
+    return Console(stderr=True, emoji=False)
 
 
 def exit_code(status: str) -> int:

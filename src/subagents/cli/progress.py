@@ -130,13 +130,11 @@ class ProgressPrinter:
         due = [tool for tool in self._running.values() if tool.due <= now]
         if not due:
             return
-        from rich.markup import escape
-
         for agent_id in list(self._streams):
             self._end_stream(agent_id)
         for tool in due:
             self._console.print(
-                f"[cyan]{self._label(tool.agent_id)}[/] → {escape(tool.name)} "
+                f"[cyan]{self._label(tool.agent_id)}[/] → {self._shown(tool.name)} "
                 f"[dim]still running ({int(now - tool.started)} s)[/]",
                 highlight=False,
             )
@@ -223,23 +221,38 @@ class ProgressPrinter:
             self._print_text(stream.close())
             self._console.print()
 
+    def _shown(self, text: str) -> str:
+        """A model's or a tool's ``text`` for a markup line (see :func:`markup_safe`)."""
+        from subagents.cli.answer import markup_safe
+
+        return markup_safe(text, self._console)
+
     def _print_text(self, text: str) -> None:
-        if text:
-            self._console.print(text, end="", markup=False, highlight=False, style="dim")
+        """The main agent's streamed text, dimmed; as :mod:`subagents.cli.answer` prints an
+        answer (written past Rich, whose wrapping would break each piece at the width as if it
+        started a line), since at a terminal it is the answer: it is not printed again."""
+        if not text:
+            return
+        from subagents.cli.answer import terminal_safe
+        from subagents.cli.plain import paint
+
+        console = self._console
+        shown = terminal_safe(text) if console.is_terminal else text
+        console.file.write(paint(shown, "dim", colour=console.color_system is not None))
+        console.file.flush()
 
     def _print_step(self, event: Event) -> None:
         from rich.markup import escape
 
         from subagents.runtime import events as ev
 
-        console, redact = self._console, self._redactor
+        console, redact, shown = self._console, self._redactor, self._shown
         if isinstance(event, ev.ToolCallStarted):
             args = json.dumps(redact.value(event.call.arguments), ensure_ascii=False)
             if len(args) > _ARGUMENTS_WIDTH:
                 args = args[: _ARGUMENTS_WIDTH - 3] + "..."
             console.print(
-                f"[cyan]{self._label(event.agent_id)}[/] → {escape(event.call.name)} "
-                f"{escape(args)}",
+                f"[cyan]{self._label(event.agent_id)}[/] → {shown(event.call.name)} {shown(args)}",
                 highlight=False,
             )
         elif isinstance(event, ev.ToolCallFinished):
@@ -247,7 +260,7 @@ class ProgressPrinter:
             if event.outcome.status == "ok":
                 if took:
                     console.print(
-                        f"[cyan]{self._label(event.agent_id)}[/] → {escape(event.call.name)} "
+                        f"[cyan]{self._label(event.agent_id)}[/] → {shown(event.call.name)} "
                         f"[dim]finished{took}[/]",
                         highlight=False,
                     )
@@ -255,14 +268,14 @@ class ProgressPrinter:
             content = redact.text(event.outcome.message.content)
             first_line = (content.splitlines() or [""])[0][:_ERROR_WIDTH]
             console.print(
-                f"[cyan]{self._label(event.agent_id)}[/] [yellow]{escape(event.call.name)} "
-                f"{event.outcome.status}{took}[/]: {escape(first_line)}",
+                f"[cyan]{self._label(event.agent_id)}[/] [yellow]{shown(event.call.name)} "
+                f"{event.outcome.status}{took}[/]: {shown(first_line)}",
                 highlight=False,
             )
         elif isinstance(event, ev.ModelRetrying):
             console.print(
                 f"[cyan]{self._label(event.agent_id)}[/]: [yellow]provider error "
-                f"({escape(redact.text(event.reason))})[/], retrying in {event.delay_s:.1f} s "
+                f"({shown(redact.text(event.reason))})[/], retrying in {event.delay_s:.1f} s "
                 f"(attempt {event.attempt} of {event.max_attempts})",
                 highlight=False,
             )
@@ -270,7 +283,7 @@ class ProgressPrinter:
             mode = " (background)" if event.background else ""
             console.print(
                 f"[magenta]⮑ {escape(event.subagent_type)}[/] started{mode}: "
-                f"{escape(redact.text(event.description))} [dim]({escape(event.resolved_model)})[/]"
+                f"{shown(redact.text(event.description))} [dim]({escape(event.resolved_model)})[/]"
             )
         elif isinstance(event, ev.SubagentFinished):
             spawn = event.result
@@ -288,21 +301,21 @@ class ProgressPrinter:
         elif isinstance(event, ev.ModelFallback):
             console.print(
                 f"[yellow]{escape(event.agent_type)} runs on {escape(event.model_name)} (its "
-                f"parent's model) instead of {escape(redact.text(event.requested))}:[/] "
-                f"{escape(redact.text(event.reason))}; {escape(redact.text(event.hint))}",
+                f"parent's model) instead of {shown(redact.text(event.requested))}:[/] "
+                f"{shown(redact.text(event.reason))}; {shown(redact.text(event.hint))}",
                 highlight=False,
             )
         elif isinstance(event, ev.MCPServerFailed):
             console.print(
                 f"[yellow]MCP server {escape(event.server)} is left out:[/] "
-                f"{escape(redact.text(event.error))}"
+                f"{shown(redact.text(event.error))}"
             )
         elif isinstance(event, ev.InstructionsNotice):
-            console.print(f"[yellow]Project instructions:[/] {escape(redact.text(event.message))}")
+            console.print(f"[yellow]Project instructions:[/] {shown(redact.text(event.message))}")
         elif isinstance(event, ev.SessionPaused):
             console.print(
                 f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "
-                f"{escape(redact.text(event.question.text))}"
+                f"{shown(redact.text(event.question.text))}"
             )
         elif isinstance(event, ev.LoopNoticed):
             verdict = (
@@ -310,7 +323,7 @@ class ProgressPrinter:
             )
             console.print(
                 f"[cyan]{self._label(event.agent_id)}[/] {verdict} "
-                f"{escape(redact.text(event.message))}",
+                f"{shown(redact.text(event.message))}",
                 highlight=False,
             )
         elif isinstance(event, ev.TodosUpdated):
@@ -329,8 +342,6 @@ class ProgressPrinter:
             )
 
     def _print_todos(self, event: TodosUpdated) -> None:
-        from rich.markup import escape
-
         from subagents.todos import todo_counts
 
         console, redact = self._console, self._redactor
@@ -343,7 +354,7 @@ class ProgressPrinter:
             text = redact.text(item.shown)
             if len(text) > _ARGUMENTS_WIDTH:
                 text = text[: _ARGUMENTS_WIDTH - 3] + "..."
-            console.print(f"  [{style}]{mark} {escape(text)}[/]", highlight=False)
+            console.print(f"  [{style}]{mark} {self._shown(text)}[/]", highlight=False)
 
 
 def progress_printer(

@@ -34,6 +34,7 @@ def report_queued(
     its result, exiting with the code ``run`` would have."""
     from rich.markup import escape
 
+    from subagents.cli.answer import markup_safe, write_answer
     from subagents.workers.submit import wait_for_task
 
     short = task.id[:8]
@@ -64,14 +65,15 @@ def report_queued(
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
         if ended.result:
-            typer.echo(redactor.text(ended.result))
+            write_answer(redactor.text(ended.result))
         if ended.status == "awaiting_human":
             err.print(
                 f"[yellow]Waiting for a person.[/] See the question with 'subagents tasks show "
                 f"{short}', then: subagents resume {short} --remote --approve | --reject REASON"
             )
         elif ended.status != "completed":
-            err.print(f"[red]Run {ended.status}:[/] {escape(redactor.text(ended.error or ''))}")
+            reason = markup_safe(redactor.text(ended.error or ""), err)
+            err.print(f"[red]Run {ended.status}:[/] {reason}")
     code = exit_code(ended.status)
     if code:
         raise typer.Exit(code)

@@ -19,6 +19,7 @@ from subagents.cli.common import (
     TaskArgument,
     exit_code,
     same_terminal,
+    stderr_console,
     store_path,
     user_errors,
 )
@@ -107,9 +108,9 @@ def resume_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person.
     """
-    from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.answer import markup_safe, write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
@@ -119,7 +120,7 @@ def resume_command(
     from subagents.store.open import open_store
     from subagents.tracing.redact import Redactor
 
-    err = Console(stderr=True)
+    err = stderr_console()
     redactor = Redactor()  # the environment's secrets, until the task's config is read
     printer: ProgressPrinter | None = None
     watch = AnswerWatch()
@@ -209,15 +210,17 @@ def resume_command(
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
         if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
-            Console().print(redactor.text(result.output), markup=False, highlight=False)
+            write_answer(redactor.text(result.output))
         if result.question is not None:
+            asked = markup_safe(redactor.text(result.question.text), err)
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
+                f"[yellow]Waiting for a person:[/] {asked}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
                 + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
+            reason = markup_safe(redactor.text(result.error or ""), err)
+            err.print(f"[red]Run {result.status}:[/] {reason}")
     code = exit_code(result.status)
     if code:
         raise typer.Exit(code)
@@ -289,10 +292,11 @@ def _ask_decision(
     ``run``'s approval prompt; None at the end of input (the task keeps waiting)."""
     from rich.markup import escape
 
+    from subagents.cli.answer import markup_safe
     from subagents.errors import SubagentsError
     from subagents.runtime.pause import HumanDecision
 
-    text = escape(redactor.text(question.text))
+    text = markup_safe(redactor.text(question.text), console)
     console.print(f"\n[bold]{escape(question.agent_type)}[/] waits for a person: {text}")
     if question.kind == "ask_human":
         answer = _read_line("Answer: ")
@@ -305,7 +309,7 @@ def _ask_decision(
         going_on = _read_line("Go on? [y/N/reason to stop] ")
         return None if going_on is None else _approve_or_reject(going_on)
     args = json.dumps(redactor.value(question.arguments), indent=2, ensure_ascii=False)
-    console.print(f"[bold]{escape(question.tool_name)}[/] with:\n{escape(args)}")
+    console.print(f"[bold]{escape(question.tool_name)}[/] with:\n{markup_safe(args, console)}")
     while True:
         reply = _read_line("Allow? [y/N/m to modify/reason to deny] ")
         if reply is None:

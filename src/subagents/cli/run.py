@@ -16,6 +16,7 @@ from subagents.cli.common import (
     WorkspaceOption,
     exit_code,
     same_terminal,
+    stderr_console,
 )
 
 if TYPE_CHECKING:
@@ -200,9 +201,9 @@ def run_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person; 130 interrupted.
     """
-    from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.answer import markup_safe
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
@@ -211,7 +212,7 @@ def run_command(
     from subagents.tracing.otlp import start_live_export
     from subagents.tracing.redact import Redactor
 
-    err = Console(stderr=True)
+    err = stderr_console()
     redactor = Redactor()  # the environment's secrets, until the project's config is read
     problem = _usage_problem(
         permission_mode,
@@ -367,22 +368,32 @@ def run_command(
     else:
         # once: not again when it streamed to the terminal stdout shows; nothing when empty
         if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
-            out = Console()
-            out.print()
-            out.print(redactor.text(result.output), markup=False, highlight=False)
+            _print_answer(redactor.text(result.output))
         if result.question is not None:
+            asked = markup_safe(redactor.text(result.question.text), err)
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}\n"
+                f"[yellow]Waiting for a person:[/] {asked}\n"
                 f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
                 + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
+            reason = markup_safe(redactor.text(result.error or ""), err)
+            err.print(f"[red]Run {result.status}:[/] {reason}")
         if result.task_id is not None:
             err.print(f"[dim]task {result.task_id}[/]")
     code = exit_code(result.status)
     if code:
         raise typer.Exit(code)
+
+
+def _print_answer(answer: str) -> None:
+    """The answer on stdout (see :mod:`subagents.cli.answer`); at a terminal after a blank
+    line, which sets it apart from the progress above it."""
+    from subagents.cli.answer import write_answer, writes_to_terminal
+
+    if writes_to_terminal(sys.stdout):
+        sys.stdout.write("\n")
+    write_answer(answer)
 
 
 def result_payload(result: RunResult) -> dict[str, Any]:
@@ -751,8 +762,7 @@ def ask_person(console: Console, redactor: Redactor, printer: ProgressPrinter | 
     """An approver that asks the person at the terminal (``y`` approves; anything else
     declines, with what they typed as the reason); ``printer``'s "still running" reminders
     wait while the person answers."""
-    from rich.markup import escape
-
+    from subagents.cli.answer import markup_safe
     from subagents.tools.permissions import ApprovalDecision
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
@@ -761,7 +771,7 @@ def ask_person(console: Console, redactor: Redactor, printer: ProgressPrinter | 
         args = json.dumps(redactor.value(request.arguments), indent=2, ensure_ascii=False)
         console.print(
             f"\n[bold]{request.agent_type}[/] wants to run [bold]{request.tool_name}[/]:\n"
-            f"{escape(args)}"
+            f"{markup_safe(args, console)}"
         )
         if printer is None:
             answer = await asyncio.to_thread(input, "Allow? [y/N/reason to deny] ")

@@ -271,6 +271,8 @@ def _print_task(
 
     from rich.markup import escape
 
+    from subagents.cli.answer import terminal_safe
+
     console = make_console()
     console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
     fields = [
@@ -290,8 +292,11 @@ def _print_task(
         fields.append(("Result", _short(task.result, 400)))
     if task.error is not None:
         fields.append(("Error", task.error))
+    # a model wrote the result and maybe more: no emoji codes read, no control codes run
+    at_terminal = console.is_terminal
     for label, value in fields:
-        console.print(f"  [bold]{label}:[/] {escape(value)}")
+        shown = terminal_safe(value) if at_terminal else value
+        console.print(f"  [bold]{label}:[/] {escape(shown)}", emoji=False)
     console.print()
     if sessions:
         console.print(_sessions_tree(sessions))

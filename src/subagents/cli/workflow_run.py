@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from subagents.cli.common import CwdOption
+from subagents.cli.common import CwdOption, stderr_console
 
 __all__ = ["workflow_run_command"]
 
@@ -72,9 +72,9 @@ def workflow_run_command(
     """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
     pauses at a human node or a checkpoint, or stops in a crash, continues with `subagents
     resume TASK [--approve | --reject REASON | --set KEY=VALUE]`."""
-    from rich.console import Console
     from rich.markup import escape
 
+    from subagents.cli.answer import markup_safe, write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
@@ -87,7 +87,7 @@ def workflow_run_command(
     from subagents.tracing.redact import Redactor
     from subagents.workflows.files import find_workflow
 
-    err = Console(stderr=True)
+    err = stderr_console()
     redactor = Redactor()
     if permission_mode not in PERMISSION_MODES:
         err.print(
@@ -196,15 +196,17 @@ def workflow_run_command(
         typer.echo(json.dumps(redactor.value(payload), indent=2, default=str))
     else:
         err.print(f"[dim]path:[/] {escape(' -> '.join(taken) or '(no node ran)')}")
-        Console().print(redactor.text(result.output), markup=False, highlight=False)
+        write_answer(redactor.text(result.output))
         if result.question is not None:
+            asked = markup_safe(redactor.text(result.question.text), err)
             err.print(
-                f"[yellow]Waiting for a person:[/] {escape(redactor.text(result.question.text))}"
+                f"[yellow]Waiting for a person:[/] {asked}"
                 f"\nresume with: subagents resume {result.task_id} --approve | --reject REASON"
                 " [--set KEY=VALUE]"
             )
         elif not result.success:
-            err.print(f"[red]Run {result.status}:[/] {escape(redactor.text(result.error or ''))}")
+            reason = markup_safe(redactor.text(result.error or ""), err)
+            err.print(f"[red]Run {result.status}:[/] {reason}")
         if result.task_id is not None:
             err.print(f"[dim]task {result.task_id}[/]")
     from subagents.cli.common import exit_code

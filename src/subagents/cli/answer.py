@@ -1,0 +1,61 @@
+"""An agent's answer as the commands print it (the text exactly as the model wrote it), and
+what else a model wrote, made safe for a terminal.
+
+The answer is data: scripts pipe it into files and other programs. So it never goes through
+Rich, which would turn ``:smile:`` into an emoji, expand tabs, drop carriage returns and break
+long lines at the console's width (80 columns in a pipe without ``COLUMNS``). It is written as
+it is (already redacted by the caller), then one newline, so a reader that drops the last
+newline has the answer byte for byte.
+
+At a terminal the text is shown rather than handed on, and a model must not drive the
+terminal: the control characters it wrote (an escape sequence that moves the cursor, recolours
+or clears the screen; a carriage return that writes over a line) are shown escaped as
+``\\x1b``, except the line feeds, tabs and CRLF line ends that lay text out. Long lines stay
+whole: the terminal wraps them itself. The progress and status lines around the answer quote
+a model's (or a tool's) text too, inside Rich markup: :func:`markup_safe` makes it safe there.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["markup_safe", "terminal_safe", "write_answer", "writes_to_terminal"]
+
+# C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls
+# (U+009B is a CSI on the terminals that read C1 codes)
+_CONTROL = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with the control characters a terminal would act on shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def writes_to_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream counts as not one)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def write_answer(text: str, stream: IO[str] | None = None) -> None:
+    """Write ``text`` and a newline to ``stream`` (default: stdout): exact in a pipe or file,
+    with control characters escaped at a terminal (see :func:`terminal_safe`)."""
+    stream = stream or sys.stdout
+    shown = terminal_safe(text) if writes_to_terminal(stream) else text
+    stream.write(shown + "\n")
+    stream.flush()
+
+
+def markup_safe(text: str, console: Console) -> str:
+    """``text`` a model or a tool wrote, to quote in a Rich markup string printed on
+    ``console``: its markup escaped and, at a terminal, its control characters too."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(text) if console.is_terminal else text)
