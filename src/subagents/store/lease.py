@@ -8,7 +8,6 @@ expires another owner may claim the task (at once when the dead process ran on t
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from subagents.store.records import utc_now
 
 if TYPE_CHECKING:
     import asyncio
+    import logging
 
 __all__ = [
     "LeaseKeeper",
@@ -29,7 +29,13 @@ __all__ = [
     "owner_from_data",
 ]
 
-_log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """The module's logger, imported when first needed: `subagents tasks list` and the like
+    read leases but never renew one."""
+    import logging
+
+    return logging.getLogger(__name__)
 
 
 def lease_data(owner: TaskOwner, expires_at: datetime) -> str:
@@ -96,7 +102,10 @@ class LeaseKeeper:
     default) on a worker thread, from :meth:`start` until :meth:`stop`. A renewal that finds
     the task taken over stops the keeping, leaves the error in :attr:`lost` and calls
     ``on_lost`` with it (on the event loop); any other store error is logged and the next
-    renewal tries again."""
+    renewal tries again.
+
+    Between renewals it is a timer on the event loop, not a task waiting on one: a run shorter
+    than ``every`` (most are) pays for one timer, set and cancelled."""
 
     def __init__(
         self,
@@ -116,10 +125,10 @@ class LeaseKeeper:
         self._every = every if every is not None else ttl.total_seconds() / 4
         self._clock = clock
         self._on_lost = on_lost
-        import asyncio  # here, not at the top: `subagents tasks list` and the like never renew
-
-        self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._renewing: asyncio.Future[None] | None = None
+        self._stopped = False
         self.lost: TaskLeasedError | None = None
         self.renewals = 0
 
@@ -127,18 +136,22 @@ class LeaseKeeper:
         """Start renewing (on the running event loop)."""
         import asyncio
 
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._keep())
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._timer = self._loop.call_later(self._every, self._due)
 
     async def stop(self) -> None:
         """Stop renewing; a renewal under way finishes first, so none lands after this."""
-        self._stopping.set()
-        task, self._task = self._task, None
-        if task is not None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        renewing, self._renewing = self._renewing, None
+        if renewing is not None:
             try:
-                await task
+                await renewing
             except Exception:  # the run's outcome matters more than its lease's upkeep
-                _log.exception("the lease keeper of task %s failed", self._task_id)
+                _log().exception("the lease keeper of task %s failed", self._task_id)
 
     def renew(self) -> TaskLease:
         """One renewal, now (blocking)."""
@@ -148,25 +161,28 @@ class LeaseKeeper:
         self.renewals += 1
         return lease
 
-    async def _keep(self) -> None:
+    def _due(self) -> None:
         import asyncio
 
-        while not self._stopping.is_set():
-            try:
-                await asyncio.wait_for(self._stopping.wait(), self._every)
-                return
-            except TimeoutError:
-                pass
-            try:
-                await asyncio.to_thread(self.renew)
-            except TaskLeasedError as error:
-                self.lost = error
-                _log.warning("%s", error.message)
-                if self._on_lost is not None:
-                    self._on_lost(error)
-                return
-            except StoreError as error:
-                _log.warning("could not renew the lease of task %s: %s", self._task_id, error)
+        self._timer = None
+        if not self._stopped:
+            self._renewing = asyncio.ensure_future(self._renew_then_wait())
+
+    async def _renew_then_wait(self) -> None:
+        import asyncio
+
+        try:
+            await asyncio.to_thread(self.renew)
+        except TaskLeasedError as error:
+            self.lost = error
+            _log().warning("%s", error.message)
+            if self._on_lost is not None:
+                self._on_lost(error)
+            return
+        except StoreError as error:
+            _log().warning("could not renew the lease of task %s: %s", self._task_id, error)
+        if not self._stopped and self._loop is not None:
+            self._timer = self._loop.call_later(self._every, self._due)
 
 
 def _local(moment: datetime) -> str:
