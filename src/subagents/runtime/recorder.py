@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
 from subagents.errors import StoreVersionError
 from subagents.messages import message_from_dict, message_to_dict
 from subagents.runtime.snapshot import checkpoint_id
@@ -106,15 +108,22 @@ def _now() -> datetime:
 
 
 def _now_text() -> str:
-    """Now, as ``datetime.now(UTC).isoformat()`` writes it, at a fifth of its cost: the
-    seconds are formatted once a second (a step stamps three or four records)."""
+    """Now, in UTC, in ISO 8601 as pydantic writes a record's timestamps (``...T12:00:00.
+    123456Z``), at a fifth of the cost of ``datetime.now(UTC).isoformat()``: the seconds are
+    formatted once a second (a step stamps three or four records)."""
     global _stamped_second, _second_text
     now = time.time()
     second = int(now)
     if second != _stamped_second:
         _second_text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         _stamped_second = second
-    return f"{_second_text}.{int((now - second) * 1_000_000):06d}+00:00"
+    micro = int((now - second) * 1_000_000)
+    return f"{_second_text}.{micro:06d}Z" if micro else f"{_second_text}Z"
+
+
+def _time_text(moment: datetime) -> str:
+    """``moment`` as pydantic writes a record's timestamp."""
+    return to_json(moment).decode()[1:-1]
 
 
 _PREVIEWS_KEPT = 64
@@ -301,7 +310,7 @@ class Recorder:
             "tool_calls": snapshot.tool_calls,
             "usage": dict(snapshot.usage),
             "background": facts.background,
-            "created_at": facts.created_at.isoformat(),
+            "created_at": _time_text(facts.created_at),
             "updated_at": _now_text(),
         }
 
