@@ -212,8 +212,10 @@ class Run:
                 )
             except asyncio.CancelledError:
                 # stopped on purpose (Ctrl-C, a UI's stop): the task says so, not "running"
-                # as after a crash; 'subagents resume' continues it all the same
-                stopped = _unfinished(session, "cancelled", "stopped before it finished")
+                # as after a crash; 'subagents resume' continues it all the same. A runtime
+                # handing its runs over (a worker shutting down) leaves them "running".
+                if not self.runtime.handing_over:
+                    stopped = _unfinished(session, "cancelled", "stopped before it finished")
                 raise
         finally:
             self.decisions.clear()

@@ -125,6 +125,7 @@ class Runtime:
         self.store = store
         self._last_run: Run | None = None  # the run a UI shows (cancel_background; last_delegation)
         self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
+        self.handing_over = False  # see hand_over()
         # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
         self._mcp_servers = mcp_servers
         self._mcp_config: MCPServersConfig | None = None
@@ -1006,6 +1007,13 @@ class Runtime:
                 await self.aclose()
 
         return asyncio.run(run_and_close())
+
+    def hand_over(self) -> None:
+        """From now on a run of this runtime that is cancelled stops as a crash stops it: its
+        task stays as its last step left it (``running``), for another process to continue,
+        instead of being recorded ``cancelled``. A worker that shuts down says so before its
+        engine cancels the runs it leaves behind."""
+        self.handing_over = True
 
     async def aclose(self) -> None:
         """Close the provider connections of the models this runtime built, and stop the MCP

@@ -110,6 +110,7 @@ async def _run_step(task_id: str, resumes: bool) -> str:
 class _Running:
     loop: asyncio.AbstractEventLoop
     run: asyncio.Future[Any]
+    runtime: Runtime
     cancel_requested: bool = False
 
 
@@ -208,6 +209,8 @@ class Worker:
         beating meanwhile. Those that do not finish are left where their last step put them,
         and another worker takes them over at its next beat."""
         self._stopping.set()  # from now on the beat only beats
+        for entry in list(self._running.values()):  # what DBOS cancels stays running
+            entry.runtime.hand_over()
         with contextlib.suppress(Exception):
             DBOS.destroy(workflow_completion_timeout_sec=grace_seconds)
         self._stop.set()
@@ -311,7 +314,7 @@ class Worker:
             return self._fail(task, error)
         log.info("task %s: taken up (%s)", task_id[:8], "resumed" if resumes else task.status)
         run = asyncio.ensure_future(runtime.resume(task_id, chosen, force=True))
-        entry = self._running[workflow_id] = _Running(asyncio.get_running_loop(), run)
+        entry = self._running[workflow_id] = _Running(asyncio.get_running_loop(), run, runtime)
         status: str
         try:
             status = (await run).status
