@@ -13,6 +13,8 @@ or clears the screen; a carriage return that writes over a line) are shown escap
 ``\\x1b``, except the line feeds, tabs and CRLF line ends that lay text out. Long lines stay
 whole: the terminal wraps them itself. The progress and status lines around the answer quote
 a model's (or a tool's) text too, inside Rich markup: :func:`markup_safe` makes it safe there.
+The views of stored runs and of project files (``trace``, ``tasks show``, ``skills list``,
+``agents show``) quote such text on one line cut to a width: :func:`markup_line`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["markup_safe", "terminal_safe", "write_answer", "writes_to_terminal"]
+__all__ = [
+    "markup_line",
+    "markup_safe",
+    "terminal_safe",
+    "write_answer",
+    "writes_to_terminal",
+]
 
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls
 # (U+009B is a CSI on the terminals that read C1 codes)
@@ -59,3 +67,14 @@ def markup_safe(text: str, console: Console) -> str:
     from rich.markup import escape
 
     return escape(terminal_safe(text) if console.is_terminal else text)
+
+
+def markup_line(text: str, width: int, *, terminal: bool) -> str:
+    """``text`` a model, a tool or a file wrote, to quote in Rich markup as one line of at most
+    ``width`` characters: each run of whitespace one space, cut with ``…``, its markup escaped
+    and, at a ``terminal``, its control characters shown as ``\\xNN`` (before it is cut, so
+    that the line keeps to ``width``)."""
+    from rich.markup import escape
+
+    line = " ".join((terminal_safe(text) if terminal else text).split())
+    return escape(line if len(line) <= width else line[: width - 1] + "…")

@@ -271,7 +271,7 @@ def _print_task(
 
     from rich.markup import escape
 
-    from subagents.cli.answer import terminal_safe
+    from subagents.cli.answer import markup_safe, terminal_safe
 
     console = make_console()
     console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
@@ -299,7 +299,7 @@ def _print_task(
         console.print(f"  [bold]{label}:[/] {escape(shown)}", emoji=False)
     console.print()
     if sessions:
-        console.print(_sessions_tree(sessions))
+        console.print(_sessions_tree(sessions, terminal=at_terminal))
     else:
         console.print("No sessions stored.")
     if last is not None:
@@ -307,12 +307,14 @@ def _print_task(
             f"Last checkpoint: #{last.sequence} {last.position} at {_when(last.created_at)} "
             f"(session {last.session_id})",
             highlight=False,
+            markup=False,
         )
     for checkpoint in waiting:
+        # JSON escapes C0 controls, not DEL and the C1 ones (a C1 CSI drives some terminals)
         question = json.dumps(checkpoint.question or {}, indent=2, ensure_ascii=False)
         console.print(
-            f"[yellow]Awaiting a person[/] in session {escape(checkpoint.session_id)}:\n"
-            f"{escape(question)}"
+            f"[yellow]Awaiting a person[/] in session {markup_safe(checkpoint.session_id, console)}"
+            f":\n{markup_safe(question, console)}"
         )
     if waiting or task.status == "awaiting_human":
         console.print(
@@ -323,24 +325,31 @@ def _print_task(
         )
 
 
-def _sessions_tree(sessions: list[SessionRecord]) -> Tree:
+def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
+    """The sessions nested under the ones that started them; at a ``terminal`` the control
+    characters of what models and agent files wrote (a task's description) shown escaped."""
     from rich.markup import escape
     from rich.tree import Tree
+
+    from subagents.cli.answer import markup_line, terminal_safe
+
+    def quoted(text: str) -> str:
+        return escape(terminal_safe(text) if terminal else text)
 
     def label(session: SessionRecord) -> str:
         usage = session.usage or {}
         tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
         text = (
-            f"[bold]{escape(session.agent_name)}[/] {_styled(session.status)} "
-            f"{escape(session.model)}, {session.turns} turns, {session.tool_calls} tool calls"
+            f"[bold]{quoted(session.agent_name)}[/] {_styled(session.status)} "
+            f"{quoted(session.model)}, {session.turns} turns, {session.tool_calls} tool calls"
         )
         if session.background:
             text += " [magenta](background)[/]"
         if tokens:
             text += f", {tokens} tokens"
         if session.task_description:
-            text += f" - {escape(_short(session.task_description, 60))}"
-        return text + f" [dim]{session.session_id}[/]"
+            text += f" - {markup_line(session.task_description, 60, terminal=terminal)}"
+        return text + f" [dim]{quoted(session.session_id)}[/]"
 
     known = {session.session_id for session in sessions}
     children: dict[str | None, list[SessionRecord]] = {}
@@ -431,7 +440,8 @@ def cleanup_command(
     typer.echo(f"{verb} {len(report.removed)} task(s) from {path}.")
     for task in report.removed:
         finished = _when(task.completed_at or task.updated_at)
-        typer.echo(f"  {task.id}  {task.status:<10}  {finished}  {_short(task.description, 60)}")
+        shown = plain.clean(_short(task.description, 60))  # no control characters run
+        typer.echo(f"  {task.id}  {task.status:<10}  {finished}  {shown}")
     _report_unreadable(path, report.unreadable, "kept, since their age cannot be judged")
     if report.unreadable:
         raise typer.Exit(EXIT_PROBLEMS)

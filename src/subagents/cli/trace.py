@@ -4,6 +4,8 @@ them, with durations, tokens, tool calls and errors), or ``--json`` for the seed
 Only typer is imported at module level; the store, the trace view and Rich come in inside the
 command so that ``subagents --help`` stays fast. Every value shown has been redacted: when it
 was stored, and again here with the project's credentials (an imported task may hold some).
+What a model, a tool or an agent file wrote is quoted as text, never read as Rich markup, and
+at a terminal its control characters are shown escaped (see :mod:`subagents.cli.answer`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from subagents.cli.answer import markup_line, terminal_safe
 from subagents.cli.common import (
     CwdOption,
     JsonOption,
@@ -79,7 +82,8 @@ def trace_command(
     from subagents.cli.common import make_console
 
     # the terminal's width; logs and CI get a wide page instead of wrapped lines (or COLUMNS)
-    make_console().print(render_tree(trace), highlight=False)
+    console = make_console()
+    console.print(render_tree(trace, terminal=console.is_terminal), highlight=False)
 
 
 def _export(trace: TaskTrace, *, include_content: bool) -> None:
@@ -123,9 +127,9 @@ def _load(path: StoreTarget, task_id: str, cwd: Path | None) -> TaskTrace:
         opened.close()
 
 
-def render_tree(trace: TaskTrace) -> Tree:
-    """The Rich tree ``subagents trace`` prints."""
-    from rich.markup import escape
+def render_tree(trace: TaskTrace, *, terminal: bool = True) -> Tree:
+    """The Rich tree ``subagents trace`` prints; for a ``terminal``, the control characters of
+    what models, tools and files wrote are shown escaped (``\\x1b``), else kept as they are."""
     from rich.tree import Tree
 
     task = trace.task
@@ -134,11 +138,12 @@ def render_tree(trace: TaskTrace) -> Tree:
         f"  {_tokens(trace.input_tokens, trace.output_tokens)}"
     )
     if task.description:
-        label += f"  [dim]{escape(_one_line(task.description, 80))}[/]"
+        label += f"  [dim]{markup_line(task.description, 80, terminal=terminal)}[/]"
     if task.error:
-        label += f"\n[red]error: {escape(_one_line(task.error, _ERROR_WIDTH))}[/]"
+        label += f"\n[red]error: {markup_line(task.error, _ERROR_WIDTH, terminal=terminal)}[/]"
     if trace.workflow_path:
-        label += f"\n[blue]path:[/] {escape(workflow_path_text(trace.workflow_path))}"
+        path = _quoted(workflow_path_text(trace.workflow_path), terminal)
+        label += f"\n[blue]path:[/] {path}"
     tree = Tree(label)
     if not trace.roots:
         tree.add("[dim]no sessions recorded[/]")
@@ -148,7 +153,7 @@ def render_tree(trace: TaskTrace) -> Tree:
         if step.get("session_id")
     }
     for root in trace.roots:
-        _add_session(tree, root, nodes.get(root.session_id))
+        _add_session(tree, root, terminal, nodes.get(root.session_id))
     return tree
 
 
@@ -163,32 +168,36 @@ def workflow_path_text(path: list[dict[str, Any]]) -> str:
     return " -> ".join(parts)
 
 
-def _add_session(parent: Tree, session: SessionTrace, workflow_node: str | None = None) -> None:
-    from rich.markup import escape
+def _add_session(
+    parent: Tree, session: SessionTrace, terminal: bool, workflow_node: str | None = None
+) -> None:
+    def quoted(text: str) -> str:
+        return _quoted(text, terminal)
 
-    at_node = f"[blue]node {escape(workflow_node)}:[/] " if workflow_node else ""
+    def line(text: str, width: int) -> str:
+        return markup_line(text, width, terminal=terminal)
+
+    at_node = f"[blue]node {quoted(workflow_node)}:[/] " if workflow_node else ""
     label = (
-        f"{at_node}[bold]{escape(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
-        f"{escape(session.model)} {_status(session.status)}  "
+        f"{at_node}[bold]{quoted(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
+        f"{quoted(session.model)} {_status(session.status)}  "
         f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}  "
         f"{format_duration(session.duration_ms)}"
     )
     if session.description:
-        label += f"  [dim]{escape(_one_line(session.description, 60))}[/]"
+        label += f"  [dim]{line(session.description, 60)}[/]"
     if session.error:
-        label += f"\n[red]error: {escape(_one_line(session.error, _ERROR_WIDTH))}[/]"
+        label += f"\n[red]error: {line(session.error, _ERROR_WIDTH)}[/]"
     node = parent.add(label)
     for event in session.events:
         if event.status == "warning":
-            node.add(f"[yellow]{escape(event.name)}: {escape(_one_line(event.message, 200))}[/]")
+            node.add(f"[yellow]{quoted(event.name)}: {line(event.message, 200)}[/]")
         if event.name == "worktree_kept":
-            where = event.data.get("worktree_path", "?")
-            branch = event.data.get("worktree_branch", "?")
-            node.add(
-                f"[yellow]worktree kept:[/] {escape(str(where))} (branch {escape(str(branch))})"
-            )
+            where = quoted(str(event.data.get("worktree_path", "?")))
+            branch = quoted(str(event.data.get("worktree_branch", "?")))
+            node.add(f"[yellow]worktree kept:[/] {where} (branch {branch})")
     if session.todos:
-        _add_todos(node, session)
+        _add_todos(node, session, terminal)
     if session.model_calls:
         calls = session.model_calls
         spent = sum(call.duration_ms or 0.0 for call in calls)
@@ -199,42 +208,41 @@ def _add_session(parent: Tree, session: SessionTrace, workflow_node: str | None 
         )
     waiting = {child.session_id: child for child in session.children}
     for call in session.tool_calls:
-        call_node = node.add(_tool_label(call))
+        call_node = node.add(_tool_label(call, terminal))
         child = waiting.pop(call.child_session_id or "", None)
         if child is not None:
-            _add_session(call_node, child)
+            _add_session(call_node, child, terminal)
     for child in session.children:
         if child.session_id in waiting:
-            _add_session(node, child)
+            _add_session(node, child, terminal)
 
 
-def _add_todos(node: Tree, session: SessionTrace) -> None:
-    from rich.markup import escape
-
+def _add_todos(node: Tree, session: SessionTrace, terminal: bool) -> None:
     from subagents.cli.progress import TODO_MARKS
     from subagents.todos import todo_counts
 
     todos = node.add(f"[dim]todos ({todo_counts(session.todos)})[/]")
     for item in session.todos:
         mark, style = TODO_MARKS[item.status]
-        todos.add(f"[{style}]{mark} {escape(_one_line(item.content, _ERROR_WIDTH))}[/]")
+        content = markup_line(item.content, _ERROR_WIDTH, terminal=terminal)
+        todos.add(f"[{style}]{mark} {content}[/]")
 
 
-def _tool_label(call: ToolCallTrace) -> str:
-    from rich.markup import escape
-
+def _tool_label(call: ToolCallTrace, terminal: bool) -> str:
     arguments = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
     text = (
-        f"{escape(call.name)}[dim]({escape(_one_line(arguments, _ARGUMENTS_WIDTH))})[/]  "
+        f"{_quoted(call.name, terminal)}"
+        f"[dim]({markup_line(arguments, _ARGUMENTS_WIDTH, terminal=terminal)})[/]  "
         f"{format_duration(call.duration_ms)}  "
     )
     if call.repairs:
-        text += f"[yellow]repaired: {escape(_one_line('; '.join(call.repairs), 200))}[/]  "
+        repairs = markup_line("; ".join(call.repairs), 200, terminal=terminal)
+        text += f"[yellow]repaired: {repairs}[/]  "
     if not call.failed:
         return text + "[green]ok[/]"
-    reason = _first_line(call.error or "")
-    outcome = call.outcome if call.outcome not in ("", "ok") else "error"
-    return text + f"[red]{escape(outcome)}" + (f": {escape(reason)}" if reason else "") + "[/]"
+    reason = markup_line(_first_line(call.error or ""), _ERROR_WIDTH, terminal=terminal)
+    outcome = _quoted(call.outcome if call.outcome not in ("", "ok") else "error", terminal)
+    return text + f"[red]{outcome}" + (f": {reason}" if reason else "") + "[/]"
 
 
 def format_duration(milliseconds: float | None) -> str:
@@ -263,9 +271,11 @@ def _status(status: str) -> str:
 
 def _first_line(text: str) -> str:
     lines = text.strip().splitlines()
-    return _one_line(lines[0], _ERROR_WIDTH) if lines else ""
+    return lines[0] if lines else ""
 
 
-def _one_line(text: str, width: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+def _quoted(text: str, terminal: bool) -> str:
+    """``text`` (a name, a path) to quote in markup whole (see :func:`markup_safe`)."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(text) if terminal else text)

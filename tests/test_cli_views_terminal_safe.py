@@ -1,0 +1,228 @@
+"""The views of stored runs (`trace`, `tasks show`, `tasks list`) at a terminal: what a model
+or a tool says can neither drive the terminal (a title change, a cleared screen, a C1 CSI) nor
+be read as Rich markup (a style, an OSC 8 link to a local file).
+
+A real run is stored with scripted models in the project's SQLite store; the real console
+script then shows it at a pseudo-terminal (as test_cli_answer_output does), and the bytes the
+terminal received are checked: no escape, bell or C1 byte but the printer's own SGR styles,
+and the markup shown as the text it is."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.control import strip_control_codes
+from rich.text import Text
+
+from subagents.cli.answer import markup_line, terminal_safe
+from subagents.definitions.model import AgentDefinition
+from subagents.errors import ToolError
+from subagents.messages import ToolResultMessage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.runtime import Runtime
+from subagents.store.sqlite import open_store
+from subagents.testing import FunctionModel, ScriptedModel, text_response, tool_call_response
+from subagents.tools.decorator import tool
+from test_cli_durable import Project, ScriptedServer, terminal_bytes
+
+TITLE = "\x1b]0;pwned\x07"  # sets the window title
+CLEAR = "\x1b[2J"  # clears the screen
+CSI = "\x9b2J"  # the same, as a C1 control
+BOLD = "[bold red]x[/]"
+LINK = "[link=file:///etc/passwd]y[/link]"
+FIRST = f"{TITLE} {BOLD}"
+SECOND = f"{CLEAR} {CSI} {LINK}"
+EVERYTHING = f"{FIRST} {SECOND}"
+SGR = re.compile(rb"\x1b\[[0-9;]*m")  # the printer's own styles
+RAW = (b"\x1b", b"\x07", "\x9b".encode())
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:  # not asked: the runs here are recorded in the test
+        yield running
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: ScriptedServer, isolated_home: Path) -> Project:
+    return Project(tmp_path / "project", server, isolated_home)  # a terminal of 300 columns
+
+
+@tool
+async def Boom(note: str) -> str:
+    """Fail with the note as the error."""
+    raise ToolError(note)
+
+
+def record_run(project: Project) -> str:
+    """A completed run in the project's store whose every text holds :data:`EVERYTHING`: the
+    prompt, a todo, a failed tool's error, a subagent's task description and prompt, its
+    answer and the final answer."""
+    plan: list[tuple[str, dict[str, Any]]] = [
+        (
+            "TodoWrite",
+            {"todos": [{"content": EVERYTHING, "status": "in_progress", "activeForm": FIRST}]},
+        ),
+        ("Boom", {"note": EVERYTHING}),
+        ("Task", {"description": FIRST, "prompt": EVERYTHING, "subagent_type": "helper"}),
+    ]
+
+    def main(request: ModelRequest) -> ModelResponse:
+        done = sum(isinstance(message, ToolResultMessage) for message in request.messages)
+        return tool_call_response(*plan[done]) if done < len(plan) else text_response(EVERYTHING)
+
+    helper = AgentDefinition(name="helper", description="Helps.", system_prompt="You help.")
+
+    async def run() -> str:
+        with open_store(project.store_file) as store:
+            runtime = Runtime(
+                cwd=project.root,
+                agents=[helper],
+                model=FunctionModel(main, name="scripted:main"),
+                agent_models={"helper": ScriptedModel([EVERYTHING], name="scripted:helper")},
+                tools=[Boom],
+                permission_mode="bypassPermissions",
+                store=store,
+            )
+            result = await runtime.run(EVERYTHING, description=EVERYTHING)
+            await runtime.aclose()
+        assert result.status == "completed", result.error
+        assert result.task_id is not None
+        return result.task_id
+
+    return asyncio.run(run())
+
+
+def record_paused_run(project: Project) -> str:
+    """A run waiting for a person to approve a Write whose content is :data:`EVERYTHING`."""
+    model = ScriptedModel(
+        [tool_call_response("Write", {"file_path": "x.txt", "content": EVERYTHING})]
+    )
+
+    async def run() -> str:
+        with open_store(project.store_file) as store:
+            runtime = Runtime(
+                cwd=project.root,
+                model=model,
+                permission_mode="default",
+                headless="pause",
+                store=store,
+            )
+            result = await runtime.run("write it")
+            await runtime.aclose()
+        assert result.status == "awaiting_human", result.error
+        assert result.task_id is not None
+        return result.task_id
+
+    return asyncio.run(run())
+
+
+def shown_at_a_terminal(project: Project, *args: str) -> str:
+    """The screen of the console script run at a pseudo-terminal, checked for raw escape,
+    bell and C1 bytes (the printer's own SGR styles aside), as text."""
+    code, seen = terminal_bytes(project, *args)
+    screen = SGR.sub(b"", seen)
+    shown = screen.decode(errors="replace")
+    assert code == 0, shown
+    assert "Traceback" not in shown, shown
+    for raw in RAW:
+        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    assert "pwned" in shown, shown  # shown, not acted on (nor dropped)
+    return shown.replace("\r\n", "\n")
+
+
+def assert_markup_shown_as_text(shown: str) -> None:
+    assert BOLD in shown, shown
+    assert LINK in shown, shown
+
+
+# -- views of a stored run ------------------------------------------------------------------
+
+
+def test_trace_shows_a_models_and_a_tools_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    task_id = record_run(project)
+    shown = shown_at_a_terminal(project, "trace", task_id)
+    assert_markup_shown_as_text(shown)
+    assert terminal_safe(EVERYTHING) in shown  # the tool's error and the todo, whole
+    assert "helper " in shown
+
+
+def test_trace_json_keeps_the_text_exactly(project: Project) -> None:
+    import json
+
+    task_id = record_run(project)
+    done = project.cli("trace", task_id, "--json")
+    assert done.code == 0, done.err
+    data = json.loads(done.out)
+    assert data["task"]["description"] == EVERYTHING
+    assert [call["error"] for call in data["tool_calls"] if call["tool"] == "Boom"] == [EVERYTHING]
+
+
+def test_tasks_show_shows_the_sessions_tree_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    task_id = record_run(project)
+    shown = shown_at_a_terminal(project, "tasks", "show", task_id)
+    assert_markup_shown_as_text(shown)
+    assert terminal_safe(FIRST) in shown.split("Sessions", 1)[1]  # the subagent's task
+
+
+def test_tasks_show_shows_a_pending_question_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    task_id = record_paused_run(project)
+    shown = shown_at_a_terminal(project, "tasks", "show", task_id)
+    assert "Awaiting a person" in shown, shown
+    assert_markup_shown_as_text(shown)
+
+
+def test_tasks_show_json_keeps_the_text_exactly(project: Project) -> None:
+    task_id = record_run(project)
+    shown = project.show(task_id)
+    assert shown["task"]["result"] == EVERYTHING
+    assert [session["task_description"] for session in shown["sessions"]][1:] == [FIRST]
+
+
+def test_tasks_list_shows_a_description_without_driving_the_terminal(project: Project) -> None:
+    # already safe: the listing is plain text, its control characters shown as spaces
+    record_run(project)
+    shown = shown_at_a_terminal(project, "tasks", "list")
+    assert_markup_shown_as_text(shown)
+
+
+# -- the helper -----------------------------------------------------------------------------
+
+
+def rich_shows(quoted: str) -> str:
+    """What Rich shows of ``quoted`` inside a tag, as the views print it."""
+    return Text.from_markup(f"[dim]{quoted}[/]").plain
+
+
+@given(st.text(), st.integers(min_value=1, max_value=200))
+def test_markup_line_at_a_terminal_is_one_safe_line_of_the_text_as_written(
+    text: str, width: int
+) -> None:
+    quoted = markup_line(text, width, terminal=True)
+    assert terminal_safe(quoted) == quoted  # nothing left that drives a terminal
+    shown = rich_shows(quoted)  # the text, not markup
+    assert len(shown) <= width
+    assert "\n" not in shown and "\t" not in shown
+    whole = " ".join(terminal_safe(text).split())
+    assert shown == whole or (shown.endswith("…") and whole.startswith(shown[:-1]))
+
+
+@given(st.text(), st.integers(min_value=1, max_value=200))
+def test_markup_line_off_a_terminal_keeps_the_characters(text: str, width: int) -> None:
+    shown = rich_shows(markup_line(text, width, terminal=False))
+    whole = " ".join(text.split())
+    cut = whole if len(whole) <= width else whole[: width - 1] + "…"
+    assert shown == strip_control_codes(cut)  # Rich drops a bell, a backspace, ... itself
