@@ -1,6 +1,7 @@
-"""The views of stored runs (`trace`, `tasks show`, `tasks list`) at a terminal: what a model
-or a tool says can neither drive the terminal (a title change, a cleared screen, a C1 CSI) nor
-be read as Rich markup (a style, an OSC 8 link to a local file).
+"""The views of stored runs and of project files (`trace`, `tasks show`, `tasks list`,
+`skills list`, `agents list`, `agents show`, `workflow show`) at a terminal: what a model, a
+tool or a file the user did not write says can neither drive the terminal (a title change, a
+cleared screen, a C1 CSI) nor be read as Rich markup (a style, an OSC 8 link to a local file).
 
 A real run is stored with scripted models in the project's SQLite store; the real console
 script then shows it at a pseudo-terminal (as test_cli_answer_output does), and the bytes the
@@ -40,6 +41,8 @@ LINK = "[link=file:///etc/passwd]y[/link]"
 FIRST = f"{TITLE} {BOLD}"
 SECOND = f"{CLEAR} {CSI} {LINK}"
 EVERYTHING = f"{FIRST} {SECOND}"
+# the same in a YAML double-quoted scalar (an agent's or a skill's description)
+YAML_EVERYTHING = '"\\e]0;pwned\\a [bold red]x[/] \\e[2J \\x9b2J [link=file:///etc/passwd]y[/link]"'
 SGR = re.compile(rb"\x1b\[[0-9;]*m")  # the printer's own styles
 RAW = (b"\x1b", b"\x07", "\x9b".encode())
 
@@ -196,6 +199,74 @@ def test_tasks_list_shows_a_description_without_driving_the_terminal(project: Pr
     # already safe: the listing is plain text, its control characters shown as spaces
     record_run(project)
     shown = shown_at_a_terminal(project, "tasks", "list")
+    assert_markup_shown_as_text(shown)
+
+
+# -- views of project files -----------------------------------------------------------------
+
+
+def write_agent(project: Project) -> None:
+    agents = project.root / ".subagents" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "evil.md").write_text(
+        f"---\nname: evil\ndescription: {YAML_EVERYTHING}\ntools: Read\n---\n"
+        f"You are evil. {EVERYTHING} [a link](https://example.test/where)\n",
+        encoding="utf-8",
+    )
+
+
+def test_agents_show_shows_an_agent_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    write_agent(project)
+    assert project.cli("agents", "show", "evil", "--json").json()["description"] == EVERYTHING
+    shown = shown_at_a_terminal(project, "agents", "show", "evil")
+    assert_markup_shown_as_text(shown)
+    assert "https://example.test/where" in shown  # a link's target shown, not hidden in OSC 8
+
+
+def test_agents_list_shows_an_agent_file_without_driving_the_terminal(project: Project) -> None:
+    # already safe: the listing is plain text, its control characters shown as spaces
+    write_agent(project)
+    agents = project.root / ".subagents" / "agents"
+    (agents / "broken.md").write_text(
+        f"---\nname: broken\ndescription: Broken.\nmodel: {YAML_EVERYTHING}\n---\nBroken.\n",
+        encoding="utf-8",
+    )
+    code, seen = terminal_bytes(project, "agents", "list")
+    assert code == 0, seen
+    screen = SGR.sub(b"", seen)
+    assert not any(raw in screen for raw in RAW), screen
+    assert b"evil" in screen and b"broken" in screen, screen
+
+
+def test_skills_list_shows_a_skill_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    skill = project.root / ".claude" / "skills" / "evil"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        f"---\nname: evil\ndescription: {YAML_EVERYTHING}\nunknown-key: {YAML_EVERYTHING}\n"
+        f"---\nDo evil. {EVERYTHING}\n",
+        encoding="utf-8",
+    )
+    shown = shown_at_a_terminal(project, "skills", "list")
+    assert_markup_shown_as_text(shown)
+
+
+def test_workflow_show_shows_a_workflow_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    write_agent(project)
+    workflows = project.root / ".subagents" / "workflows"
+    workflows.mkdir()
+    (workflows / "evil.yaml").write_text(
+        f"name: evil\ndescription: {YAML_EVERYTHING}\nentry_point: ask\nnodes:\n"
+        f"  ask: {{type: agent, agent: evil, prompt: {YAML_EVERYTHING}}}\n"
+        "edges:\n  - {from: ask, to: end}\n",
+        encoding="utf-8",
+    )
+    shown = shown_at_a_terminal(project, "workflow", "show", "evil")
     assert_markup_shown_as_text(shown)
 
 

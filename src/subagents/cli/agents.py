@@ -375,7 +375,15 @@ def show_agent(
     from rich.table import Table
     from rich.text import Text
 
+    from subagents.cli.answer import terminal_safe
+
     console = make_console()
+
+    def shown(text: str) -> str:
+        """An agent file's text (it may come with the project), as text: never markup, and
+        at a terminal its control characters escaped (see :mod:`subagents.cli.answer`)."""
+        return terminal_safe(text) if console.is_terminal else text
+
     d = record.definition
     rows: list[tuple[str, str]] = [
         ("name", record.name + (f" (declared as {d.declared_name!r})" if d.declared_name else "")),
@@ -411,7 +419,7 @@ def show_agent(
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for label, value in rows:
-        grid.add_row(label, Text(value))
+        grid.add_row(label, Text(shown(value)))
     console.print(grid)
     for title, items, style in (
         ("errors", d.validation_errors, "red"),
@@ -421,14 +429,16 @@ def show_agent(
         if items:
             console.print(f"\n[bold {style}]{title}[/]")
             for item in items:
-                console.print(f"  - {item}", highlight=False, markup=False)
+                console.print(f"  - {shown(item)}", highlight=False, markup=False)
     if record.overrides:
         console.print("\n[bold]overrides[/]")
         for lower in record.overrides:
             where = _source(lower, base)
-            console.print(f"  - {lower.scope}: {where}", highlight=False)
+            console.print(f"  - {lower.scope}: {shown(where)}", highlight=False, markup=False)
     console.print()
-    console.print(Panel(Markdown(d.system_prompt or "(empty)"), title="system prompt"))
+    # links shown with their targets, not as terminal hyperlinks that hide them
+    prompt = Markdown(shown(d.system_prompt or "(empty)"), hyperlinks=False)
+    console.print(Panel(prompt, title="system prompt"))
 
 
 def _isolation_effort_hooks_rows(d: AgentDefinition) -> list[tuple[str, object]]:

@@ -40,9 +40,13 @@ def list_skills(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
         return
     _print(rows)
     if left_out:
-        make_console().print(
+        from subagents.cli.answer import terminal_safe
+
+        console = make_console()
+        first = terminal_safe(left_out[0]) if console.is_terminal else left_out[0]
+        console.print(
             f"{len(left_out)} more skills were not read (at most {MAX_SKILLS} are), the "
-            f"first: {left_out[0]}; remove the skills you do not use.",
+            f"first: {first}; remove the skills you do not use.",
             highlight=False,
             markup=False,
         )
@@ -72,12 +76,20 @@ def _shown(path: Path, base: Path) -> str:
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
+    """The skills as a table, then their notes. A skill's file may come with the project (not
+    written by the person here): its text is never read as markup, and at a terminal its
+    control characters are shown escaped (see :mod:`subagents.cli.answer`)."""
     from rich import box
-    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
+    from subagents.cli.answer import markup_safe, terminal_safe
+
     console = make_console()
+
+    def shown(text: str) -> str:
+        return terminal_safe(text) if console.is_terminal else text
+
     if not rows:
         console.print(
             "No skills found - a skill is a folder with a SKILL.md (frontmatter: name, "
@@ -92,11 +104,11 @@ def _print(rows: list[dict[str, Any]]) -> None:
     styles = {"ok": "green", "invalid": "red", "shadowed": "yellow"}
     for row in rows:
         table.add_row(
-            escape(row["name"]),
+            markup_safe(row["name"], console),
             row["scope"],
             f"[{styles[row['status']]}]{row['status']}[/]",
-            escape(row["path"]),
-            escape(row["description"] or "-"),
+            markup_safe(row["path"], console),
+            markup_safe(row["description"] or "-", console),
         )
     console.print(table)
     for row in rows:
@@ -110,4 +122,5 @@ def _print(rows: list[dict[str, Any]]) -> None:
         notes += [("error", "red", error) for error in row["errors"]]
         notes += [("warning", "yellow", warning) for warning in row["warnings"]]
         for label, style, text in notes:
-            console.print(Text.assemble((label, style), f": {row['name']} ({row['path']}): {text}"))
+            quoted = shown(f": {row['name']} ({row['path']}): {text}")
+            console.print(Text.assemble((label, style), quoted))

@@ -3,7 +3,10 @@
 Workflows are files in ``.subagents/workflows`` (see :mod:`subagents.workflows.files`). Only
 typer is imported at module level; the workflow modules, the agent inventory and the MCP config
 come in inside each command so that ``subagents --help`` stays fast. Output is plain text that
-fits 80 columns; a command that finds errors exits with 1.
+fits 80 columns; a command that finds errors exits with 1. A workflow file may come with the
+project (not written by the person here): the control characters of what it says are shown as
+spaces (:func:`subagents.cli.plain.clean`), as the plain listings show them, so that they
+cannot drive the terminal and every line keeps its width.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from subagents.cli import plain
 from subagents.cli.common import CwdOption, user_errors
 from subagents.cli.workflow_run import workflow_run_command
 
@@ -130,7 +134,7 @@ def _shown(path: Path, base: Path) -> str:
 def _echo_wrapped(text: str, *, err: bool = False, indent: str = "    ") -> None:
     typer.echo(
         textwrap.fill(
-            text,
+            plain.clean(text),
             WIDTH,
             subsequent_indent=indent,
             break_long_words=False,
@@ -180,7 +184,8 @@ def list_workflows(cwd: CwdOption = None) -> None:
     for name, entry in found.items():
         result = checked[name]
         nodes = "-" if result.workflow is None else str(len(result.workflow.nodes))
-        rows.append((name, entry.scope, nodes, _status(result), _shown(entry.path, base)))
+        where = plain.clean(_shown(entry.path, base))
+        rows.append((plain.clean(name), entry.scope, nodes, _status(result), where))
     status_width = max(len(row[3]) for row in rows)
     for name, scope, nodes, status, path in rows:
         line = f"{name:<{name_width}}  {scope:<7}  {nodes:>5}  {status:<{status_width}}  {path}"
@@ -276,8 +281,9 @@ def show_workflow(
                 err=True,
             )
         return
-    typer.echo(f"{where}")
-    typer.echo(to_text(result.workflow, width=WIDTH), nl=False)
+    typer.echo(plain.clean(where))
+    shown = to_text(result.workflow, width=WIDTH).split("\n")
+    typer.echo("\n".join(plain.clean(line) for line in shown), nl=False)
     if result.problems:
         typer.echo("")
         typer.echo(f"{_count(result.errors, 'error')}, {_count(result.warnings, 'warning')}:")
