@@ -11,7 +11,9 @@ and the markup shown as the text it is."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,8 @@ from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel, ScriptedModel, text_response, tool_call_response
 from subagents.tools.decorator import tool
-from test_cli_durable import Project, ScriptedServer, terminal_bytes
+from test_cli_durable import MODEL, Project, ScriptedServer, terminal_bytes
+from test_cli_mcp import CALC
 
 TITLE = "\x1b]0;pwned\x07"  # sets the window title
 CLEAR = "\x1b[2J"  # clears the screen
@@ -297,3 +300,41 @@ def test_markup_line_off_a_terminal_keeps_the_characters(text: str, width: int) 
     whole = " ".join(text.split())
     cut = whole if len(whole) <= width else whole[: width - 1] + "…"
     assert shown == strip_control_codes(cut)  # Rich drops a bell, a backspace, ... itself
+
+
+# -- line-mode chat and a tool called by hand ----------------------------------------------
+
+
+def test_chat_line_mode_shows_a_models_question_without_driving_the_terminal(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.call("AskHuman", {"question": EVERYTHING})
+    code, seen = terminal_bytes(
+        project,
+        "chat",
+        "--no-tui",
+        "--model",
+        MODEL,
+        answers=(("› ", "question"), ("(/resume)", "/quit")),
+    )
+    screen = SGR.sub(b"", seen)
+    shown = screen.decode(errors="replace")
+    assert code == 0, shown
+    for raw in RAW:
+        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    assert f"waiting for you: {terminal_safe(EVERYTHING)} (/resume)" in shown, shown
+
+
+def test_mcp_call_shows_a_servers_text_without_driving_the_terminal(project: Project) -> None:
+    calc = {"command": sys.executable, "args": [str(CALC), "stdio"]}
+    (project.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
+    arguments = json.dumps({"message": EVERYTHING})
+    code, seen = terminal_bytes(project, "mcp", "call", "calc", "fail", arguments)
+    screen = SGR.sub(b"", seen)
+    shown = screen.decode(errors="replace")
+    assert code == 1, shown
+    for raw in RAW:
+        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    assert terminal_safe(EVERYTHING) in shown, shown
+    piped = project.cli("mcp", "call", "calc", "fail", arguments)  # exact in a pipe
+    assert piped.code == 1 and EVERYTHING in piped.err, piped.err

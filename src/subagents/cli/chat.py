@@ -528,14 +528,14 @@ async def run_line_mode(
                 runtime.approver = None
         except SubagentsError as error:
             hint = f"\nhint: {error.hint}" if error.hint else ""
-            out.print(f"error: {redactor.text(error.message + hint)}", markup=False)
+            write_answer(f"error: {redactor.text(error.message + hint)}", out.file)
             continue
         write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)
-            out.print(f"waiting for you: {question} (/resume)", markup=False, emoji=False)
+            write_answer(f"waiting for you: {question} (/resume)", out.file)
         elif not result.success:
-            out.print(f"turn {result.status}: {redactor.text(result.error or '')}", markup=False)
+            write_answer(f"turn {result.status}: {redactor.text(result.error or '')}", out.file)
     await session.aclose()
 
 
@@ -552,9 +552,11 @@ def _line_approver(out: Console, redactor: Any, input_line: Callable[[str], str 
     import asyncio
     import json
 
+    from subagents.cli.answer import write_answer
+
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
         shown = json.dumps(redactor.value(request.arguments), indent=2, ensure_ascii=False)
-        out.print(f"{request.agent_type} wants to run {request.tool_name}:\n{shown}", markup=False)
+        write_answer(f"{request.agent_type} wants to run {request.tool_name}:\n{shown}", out.file)
         answer = await asyncio.to_thread(input_line, "Allow? [y/N/reason to deny] ")
         return _line_answer(answer or "")
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from subagents.cli.answer import write_answer
 from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
 
 if TYPE_CHECKING:
@@ -158,10 +160,10 @@ def call_tool(
         answer, failed = asyncio.run(_call(config, tool, values, workspace))
     if as_json:
         typer.echo(json.dumps({"server": server, "tool": tool, "ok": not failed, "text": answer}))
-    elif failed:
-        typer.echo(f"error: {answer}", err=True)
+    elif failed:  # a server's text: exact in a pipe, unable to drive a terminal
+        write_answer(f"error: {answer}", sys.stderr)
     else:
-        typer.echo(answer)
+        write_answer(answer)
     if failed:
         raise typer.Exit(1)
 
