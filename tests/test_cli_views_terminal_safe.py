@@ -273,6 +273,36 @@ def test_workflow_show_shows_a_workflow_files_text_without_driving_the_terminal(
     assert_markup_shown_as_text(shown)
 
 
+def test_workflow_show_mermaid_shows_a_workflow_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    write_agent(project)
+    workflows = project.root / ".subagents" / "workflows"
+    workflows.mkdir()
+    (workflows / "evil.yaml").write_text(
+        f"name: evil\ndescription: {YAML_EVERYTHING}\nentry_point: ask\nnodes:\n"
+        f"  ask: {{type: agent, agent: evil, prompt: {YAML_EVERYTHING}}}\n"
+        '  "\\e]0;pwned\\a": {type: agent, agent: evil, prompt: go}\n'
+        "edges:\n  - {from: ask, to: end}\n",
+        encoding="utf-8",
+    )
+    code, seen = terminal_bytes(project, "workflow", "show", "evil", "--mermaid")
+    screen = SGR.sub(b"", seen)
+    assert code == 0, screen
+    for raw in RAW:
+        assert raw not in screen, f"{raw!r} reached the terminal:\n{screen!r}"
+    assert b"flowchart" in screen and b"pwned" in screen, screen
+
+
+def test_mcp_list_shows_a_config_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    evil = {"command": EVERYTHING, "args": [EVERYTHING]}
+    (project.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": evil}}))
+    shown = shown_at_a_terminal(project, "mcp", "list")
+    assert_markup_shown_as_text(shown.replace("\n", ""))
+
+
 # -- the helper -----------------------------------------------------------------------------
 
 

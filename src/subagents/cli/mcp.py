@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.answer import write_answer
+from subagents.cli.answer import markup_safe, write_answer
 from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
 
 if TYPE_CHECKING:
@@ -107,10 +107,13 @@ def _row(
 
 
 def _print(rows: list[dict[str, Any]], check: bool) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     console = make_console()
+
+    def escape(text: str) -> str:  # a config file's or a server's words
+        return markup_safe(text, console)
+
     if not rows:
         console.print(
             "No MCP servers configured - add them to .mcp.json (Claude Code's format) or "

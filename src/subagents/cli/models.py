@@ -115,19 +115,24 @@ def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str
     from rich.markup import escape
     from rich.table import Table
 
+    from subagents.cli.answer import markup_safe
+
     console = make_console()
-    table = Table(show_edge=False, pad_edge=False, title=escape(redactor.text(check.model)))
+    title = markup_safe(redactor.text(check.model), console)
+    table = Table(show_edge=False, pad_edge=False, title=title)
     for column in ("Check", "Result", "Detail"):
         table.add_column(column)
     styles = {"yes": "green", "no": "red", "skipped": "dim"}
     for result in check.results:
         status = f"[{styles[result.status]}]{result.status}[/]"
-        table.add_row(escape(result.check), status, escape(redactor.text(result.detail)))
+        detail = markup_safe(redactor.text(result.detail), console)  # a server's words
+        table.add_row(escape(result.check), status, detail)
     console.print(table)
     mode = check.recommendation
     if mode is None:
+        model = markup_safe(check.model, console)
         console.print(
-            f"[red]{escape(check.model)} did not answer the first probe[/] (see above): check "
+            f"[red]{model} did not answer the first probe[/] (see above): check "
             f"that its server is running, and {escape(f'[providers.{provider}]')} base_url and "
             "API key in config.toml."
         )

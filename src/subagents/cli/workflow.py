@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from subagents.cli import plain
+from subagents.cli.answer import write_answer
 from subagents.cli.common import CwdOption, user_errors
 from subagents.cli.workflow_run import workflow_run_command
 
@@ -273,7 +274,8 @@ def show_workflow(
         typer.echo("The file cannot be read as a workflow: fix the problems above.", err=True)
         raise typer.Exit(EXIT_PROBLEMS)
     if mermaid:
-        typer.echo(to_mermaid(result.workflow), nl=False)
+        # exact in a pipe; at a terminal, a file's control characters cannot drive it
+        write_answer(to_mermaid(result.workflow).removesuffix("\n"))
         if result.errors:
             typer.echo(
                 f"{where}: {_count(result.errors, 'error')}: run 'subagents workflow "
