@@ -100,6 +100,8 @@ class Case:
     command: list[str]
     cwd: Path
     expect: str = ""  # text the output must hold (checked once, before timing)
+    # a project of its own per environment: another tree may not read this one's store
+    cwds: dict[str, Path] = field(default_factory=dict)
 
 
 def _subagents() -> list[str]:
@@ -107,12 +109,12 @@ def _subagents() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "subagents"]
 
 
-def _run_once(case: Case, env: dict[str, str]) -> tuple[float, float, str]:
+def _run_once(case: Case, env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
     """Wall-clock and CPU (user + system) seconds of one run, and its output."""
     cpu_before = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
-        case.command, cwd=case.cwd, env=env, capture_output=True, text=True, check=False
+        case.command, cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -134,15 +136,15 @@ class Samples:
 def time_case(case: Case, envs: dict[str, dict[str, str]], runs: int) -> dict[str, Samples]:
     """Each of ``runs`` fresh processes per environment (after two warm-up runs each), the
     environments taking turns."""
-    for env in envs.values():
-        output = _run_once(case, env)[2]
+    for label, env in envs.items():
+        output = _run_once(case, env, case.cwds.get(label, case.cwd))[2]
         if case.expect not in output:
             raise RuntimeError(f"{case.name}: {case.expect!r} not in the output:\n{output[-2000:]}")
-        _run_once(case, env)
+        _run_once(case, env, case.cwds.get(label, case.cwd))
     samples = {label: Samples() for label in envs}
     for _ in range(runs):
         for label, env in envs.items():
-            wall, cpu, _ = _run_once(case, env)
+            wall, cpu, _ = _run_once(case, env, case.cwds.get(label, case.cwd))
             samples[label].wall.append(wall * 1e3)
             samples[label].cpu.append(cpu * 1e3)
     return samples
@@ -190,6 +192,12 @@ def _copy_corpus(project: Path) -> int:
     return len(list(target.glob("*.md")))
 
 
+def _fill_store_as(env: dict[str, str], project: Path, count: int) -> None:
+    """:func:`_fill_store` by the tree ``env`` imports (a store its CLI can read)."""
+    command = [sys.executable, __file__, "--fill", str(project), str(count)]
+    subprocess.run(command, env=env, check=True)
+
+
 def _fill_store(project: Path, count: int) -> None:
     from subagents.store import TaskRecord
     from subagents.store.open import open_store
@@ -212,7 +220,7 @@ def _fill_store(project: Path, count: int) -> None:
         store.close()
 
 
-def _cases(root: Path, only: set[str]) -> list[Case]:
+def _cases(root: Path, only: set[str], envs: dict[str, dict[str, str]]) -> list[Case]:
     cli = _subagents()
     cases: list[Case] = []
     if "help" in only:
@@ -224,15 +232,18 @@ def _cases(root: Path, only: set[str]) -> list[Case]:
             Case("bare SDK script", [sys.executable, str(root / "bare.py")], project, ANSWER)
         )
         run = [*cli, "run", "--yes", "--model", f"openai:{MODEL}", "hi"]
-        cases.append(Case("run", run, project, ANSWER))
+        own = {label: _project(root, f"run-{label}") for label in envs}
+        cases.append(Case("run", run, project, ANSWER, own))
     if "agents" in only:
         project = _project(root, "agents")
         copied = _copy_corpus(project)
         cases.append(Case(f"agents list ({copied} files)", [*cli, "agents", "list"], project))
     if "tasks" in only:
-        project = _project(root, "tasks")
-        _fill_store(project, TASKS)
-        cases.append(Case(f"tasks list ({TASKS} tasks)", [*cli, "tasks", "list"], project, "Task"))
+        own = {label: _project(root, f"tasks-{label}") for label in envs}
+        for label, env in envs.items():
+            _fill_store_as(env, own[label], TASKS)
+        listing = [*cli, "tasks", "list"]
+        cases.append(Case(f"tasks list ({TASKS} tasks)", listing, own["now"], "Task", own))
     return cases
 
 
@@ -290,7 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, help="also time the CLI of this source tree")
     parser.add_argument("--json", type=Path, help="also write the medians here")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--fill", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.fill:
+        _fill_store(Path(args.fill[0]), int(args.fill[1]))
+        return 0
     if args.serve:
         serve(_Handler)
         return 0
@@ -303,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             envs = {"now": _environment(root / "home", port)}
             if args.before is not None:
                 envs = {"before": {**envs["now"], "PYTHONPATH": str(args.before)}, **envs}
-            results = {case.name: time_case(case, envs, args.runs) for case in _cases(root, only)}
+            cases = _cases(root, only, envs)
+            results = {case.name: time_case(case, envs, args.runs) for case in cases}
     finally:
         server.terminate()
         server.wait()
