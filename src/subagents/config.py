@@ -63,6 +63,9 @@ Format::
     allow_private_addresses = ["127.0.0.1"]  # hosts / IPs / CIDRs WebFetch may reach
     search_backend = "brave"    # or "tavily", "searxng"; the key is read from BRAVE_API_KEY
 
+    [store]                     # the user's config only (see StoreSettings)
+    url = "postgresql://user@db.example.com/subagents"   # or a path, or sqlite:///PATH
+
 The Bash tool, shell hooks and the other commands run for a model get this process's
 environment without the providers' API keys (``[providers.NAME] api_key_env``,
 ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and any variable holding one of those keys): a model
@@ -108,6 +111,7 @@ __all__ = [
     "HookEvent",
     "PermissionsSettings",
     "SandboxSettings",
+    "StoreSettings",
     "SubagentsSettings",
     "ToolsSettings",
     "WebSettings",
@@ -117,6 +121,7 @@ __all__ = [
     "project_directories",
     "resolve_home",
     "user_config_path",
+    "user_store_url",
 ]
 
 HOME_ENV_VAR = "SUBAGENTS_HOME"
@@ -236,6 +241,35 @@ class SandboxSettings(BaseModel):
     network: bool = False
 
 
+class StoreSettings(BaseModel):
+    """The ``[store]`` table: ``url`` names the store every project's runs are recorded in (a
+    file path, ``sqlite:///PATH``, or ``postgresql://...``; see :mod:`subagents.store.open`),
+    instead of each project's own ``.subagents/state.db``. ``--store`` and ``SUBAGENTS_STORE``
+    come first. Read from the user's config only: a project's config (a cloned repository's)
+    naming it would choose where your runs' prompts, files and results are sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _a_store(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        if not url.strip():
+            raise ValueError("an empty url names no store; remove the key for each project's own")
+        from subagents.errors import StoreError
+        from subagents.store.open import is_postgres_url, store_file
+
+        if not is_postgres_url(url):
+            try:
+                store_file(url)
+            except StoreError as error:
+                raise ValueError(f"{error.message} ({error.hint})") from None
+        return url
+
+
 class ConfigFile(BaseModel):
     """One ``config.toml`` as written on disk (and the merge of several)."""
 
@@ -251,6 +285,7 @@ class ConfigFile(BaseModel):
     retention: dict[str, Any] = Field(default_factory=dict)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +300,7 @@ class Config:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     tools: ToolsSettings = field(default_factory=ToolsSettings)
     web: WebSettings = field(default_factory=WebSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -365,6 +401,8 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         text = _read_text(path)
         raw = _parse_toml(path, text)
         _validate_file(path, text, raw)
+        if path == project_path and "store" in raw:
+            _refuse_project_store(path, text, home_dir)
         # hooks add up across files (user hooks still run in a project); the rest overrides
         for event, entries in (raw.pop("hooks", None) or {}).items():
             hooks.setdefault(event, []).extend(entries)
@@ -387,9 +425,33 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         sandbox=effective.sandbox,
         tools=effective.tools,
         web=effective.web,
+        store=effective.store,
         sources=sources,
         project_root=project_root,
         home=home_dir,
+    )
+
+
+def user_store_url(home: Path | None = None) -> str | None:
+    """``[store] url`` of the user's config (None when it sets none); ConfigError when that
+    file is bad. Only that file is read: this is asked wherever a store is opened."""
+    path = user_config_path(home)
+    if not path.is_file():
+        return None
+    text = _read_text(path)
+    raw = _parse_toml(path, text)
+    if "store" not in raw:
+        return None
+    _validate_file(path, text, raw)
+    return ConfigFile.model_validate(raw).store.url
+
+
+def _refuse_project_store(path: Path, text: str, home: Path) -> None:
+    line = _find_key_line(text, ("store",))
+    raise ConfigError(
+        f"{path}{f':{line}' if line else ''}: [store] is read from your own config only: a "
+        "project's config cannot choose where your runs are recorded.",
+        hint=f"move it to {user_config_path(home)}, set SUBAGENTS_STORE, or pass --store",
     )
 
 

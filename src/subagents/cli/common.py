@@ -111,11 +111,11 @@ class StoreTarget:
 
 
 def store_path(cwd: Path | None, store: str | None) -> StoreTarget:
-    """The store ``--store`` names (a path or URL), else ``SUBAGENTS_STORE``'s, else the
-    project's default file."""
-    from subagents.store.open import is_postgres_url, store_file, store_from_environment
+    """The store ``--store`` names (a path or URL), else ``SUBAGENTS_STORE``'s, else the user
+    config's ``[store] url``, else the project's default file."""
+    from subagents.store.open import configured_store, is_postgres_url, store_file
 
-    named = store if store is not None else store_from_environment()
+    named = store if store is not None else configured_store()
     if named is not None and is_postgres_url(named):
         return StoreTarget(named)
     return StoreTarget(store_file(named, cwd=cwd))

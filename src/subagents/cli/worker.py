@@ -22,7 +22,8 @@ def worker_command(
         typer.Option(
             "--store",
             metavar="URL",
-            help="The shared PostgreSQL store (default: SUBAGENTS_STORE).",
+            help="The shared PostgreSQL store (default: SUBAGENTS_STORE, else the store url "
+            "of your ~/.subagents/config.toml).",
         ),
     ] = None,
     root: Annotated[
@@ -71,12 +72,12 @@ def worker_command(
     from rich.markup import escape
 
     from subagents.errors import SubagentsError
-    from subagents.store.open import store_from_environment
+    from subagents.store.open import configured_store
     from subagents.workers.engine import require_postgres
 
     err = Console(stderr=True)
     try:
-        url = require_postgres(store if store is not None else store_from_environment())
+        url = require_postgres(store if store is not None else configured_store())
         from subagents.workers.worker import Worker
 
         worker = Worker(

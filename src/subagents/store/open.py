@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KNOWN_SCHEMES",
     "STORE_ENV_VAR",
+    "configured_store",
     "is_postgres_url",
     "open_async_store",
     "open_store",
@@ -43,10 +44,10 @@ def open_store(
     read_only: bool = False,
 ) -> Store:
     """Open (creating when missing) the store ``url_or_path`` names, else the one
-    ``SUBAGENTS_STORE`` names, else the default store for ``cwd``. ``read_only`` opens a
+    :func:`configured_store` names, else the default store for ``cwd``. ``read_only`` opens a
     SQLite store for reading only (it must exist then); a store that cannot be written here is
     opened so anyway."""
-    target = url_or_path if url_or_path is not None else store_from_environment()
+    target = url_or_path if url_or_path is not None else configured_store()
     if isinstance(target, str) and is_postgres_url(target):
         from subagents.store.postgres import PostgresStore
 
@@ -64,6 +65,17 @@ def store_from_environment() -> str | None:
     import os
 
     return os.environ.get(STORE_ENV_VAR) or None
+
+
+def configured_store() -> str | None:
+    """The store ``SUBAGENTS_STORE`` names, else ``[store] url`` of the user's config.toml
+    (see :class:`subagents.config.StoreSettings`), else None: each project's own file."""
+    named = store_from_environment()
+    if named is not None:
+        return named
+    from subagents.config import user_store_url
+
+    return user_store_url()
 
 
 def is_postgres_url(text: str) -> bool:

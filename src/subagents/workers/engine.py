@@ -61,8 +61,9 @@ def require_postgres(url: str | None) -> str:
         named = "none is named" if url is None else f"{url} is not one"
         raise WorkerError(
             f"Workers share a PostgreSQL store, and {named}.",
-            hint="pass --store postgresql://USER@HOST:PORT/DB or set SUBAGENTS_STORE to that URL "
-            "(copy a project's history there with 'subagents store copy')",
+            hint="pass --store postgresql://USER@HOST:PORT/DB, or set SUBAGENTS_STORE or [store] "
+            "url in ~/.subagents/config.toml to that URL (copy a project's history there with "
+            "'subagents store copy')",
         )
     return url
 
