@@ -237,3 +237,22 @@ def test_a_models_question_at_a_terminal_reads_no_emoji_code_and_cannot_drive_it
     screen = SGR.sub(b"", on_screen(seen))
     # the progress line, and the run's last word on what it waits for
     assert screen.count(b"Wipe \\x1b[2J\\x1b[H the screen :smile:?") == 2, screen
+
+
+def test_chat_line_mode_at_a_terminal_shows_the_answer_once(
+    terminal: Project, server: ScriptedServer
+) -> None:
+    # stdout and stderr one terminal: the answer streamed as it comes is not printed again
+    server.say(ANSWER)
+    code, seen = terminal_bytes(
+        terminal,
+        "chat",
+        "--no-tui",
+        "--model",
+        MODEL,
+        answers=(("› ", "question"), ("› ", "/quit")),
+    )
+    assert code == 0, seen
+    assert not any(raw in seen for raw in DRIVING), seen
+    screen = SGR.sub(b"", on_screen(seen))
+    assert screen.count(b"the last line, no newline") == 1, screen

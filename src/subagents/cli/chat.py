@@ -484,6 +484,7 @@ async def run_line_mode(
     from rich.console import Console
 
     from subagents.cli.answer import write_answer
+    from subagents.cli.common import AnswerWatch, same_terminal
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.tracing.redact import Redactor
@@ -519,10 +520,13 @@ async def run_line_mode(
             if ask:
                 runtime.approver = _line_approver(out, redactor, input_line)
             printer = progress_printer(stderr_console(), redactor)
+            watch = AnswerWatch()
             unsubscribe = runtime.events.subscribe(printer)
+            unwatch = runtime.events.subscribe(watch)
             try:
                 result = await runner
             finally:
+                unwatch()
                 unsubscribe()
                 printer.close()
                 runtime.approver = None
@@ -530,7 +534,9 @@ async def run_line_mode(
             hint = f"\nhint: {error.hint}" if error.hint else ""
             write_answer(f"error: {redactor.text(error.message + hint)}", out.file)
             continue
-        write_answer(redactor.text(result.output), out.file)
+        # once: not again when it streamed to the terminal the answer is written to
+        if not (watch.shown(result.output) and out.file is sys.stdout and same_terminal()):
+            write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)
             write_answer(f"waiting for you: {question} (/resume)", out.file)
