@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,6 +190,22 @@ def test_tasks_show_shows_a_pending_question_without_driving_the_terminal(
     shown = shown_at_a_terminal(project, "tasks", "show", task_id)
     assert "Awaiting a person" in shown, shown
     assert_markup_shown_as_text(shown)
+
+
+def test_tasks_show_shows_an_imported_stores_words_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    # a store copied in from elsewhere ('store copy') may hold anything in its records
+    task_id = record_paused_run(project)
+    raw = sqlite3.connect(project.store_file)
+    raw.execute(
+        "UPDATE steps SET checkpoint = json_set(checkpoint, '$.position', ?)",
+        (f"tool:{TITLE}{CLEAR}{CSI}",),
+    )
+    raw.commit()
+    raw.close()
+    shown = shown_at_a_terminal(project, "tasks", "show", task_id)
+    assert f"tool:{terminal_safe(TITLE + CLEAR + CSI)}" in shown, shown
 
 
 def test_tasks_show_json_keeps_the_text_exactly(project: Project) -> None:

@@ -297,7 +297,8 @@ def _ask_decision(
     from subagents.runtime.pause import HumanDecision
 
     text = markup_safe(redactor.text(question.text), console)
-    console.print(f"\n[bold]{escape(question.agent_type)}[/] waits for a person: {text}")
+    agent = markup_safe(question.agent_type, console)  # from the store: maybe imported
+    console.print(f"\n[bold]{agent}[/] waits for a person: {text}")
     if question.kind == "ask_human":
         answer = _read_line("Answer: ")
         if answer is None:
@@ -309,7 +310,8 @@ def _ask_decision(
         going_on = _read_line("Go on? [y/N/reason to stop] ")
         return None if going_on is None else _approve_or_reject(going_on)
     args = json.dumps(redactor.value(question.arguments), indent=2, ensure_ascii=False)
-    console.print(f"[bold]{escape(question.tool_name)}[/] with:\n{markup_safe(args, console)}")
+    tool = markup_safe(question.tool_name, console)
+    console.print(f"[bold]{tool}[/] with:\n{markup_safe(args, console)}")
     while True:
         reply = _read_line("Allow? [y/N/m to modify/reason to deny] ")
         if reply is None:

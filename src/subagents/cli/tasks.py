@@ -303,12 +303,11 @@ def _print_task(
     else:
         console.print("No sessions stored.")
     if last is not None:
-        console.print(
+        line = (
             f"Last checkpoint: #{last.sequence} {last.position} at {_when(last.created_at)} "
-            f"(session {last.session_id})",
-            highlight=False,
-            markup=False,
-        )
+            f"(session {last.session_id})"
+        )  # a store's words (an imported one's too): no control code runs
+        console.print(terminal_safe(line) if at_terminal else line, highlight=False, markup=False)
     for checkpoint in waiting:
         # JSON escapes C0 controls, not DEL and the C1 ones (a C1 CSI drives some terminals)
         question = json.dumps(checkpoint.question or {}, indent=2, ensure_ascii=False)
