@@ -124,3 +124,15 @@ def test_a_bad_store_url_in_the_users_config_names_the_file_and_line(
         open_store(cwd=_project(tmp_path / "project"))
     assert f"{path}:4" in refused.value.message and said in refused.value.message
     assert refused.value.hint is not None and str(path) in refused.value.hint
+
+
+def test_a_worker_takes_its_store_from_the_users_config(isolated_home: Path) -> None:
+    from subagents.cli.app import build_app
+
+    named = "named-in-config.db"  # short: a long path would be cut at the terminal's width
+    _user_config(isolated_home, f'[store]\nurl = "{named}"\n')
+    result = CliRunner().invoke(build_app("worker"), ["worker"])
+    said = " ".join(result.output.split())  # as wrapped at the terminal's width
+    assert result.exit_code == 2  # read from the config, and refused: not a shared server
+    assert f"Workers share a PostgreSQL store, and {named} is not one" in said
+    assert "[store] url in ~/.subagents/config.toml" in said
