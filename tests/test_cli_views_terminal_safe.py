@@ -23,9 +23,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.control import strip_control_codes
+from rich.markup import escape, render
 from rich.text import Text
 
-from subagents.cli.answer import markup_line, terminal_safe
+from subagents.cli.answer import markup_line, quote_markup, terminal_safe
 from subagents.definitions.model import AgentDefinition
 from subagents.errors import ToolError
 from subagents.messages import ToolResultMessage
@@ -385,3 +386,24 @@ def test_mcp_call_shows_a_servers_text_without_driving_the_terminal(project: Pro
     assert terminal_safe(EVERYTHING) in shown, shown
     piped = project.cli("mcp", "call", "calc", "fail", arguments)  # exact in a pipe
     assert piped.code == 1 and EVERYTHING in piped.err, piped.err
+
+
+MARKUPISH = st.text(alphabet=st.sampled_from(list("[]\\/ab#@=:x \n")), max_size=40) | st.text()
+
+
+@given(MARKUPISH)
+def test_quote_markup_shows_any_text_as_written_inside_a_tag(text: str) -> None:
+    # (Text drops the carriage returns Rich does not show)
+    assert render(f"[dim]{quote_markup(text)}[/]", emoji=False).plain == Text(text).plain
+
+
+@given(MARKUPISH.filter(lambda text: not text.endswith("\\")))
+def test_quote_markup_shows_any_text_as_written_at_the_end_of_a_line(text: str) -> None:
+    assert render(f"{quote_markup(text)} ok", emoji=False).plain == Text(f"{text} ok").plain
+
+
+def test_a_regular_expressions_backslashes_before_a_bracket_are_kept() -> None:
+    # Rich's escape left '[' alone here, and Rich then read '\\[' as an escaped bracket
+    pattern = "Grep(pattern='self\\\\.quantities\\\\[', output_mode='content')"
+    assert render(f"[dim]{quote_markup(pattern)}[/]").plain == pattern
+    assert render(f"[dim]{escape(pattern)}[/]").plain != pattern  # what it fixes

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "markup_line",
     "markup_safe",
+    "quote_markup",
     "terminal_safe",
     "write_answer",
     "writes_to_terminal",
@@ -37,6 +38,30 @@ __all__ = [
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls
 # (U+009B is a CSI on the terminals that read C1 codes)
 _CONTROL = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+# a '[' with the backslashes before it; what Rich reads as a tag when it follows the '['
+_BRACKET = re.compile(r"(\\*)\[")
+_TAG_AFTER_BRACKET = re.compile(r"[a-z#/@][^\[]*?\]")
+_TRAILING_BACKSLASHES = re.compile(r"\\+\Z")
+
+
+def quote_markup(text: str) -> str:
+    """``text`` to put in Rich markup so that it shows as written, before a tag or inside
+    one. Rich's own ``escape`` leaves a ``[`` that does not open a tag as it is, and Rich then
+    reads ``\\[`` as an escaped bracket: a regular expression such as ``\\[0-9]`` lost its
+    backslash. Here every ``[`` keeps its backslashes: before a tag each one is doubled and
+    one more escapes the tag; before a ``[`` that opens none, one more stands for the one Rich
+    removes; trailing ones are doubled (they would escape the closing tag that follows)."""
+
+    def bracket(found: re.Match[str]) -> str:
+        backslashes = found.group(1)
+        if _TAG_AFTER_BRACKET.match(text, found.end()):
+            return backslashes * 2 + "\\["
+        return backslashes + "\\[" if backslashes else "["
+
+    quoted = _BRACKET.sub(bracket, text)
+    return _TRAILING_BACKSLASHES.sub(lambda found: found.group() * 2, quoted)
 
 
 def terminal_safe(text: str) -> str:
@@ -64,9 +89,7 @@ def write_answer(text: str, stream: IO[str] | None = None) -> None:
 def markup_safe(text: str, console: Console) -> str:
     """``text`` a model or a tool wrote, to quote in a Rich markup string printed on
     ``console``: its markup escaped and, at a terminal, its control characters too."""
-    from rich.markup import escape
-
-    return escape(terminal_safe(text) if console.is_terminal else text)
+    return quote_markup(terminal_safe(text) if console.is_terminal else text)
 
 
 def markup_line(text: str, width: int, *, terminal: bool) -> str:
@@ -74,7 +97,5 @@ def markup_line(text: str, width: int, *, terminal: bool) -> str:
     ``width`` characters: each run of whitespace one space, cut with ``…``, its markup escaped
     and, at a ``terminal``, its control characters shown as ``\\xNN`` (before it is cut, so
     that the line keeps to ``width``)."""
-    from rich.markup import escape
-
     line = " ".join((terminal_safe(text) if terminal else text).split())
-    return escape(line if len(line) <= width else line[: width - 1] + "…")
+    return quote_markup(line if len(line) <= width else line[: width - 1] + "…")

@@ -374,8 +374,8 @@ def chat_command(
     Type /help for the commands; '@agent-name PROMPT' hands a prompt to that agent.
     """
     from rich.console import Console
-    from rich.markup import escape
 
+    from subagents.cli.answer import quote_markup
     from subagents.errors import SubagentsError
 
     err = Console(stderr=True)
@@ -395,7 +395,7 @@ def chat_command(
         from subagents.tracing.redact import Redactor
 
         hint = f"\nhint: {error.hint}" if error.hint else ""
-        err.print(f"[red]Error:[/] {escape(Redactor().text(error.message + hint))}")
+        err.print(f"[red]Error:[/] {quote_markup(Redactor().text(error.message + hint))}")
         raise typer.Exit(2) from None
 
 

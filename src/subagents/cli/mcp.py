@@ -111,7 +111,7 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
 
     console = make_console()
 
-    def escape(text: str) -> str:  # a config file's or a server's words
+    def quote_markup(text: str) -> str:  # a config file's or a server's words
         return markup_safe(text, console)
 
     if not rows:
@@ -129,14 +129,14 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
     for row in rows:
         status = f"[{styles[row['status']]}]{row['status']}[/]"
         cells = [row["name"], row["transport"], row["target"], status, row["source"]]
-        cells = [escape(str(cell)) if cell is not status else cell for cell in cells]
+        cells = [quote_markup(str(cell)) if cell is not status else cell for cell in cells]
         if check:
-            cells.append(escape(", ".join(row["tools"])))
+            cells.append(quote_markup(", ".join(row["tools"])))
         table.add_row(*cells)
     console.print(table)
     for row in rows:
         if row["detail"]:
-            console.print(f"[red]{escape(row['name'])}:[/] {escape(row['detail'])}")
+            console.print(f"[red]{quote_markup(row['name'])}:[/] {quote_markup(row['detail'])}")
 
 
 @mcp_app.command("call")
@@ -327,12 +327,16 @@ def project_server_policy(*, interactive: bool, trust_all: bool = False) -> Any:
 def ask_project_servers(servers: Any) -> set[str]:
     """Ask the person at the terminal whether the project's new servers may start."""
     from rich.console import Console
-    from rich.markup import escape
+
+    from subagents.cli.answer import quote_markup
 
     err = Console(stderr=True)
     err.print("[yellow]This project configures MCP servers that have not been approved:[/]")
     for server in servers:
-        err.print(f"  {escape(server.name)}: {escape(server.summary)}  [dim]({server.source})[/]")
+        err.print(
+            f"  {quote_markup(server.name)}: {quote_markup(server.summary)}  "
+            f"[dim]({server.source})[/]"
+        )
     try:
         answer = input("Start them? They run on this machine. [y/N] ").strip().lower()
     except EOFError:

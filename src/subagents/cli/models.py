@@ -112,10 +112,9 @@ _ADVICE = {
 
 
 def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
-    from subagents.cli.answer import markup_safe
+    from subagents.cli.answer import markup_safe, quote_markup
 
     console = make_console()
     title = markup_safe(redactor.text(check.model), console)
@@ -126,15 +125,15 @@ def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str
     for result in check.results:
         status = f"[{styles[result.status]}]{result.status}[/]"
         detail = markup_safe(redactor.text(result.detail), console)  # a server's words
-        table.add_row(escape(result.check), status, detail)
+        table.add_row(quote_markup(result.check), status, detail)
     console.print(table)
     mode = check.recommendation
     if mode is None:
         model = markup_safe(check.model, console)
         console.print(
             f"[red]{model} did not answer the first probe[/] (see above): check "
-            f"that its server is running, and {escape(f'[providers.{provider}]')} base_url and "
-            "API key in config.toml."
+            f"that its server is running, and {quote_markup(f'[providers.{provider}]')} base_url "
+            "and API key in config.toml."
         )
         return
     if mode == configured or (mode == "native" and configured == "auto"):
@@ -144,4 +143,4 @@ def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str
         )
         return
     console.print(f"\nRecommended ({_ADVICE[mode]}) Add to .subagents/config.toml:\n")
-    console.print(escape(_snippet(provider, mode) or ""), highlight=False)
+    console.print(quote_markup(_snippet(provider, mode) or ""), highlight=False)

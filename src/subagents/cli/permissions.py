@@ -35,9 +35,9 @@ def list_rules(
     as_json: JsonOption = False,
 ) -> None:
     """List every rule, deny first, with its source; then what could not be used."""
-    from rich.markup import escape
     from rich.table import Table
 
+    from subagents.cli.answer import quote_markup
     from subagents.tools.rule_sources import run_permission_rules
     from subagents.tools.rules import RULE_BEHAVIORS
 
@@ -68,7 +68,7 @@ def list_rules(
     else:
         table = Table("checked", "rule", "source", box=None, pad_edge=False)
         for rule in ordered:
-            table.add_row(rule.behavior, escape(rule.text), escape(rule.source))
+            table.add_row(rule.behavior, quote_markup(rule.text), quote_markup(rule.source))
         console.print(table)
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}")
+        console.print(f"[yellow]warning:[/] {quote_markup(warning)}")

@@ -242,8 +242,7 @@ class ProgressPrinter:
         console.file.flush()
 
     def _print_step(self, event: Event) -> None:
-        from rich.markup import escape
-
+        from subagents.cli.answer import quote_markup
         from subagents.runtime import events as ev
 
         console, redact, shown = self._console, self._redactor, self._shown
@@ -282,32 +281,34 @@ class ProgressPrinter:
         elif isinstance(event, ev.SubagentStarted):
             mode = " (background)" if event.background else ""
             console.print(
-                f"[magenta]⮑ {escape(event.subagent_type)}[/] started{mode}: "
-                f"{shown(redact.text(event.description))} [dim]({escape(event.resolved_model)})[/]"
+                f"[magenta]⮑ {quote_markup(event.subagent_type)}[/] started{mode}: "
+                f"{shown(redact.text(event.description))} "
+                f"[dim]({quote_markup(event.resolved_model)})[/]"
             )
         elif isinstance(event, ev.SubagentFinished):
             spawn = event.result
             state = "[green]done[/]" if spawn.success else f"[red]{spawn.status}[/]"
             console.print(
-                f"[magenta]⮐ {escape(spawn.subagent_type)}[/] {state} in "
+                f"[magenta]⮐ {quote_markup(spawn.subagent_type)}[/] {state} in "
                 f"{spawn.duration_ms / 1000:.1f}s, {spawn.tool_use_count} tool calls"
             )
             if spawn.worktree_path:
                 console.print(
-                    f"  [yellow]its worktree is kept:[/] {escape(spawn.worktree_path)} "
-                    f"(branch {escape(spawn.worktree_branch or '?')})",
+                    f"  [yellow]its worktree is kept:[/] {quote_markup(spawn.worktree_path)} "
+                    f"(branch {quote_markup(spawn.worktree_branch or '?')})",
                     highlight=False,
                 )
         elif isinstance(event, ev.ModelFallback):
             console.print(
-                f"[yellow]{escape(event.agent_type)} runs on {escape(event.model_name)} (its "
-                f"parent's model) instead of {shown(redact.text(event.requested))}:[/] "
+                f"[yellow]{quote_markup(event.agent_type)} runs on "
+                f"{quote_markup(event.model_name)} (its parent's model) instead of "
+                f"{shown(redact.text(event.requested))}:[/] "
                 f"{shown(redact.text(event.reason))}; {shown(redact.text(event.hint))}",
                 highlight=False,
             )
         elif isinstance(event, ev.MCPServerFailed):
             console.print(
-                f"[yellow]MCP server {escape(event.server)} is left out:[/] "
+                f"[yellow]MCP server {quote_markup(event.server)} is left out:[/] "
                 f"{shown(redact.text(event.error))}"
             )
         elif isinstance(event, ev.InstructionsNotice):
@@ -329,14 +330,14 @@ class ProgressPrinter:
         elif isinstance(event, ev.TodosUpdated):
             self._print_todos(event)
         elif isinstance(event, ev.WorkflowNodeStarted):
-            detail = f" {escape(event.detail)}" if event.detail else ""
+            detail = f" {quote_markup(event.detail)}" if event.detail else ""
             console.print(
-                f"[bold blue]◆ {escape(event.node)}[/] [dim]({event.node_type}{detail})[/]",
+                f"[bold blue]◆ {quote_markup(event.node)}[/] [dim]({event.node_type}{detail})[/]",
                 highlight=False,
             )
         elif isinstance(event, ev.WorkflowNodeFinished):
             console.print(
-                f"[blue]  {escape(event.node)} → {escape(event.next)}[/] "
+                f"[blue]  {quote_markup(event.node)} → {quote_markup(event.next)}[/] "
                 f"[dim]{event.duration_ms / 1000:.1f}s[/]",
                 highlight=False,
             )

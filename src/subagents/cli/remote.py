@@ -32,9 +32,7 @@ def report_queued(
 ) -> None:
     """Say that ``task`` is queued; with ``wait``, wait for it to end (or pause) and print
     its result, exiting with the code ``run`` would have."""
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe, write_answer
+    from subagents.cli.answer import markup_safe, quote_markup, write_answer
     from subagents.workers.submit import wait_for_task
 
     short = task.id[:8]
@@ -43,12 +41,12 @@ def report_queued(
             typer.echo(json.dumps({"task_id": task.id, "status": "queued", "queue": queue}))
         else:
             err.print(
-                f"Queued task {task.id} on {escape(queue)!r}. Follow it with: subagents tasks "
-                f"show {short}  (or 'subagents trace {short}')"
+                f"Queued task {task.id} on {quote_markup(queue)!r}. Follow it with: subagents "
+                f"tasks show {short}  (or 'subagents trace {short}')"
             )
         return
     if not as_json:
-        err.print(f"[dim]task {task.id} queued on {escape(queue)!r}; waiting for a worker[/]")
+        err.print(f"[dim]task {task.id} queued on {quote_markup(queue)!r}; waiting for a worker[/]")
 
     def on_change(current: TaskRecord) -> None:
         if not as_json and current.status == "running":

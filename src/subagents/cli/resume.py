@@ -108,9 +108,7 @@ def resume_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person.
     """
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe, write_answer
+    from subagents.cli.answer import markup_safe, quote_markup, write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
@@ -152,7 +150,7 @@ def resume_command(
             if workspace != Path(record.workspace):
                 err.print(
                     f"[yellow]Task {record.id[:8]} was imported[/]: it continues in "
-                    f"{escape(str(workspace))} in permission mode {mode}; the tool calls it "
+                    f"{quote_markup(str(workspace))} in permission mode {mode}; the tool calls it "
                     "left pending ask before they run."
                 )
             events = EventBus()
@@ -290,9 +288,7 @@ def _ask_decision(
 ) -> HumanDecision | None:
     """Show ``question`` and ask the person at the terminal for a decision, in the style of
     ``run``'s approval prompt; None at the end of input (the task keeps waiting)."""
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe
+    from subagents.cli.answer import markup_safe, quote_markup
     from subagents.errors import SubagentsError
     from subagents.runtime.pause import HumanDecision
 
@@ -324,7 +320,7 @@ def _ask_decision(
         try:
             arguments = _modified_arguments(given)
         except SubagentsError as error:
-            console.print(f"[red]{escape(error.message)}[/]")
+            console.print(f"[red]{quote_markup(error.message)}[/]")
             continue
         return HumanDecision("modify", arguments=arguments)
 

@@ -201,9 +201,7 @@ def run_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person; 130 interrupted.
     """
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe
+    from subagents.cli.answer import markup_safe, quote_markup
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
@@ -235,7 +233,7 @@ def run_command(
         otel=otel,
     )
     if problem is not None:
-        err.print(f"[red]{escape(problem[0])}[/] - {escape(problem[1])}")
+        err.print(f"[red]{quote_markup(problem[0])}[/] - {quote_markup(problem[1])}")
         raise typer.Exit(EXIT_ERROR)
     if permission_mode not in PERMISSION_MODES:  # (said above; for the type checker)
         raise typer.Exit(EXIT_ERROR)
@@ -285,7 +283,7 @@ def run_command(
         runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)
         runtime.permission_rules()  # read now, to say what cannot be used before the run
         for warning in runtime.permission_warnings:
-            err.print(f"[yellow]Warning:[/] {escape(warning)}")
+            err.print(f"[yellow]Warning:[/] {quote_markup(warning)}")
         redactor = Redactor(runtime.credentials())
         live = start_live_export(
             events, redactor=redactor, force=otel, include_content=otel_content or None
@@ -347,7 +345,7 @@ def run_command(
     except SubagentsError as error:
         if stream is not None:
             stream.close()
-        err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
+        err.print(f"[red]Error:[/] {quote_markup(redactor.text(str(error)))}")
         raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
@@ -358,7 +356,7 @@ def run_command(
         if live is not None:
             lost = live.close()
             if lost is not None:
-                err.print(f"[yellow]Warning:[/] {escape(lost)}")
+                err.print(f"[yellow]Warning:[/] {quote_markup(lost)}")
         if database is not None:
             database.close()
     if stream is not None:
@@ -703,21 +701,21 @@ def _session_agents(
     validate`` does."""
     if agents_json is None:
         return []
-    from rich.markup import escape
-
+    from subagents.cli.answer import quote_markup
     from subagents.inventory import explicit_agents_from_json
 
     definitions = explicit_agents_from_json(agents_json)
     for definition in definitions:
-        name = escape(redactor.text(definition.name))
+        name = quote_markup(redactor.text(definition.name))
         for reason in definition.validation_errors:
             err.print(
-                f"[red]--agents: {name} is invalid:[/] {escape(redactor.text(reason))}",
+                f"[red]--agents: {name} is invalid:[/] {quote_markup(redactor.text(reason))}",
                 highlight=False,
             )
         for reason in definition.warnings:
             err.print(
-                f"[yellow]--agents: {name}:[/] {escape(redactor.text(reason))}", highlight=False
+                f"[yellow]--agents: {name}:[/] {quote_markup(redactor.text(reason))}",
+                highlight=False,
             )
     return definitions
 

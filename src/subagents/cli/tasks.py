@@ -269,9 +269,7 @@ def _print_task(
 ) -> None:
     import json
 
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe, terminal_safe
+    from subagents.cli.answer import markup_safe, quote_markup, terminal_safe
 
     console = make_console()
     console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
@@ -296,7 +294,7 @@ def _print_task(
     at_terminal = console.is_terminal
     for label, value in fields:
         shown = terminal_safe(value) if at_terminal else value
-        console.print(f"  [bold]{label}:[/] {escape(shown)}", emoji=False)
+        console.print(f"  [bold]{label}:[/] {quote_markup(shown)}", emoji=False)
     console.print()
     if sessions:
         console.print(_sessions_tree(sessions, terminal=at_terminal))
@@ -327,13 +325,12 @@ def _print_task(
 def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
     """The sessions nested under the ones that started them; at a ``terminal`` the control
     characters of what models and agent files wrote (a task's description) shown escaped."""
-    from rich.markup import escape
     from rich.tree import Tree
 
-    from subagents.cli.answer import markup_line, terminal_safe
+    from subagents.cli.answer import markup_line, quote_markup, terminal_safe
 
     def quoted(text: str) -> str:
-        return escape(terminal_safe(text) if terminal else text)
+        return quote_markup(terminal_safe(text) if terminal else text)
 
     def label(session: SessionRecord) -> str:
         usage = session.usage or {}

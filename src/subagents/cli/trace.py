@@ -276,6 +276,6 @@ def _first_line(text: str) -> str:
 
 def _quoted(text: str, terminal: bool) -> str:
     """``text`` (a name, a path) to quote in markup whole (see :func:`markup_safe`)."""
-    from rich.markup import escape
+    from subagents.cli.answer import quote_markup
 
-    return escape(terminal_safe(text) if terminal else text)
+    return quote_markup(terminal_safe(text) if terminal else text)

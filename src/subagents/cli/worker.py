@@ -69,8 +69,8 @@ def worker_command(
     models, keys and MCP servers are this machine's. Stop with Ctrl-C or SIGTERM.
     """
     from rich.console import Console
-    from rich.markup import escape
 
+    from subagents.cli.answer import quote_markup
     from subagents.errors import SubagentsError
     from subagents.store.open import configured_store
     from subagents.workers.engine import require_postgres
@@ -91,7 +91,7 @@ def worker_command(
         stop = _stop_on_signals()
         worker.start()
     except SubagentsError as error:
-        err.print(f"[red]Error:[/] {escape(str(error))}")
+        err.print(f"[red]Error:[/] {quote_markup(str(error))}")
         raise typer.Exit(EXIT_ERROR) from None
     try:
         stop.wait()

@@ -72,9 +72,7 @@ def workflow_run_command(
     """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
     pauses at a human node or a checkpoint, or stops in a crash, continues with `subagents
     resume TASK [--approve | --reject REASON | --set KEY=VALUE]`."""
-    from rich.markup import escape
-
-    from subagents.cli.answer import markup_safe, write_answer
+    from subagents.cli.answer import markup_safe, quote_markup, write_answer
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
@@ -171,7 +169,7 @@ def workflow_run_command(
                 events.subscribe(printer)
             result = runtime_run(runtime, checked.workflow, initial)
     except SubagentsError as error:
-        err.print(f"[red]Error:[/] {escape(redactor.text(str(error)))}")
+        err.print(f"[red]Error:[/] {quote_markup(redactor.text(str(error)))}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
@@ -195,7 +193,7 @@ def workflow_run_command(
         }
         typer.echo(json.dumps(redactor.value(payload), indent=2, default=str))
     else:
-        err.print(f"[dim]path:[/] {escape(' -> '.join(taken) or '(no node ran)')}")
+        err.print(f"[dim]path:[/] {quote_markup(' -> '.join(taken) or '(no node ran)')}")
         write_answer(redactor.text(result.output))
         if result.question is not None:
             asked = markup_safe(redactor.text(result.question.text), err)
