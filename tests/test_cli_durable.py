@@ -15,6 +15,7 @@ import re
 import select
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections import deque
@@ -570,11 +571,16 @@ def terminal_bytes(
     *args: str,
     answers: tuple[tuple[str, str], ...] = (),
     stderr: int | IO[bytes] | None = None,
+    echo: bool = True,
 ) -> tuple[int, bytes]:
     """:func:`at_a_terminal`, the exit code and the bytes the terminal received, escape codes
     and all (its line discipline makes each line feed CR LF); ``stderr`` sends stderr
-    elsewhere than to the terminal."""
+    elsewhere than to the terminal; without ``echo`` what is typed is not shown back."""
     leader, follower = pty.openpty()
+    if not echo:
+        modes = termios.tcgetattr(follower)
+        modes[3] &= ~termios.ECHO
+        termios.tcsetattr(follower, termios.TCSANOW, modes)
     process = subprocess.Popen(
         [str(SUBAGENTS), *args],
         cwd=project.root,

@@ -373,6 +373,27 @@ def test_chat_line_mode_shows_a_models_question_without_driving_the_terminal(
     assert f"waiting for you: {terminal_safe(EVERYTHING)} (/resume)" in shown, shown
 
 
+def test_chat_line_mode_lists_a_stored_prompt_without_driving_the_terminal(
+    project: Project, server: ScriptedServer
+) -> None:
+    server.say("done")
+    code, seen = terminal_bytes(
+        project,
+        "chat",
+        "--no-tui",
+        "--model",
+        MODEL,
+        answers=(("› ", f"wipe {CLEAR} it"), ("done", "/tasks"), ("/resume TASK", "/quit")),
+        echo=False,  # the terminal does not show the typed prompt back: only the chat's output
+    )
+    screen = SGR.sub(b"", seen)
+    shown = screen.decode(errors="replace")
+    assert code == 0, shown
+    for raw in RAW:
+        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    assert f"wipe {terminal_safe(CLEAR)} it" in shown, shown
+
+
 def test_mcp_call_shows_a_servers_text_without_driving_the_terminal(project: Project) -> None:
     calc = {"command": sys.executable, "args": [str(CALC), "stdio"]}
     (project.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))

@@ -503,8 +503,10 @@ async def run_line_mode(
         try:
             if line.strip().startswith("/"):
                 outcome = await session.command(line)
-                if outcome.output is not None:
-                    out.print(outcome.output, markup=False)
+                if isinstance(outcome.output, str):  # plain text, a stored prompt in it
+                    write_answer(outcome.output, out.file)
+                elif outcome.output is not None:  # a renderable quotes its own text
+                    out.print(outcome.output)
                 if outcome.action == "quit":
                     break
                 if outcome.action != "resume":
