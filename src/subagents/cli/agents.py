@@ -375,14 +375,14 @@ def show_agent(
     from rich.table import Table
     from rich.text import Text
 
-    from subagents.cli.answer import terminal_safe
+    from subagents.cli.answer import shown_text
 
     console = make_console()
 
     def shown(text: str) -> str:
         """An agent file's text (it may come with the project), as text: never markup, and
         at a terminal its control characters escaped (see :mod:`subagents.cli.answer`)."""
-        return terminal_safe(text) if console.is_terminal else text
+        return shown_text(text, terminal=console.is_terminal)
 
     d = record.definition
     rows: list[tuple[str, str]] = [

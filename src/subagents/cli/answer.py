@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 __all__ = [
     "markup_line",
     "markup_safe",
+    "markup_text",
     "quote_markup",
+    "shown_text",
     "terminal_safe",
     "write_answer",
     "writes_to_terminal",
@@ -69,6 +71,18 @@ def terminal_safe(text: str) -> str:
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
+def shown_text(text: str, *, terminal: bool) -> str:
+    """``text`` as it is shown: at a ``terminal`` with its control characters escaped (see
+    :func:`terminal_safe`), else exactly as it is."""
+    return terminal_safe(text) if terminal else text
+
+
+def markup_text(text: str, *, terminal: bool) -> str:
+    """``text`` (a name, a path, a message) to quote whole in Rich markup: :func:`shown_text`
+    with its markup escaped (see :func:`quote_markup`)."""
+    return quote_markup(shown_text(text, terminal=terminal))
+
+
 def writes_to_terminal(stream: IO[str]) -> bool:
     """Whether ``stream`` is a terminal (a closed or odd stream counts as not one)."""
     try:
@@ -81,15 +95,14 @@ def write_answer(text: str, stream: IO[str] | None = None) -> None:
     """Write ``text`` and a newline to ``stream`` (default: stdout): exact in a pipe or file,
     with control characters escaped at a terminal (see :func:`terminal_safe`)."""
     stream = stream or sys.stdout
-    shown = terminal_safe(text) if writes_to_terminal(stream) else text
-    stream.write(shown + "\n")
+    stream.write(shown_text(text, terminal=writes_to_terminal(stream)) + "\n")
     stream.flush()
 
 
 def markup_safe(text: str, console: Console) -> str:
     """``text`` a model or a tool wrote, to quote in a Rich markup string printed on
     ``console``: its markup escaped and, at a terminal, its control characters too."""
-    return quote_markup(terminal_safe(text) if console.is_terminal else text)
+    return markup_text(text, terminal=console.is_terminal)
 
 
 def markup_line(text: str, width: int, *, terminal: bool) -> str:
@@ -97,5 +110,5 @@ def markup_line(text: str, width: int, *, terminal: bool) -> str:
     ``width`` characters: each run of whitespace one space, cut with ``…``, its markup escaped
     and, at a ``terminal``, its control characters shown as ``\\xNN`` (before it is cut, so
     that the line keeps to ``width``)."""
-    line = " ".join((terminal_safe(text) if terminal else text).split())
+    line = " ".join(shown_text(text, terminal=terminal).split())
     return quote_markup(line if len(line) <= width else line[: width - 1] + "…")

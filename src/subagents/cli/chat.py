@@ -484,7 +484,7 @@ async def run_line_mode(
     from rich.console import Console
 
     from subagents.cli.answer import write_answer
-    from subagents.cli.common import AnswerWatch, same_terminal
+    from subagents.cli.common import AnswerWatch
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.tracing.redact import Redactor
@@ -537,7 +537,7 @@ async def run_line_mode(
             write_answer(f"error: {redactor.text(error.message + hint)}", out.file)
             continue
         # once: not again when it streamed to the terminal the answer is written to
-        if not (watch.shown(result.output) and out.file is sys.stdout and same_terminal()):
+        if not (watch.on_screen(result.output) and out.file is sys.stdout):
             write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)

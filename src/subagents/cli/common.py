@@ -192,3 +192,8 @@ class AnswerWatch:
     def shown(self, output: str) -> bool:
         """Whether ``output`` is what was streamed last (so it is on the screen already)."""
         return bool(output.strip()) and "".join(self._text).strip() == output.strip()
+
+    def on_screen(self, output: str) -> bool:
+        """Whether ``output`` was streamed on stderr, and stderr is the terminal stdout shows:
+        then printing it on stdout would show it twice."""
+        return self.shown(output) and same_terminal()

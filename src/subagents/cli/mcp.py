@@ -111,7 +111,7 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
 
     console = make_console()
 
-    def quote_markup(text: str) -> str:  # a config file's or a server's words
+    def quoted(text: str) -> str:  # a config file's or a server's words
         return markup_safe(text, console)
 
     if not rows:
@@ -129,14 +129,14 @@ def _print(rows: list[dict[str, Any]], check: bool) -> None:
     for row in rows:
         status = f"[{styles[row['status']]}]{row['status']}[/]"
         cells = [row["name"], row["transport"], row["target"], status, row["source"]]
-        cells = [quote_markup(str(cell)) if cell is not status else cell for cell in cells]
+        cells = [quoted(str(cell)) if cell is not status else cell for cell in cells]
         if check:
-            cells.append(quote_markup(", ".join(row["tools"])))
+            cells.append(quoted(", ".join(row["tools"])))
         table.add_row(*cells)
     console.print(table)
     for row in rows:
         if row["detail"]:
-            console.print(f"[red]{quote_markup(row['name'])}:[/] {quote_markup(row['detail'])}")
+            console.print(f"[red]{quoted(row['name'])}:[/] {quoted(row['detail'])}")
 
 
 @mcp_app.command("call")

@@ -233,11 +233,11 @@ class ProgressPrinter:
         started a line), since at a terminal it is the answer: it is not printed again."""
         if not text:
             return
-        from subagents.cli.answer import terminal_safe
+        from subagents.cli.answer import shown_text
         from subagents.cli.plain import paint
 
         console = self._console
-        shown = terminal_safe(text) if console.is_terminal else text
+        shown = shown_text(text, terminal=console.is_terminal)
         console.file.write(paint(shown, "dim", colour=console.color_system is not None))
         console.file.flush()
 

@@ -18,7 +18,6 @@ from subagents.cli.common import (
     StoreOption,
     TaskArgument,
     exit_code,
-    same_terminal,
     stderr_console,
     store_path,
     user_errors,
@@ -207,7 +206,7 @@ def resume_command(
         }
         typer.echo(json.dumps(redactor.value(payload), indent=2))
     else:
-        if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
+        if result.output.strip() and not watch.on_screen(result.output):
             write_answer(redactor.text(result.output))
         if result.question is not None:
             asked = markup_safe(redactor.text(result.question.text), err)

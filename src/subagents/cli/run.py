@@ -15,7 +15,6 @@ from subagents.cli.common import (
     ModelOption,
     WorkspaceOption,
     exit_code,
-    same_terminal,
     stderr_console,
 )
 
@@ -365,7 +364,7 @@ def run_command(
         typer.echo(json.dumps(redactor.value(result_payload(result)), indent=2))
     else:
         # once: not again when it streamed to the terminal stdout shows; nothing when empty
-        if result.output.strip() and not (watch.shown(result.output) and same_terminal()):
+        if result.output.strip() and not watch.on_screen(result.output):
             _print_answer(redactor.text(result.output))
         if result.question is not None:
             asked = markup_safe(redactor.text(result.question.text), err)

@@ -40,10 +40,10 @@ def list_skills(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
         return
     _print(rows)
     if left_out:
-        from subagents.cli.answer import terminal_safe
+        from subagents.cli.answer import shown_text
 
         console = make_console()
-        first = terminal_safe(left_out[0]) if console.is_terminal else left_out[0]
+        first = shown_text(left_out[0], terminal=console.is_terminal)
         console.print(
             f"{len(left_out)} more skills were not read (at most {MAX_SKILLS} are), the "
             f"first: {first}; remove the skills you do not use.",
@@ -83,12 +83,9 @@ def _print(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from subagents.cli.answer import markup_safe, terminal_safe
+    from subagents.cli.answer import markup_safe, shown_text
 
     console = make_console()
-
-    def shown(text: str) -> str:
-        return terminal_safe(text) if console.is_terminal else text
 
     if not rows:
         console.print(
@@ -122,5 +119,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
         notes += [("error", "red", error) for error in row["errors"]]
         notes += [("warning", "yellow", warning) for warning in row["warnings"]]
         for label, style, text in notes:
-            quoted = shown(f": {row['name']} ({row['path']}): {text}")
+            quoted = shown_text(
+                f": {row['name']} ({row['path']}): {text}", terminal=console.is_terminal
+            )
             console.print(Text.assemble((label, style), quoted))

@@ -269,7 +269,7 @@ def _print_task(
 ) -> None:
     import json
 
-    from subagents.cli.answer import markup_safe, quote_markup, terminal_safe
+    from subagents.cli.answer import markup_safe, markup_text, shown_text
 
     console = make_console()
     console.print(f"[bold]Task {task.id}[/]  {_styled(task.status)}")
@@ -293,8 +293,9 @@ def _print_task(
     # a model wrote the result and maybe more: no emoji codes read, no control codes run
     at_terminal = console.is_terminal
     for label, value in fields:
-        shown = terminal_safe(value) if at_terminal else value
-        console.print(f"  [bold]{label}:[/] {quote_markup(shown)}", emoji=False)
+        console.print(
+            f"  [bold]{label}:[/] {markup_text(value, terminal=at_terminal)}", emoji=False
+        )
     console.print()
     if sessions:
         console.print(_sessions_tree(sessions, terminal=at_terminal))
@@ -305,7 +306,7 @@ def _print_task(
             f"Last checkpoint: #{last.sequence} {last.position} at {_when(last.created_at)} "
             f"(session {last.session_id})"
         )  # a store's words (an imported one's too): no control code runs
-        console.print(terminal_safe(line) if at_terminal else line, highlight=False, markup=False)
+        console.print(shown_text(line, terminal=at_terminal), highlight=False, markup=False)
     for checkpoint in waiting:
         # JSON escapes C0 controls, not DEL and the C1 ones (a C1 CSI drives some terminals)
         question = json.dumps(checkpoint.question or {}, indent=2, ensure_ascii=False)
@@ -327,10 +328,10 @@ def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
     characters of what models and agent files wrote (a task's description) shown escaped."""
     from rich.tree import Tree
 
-    from subagents.cli.answer import markup_line, quote_markup, terminal_safe
+    from subagents.cli.answer import markup_line, markup_text
 
     def quoted(text: str) -> str:
-        return quote_markup(terminal_safe(text) if terminal else text)
+        return markup_text(text, terminal=terminal)
 
     def label(session: SessionRecord) -> str:
         usage = session.usage or {}

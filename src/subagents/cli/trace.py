@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.answer import markup_line, terminal_safe
+from subagents.cli.answer import markup_line, markup_text
 from subagents.cli.common import (
     CwdOption,
     JsonOption,
@@ -142,7 +142,7 @@ def render_tree(trace: TaskTrace, *, terminal: bool = True) -> Tree:
     if task.error:
         label += f"\n[red]error: {markup_line(task.error, _ERROR_WIDTH, terminal=terminal)}[/]"
     if trace.workflow_path:
-        path = _quoted(workflow_path_text(trace.workflow_path), terminal)
+        path = markup_text(workflow_path_text(trace.workflow_path), terminal=terminal)
         label += f"\n[blue]path:[/] {path}"
     tree = Tree(label)
     if not trace.roots:
@@ -172,7 +172,7 @@ def _add_session(
     parent: Tree, session: SessionTrace, terminal: bool, workflow_node: str | None = None
 ) -> None:
     def quoted(text: str) -> str:
-        return _quoted(text, terminal)
+        return markup_text(text, terminal=terminal)
 
     def line(text: str, width: int) -> str:
         return markup_line(text, width, terminal=terminal)
@@ -231,7 +231,7 @@ def _add_todos(node: Tree, session: SessionTrace, terminal: bool) -> None:
 def _tool_label(call: ToolCallTrace, terminal: bool) -> str:
     arguments = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
     text = (
-        f"{_quoted(call.name, terminal)}"
+        f"{markup_text(call.name, terminal=terminal)}"
         f"[dim]({markup_line(arguments, _ARGUMENTS_WIDTH, terminal=terminal)})[/]  "
         f"{format_duration(call.duration_ms)}  "
     )
@@ -241,7 +241,9 @@ def _tool_label(call: ToolCallTrace, terminal: bool) -> str:
     if not call.failed:
         return text + "[green]ok[/]"
     reason = markup_line(_first_line(call.error or ""), _ERROR_WIDTH, terminal=terminal)
-    outcome = _quoted(call.outcome if call.outcome not in ("", "ok") else "error", terminal)
+    outcome = markup_text(
+        call.outcome if call.outcome not in ("", "ok") else "error", terminal=terminal
+    )
     return text + f"[red]{outcome}" + (f": {reason}" if reason else "") + "[/]"
 
 
@@ -272,10 +274,3 @@ def _status(status: str) -> str:
 def _first_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[0] if lines else ""
-
-
-def _quoted(text: str, terminal: bool) -> str:
-    """``text`` (a name, a path) to quote in markup whole (see :func:`markup_safe`)."""
-    from subagents.cli.answer import quote_markup
-
-    return quote_markup(terminal_safe(text) if terminal else text)
