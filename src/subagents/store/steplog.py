@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from subagents.errors import StoreCorruptError, StoreError
+from subagents.errors import StoreCorruptError, StoreError, TaskNotFoundError
 from subagents.store.base import StepWrite, StoredMessage
 from subagents.store.codec import dump_json, dump_record, load_json, load_record, record_from_data
 from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
@@ -33,6 +33,7 @@ __all__ = [
     "require_owner",
     "seq_problem",
     "step_rows",
+    "task_not_stored",
     "trace_records",
     "whole_task_rows",
 ]
@@ -113,6 +114,15 @@ def _check_follows(session_id: str, seq: int, expected: int) -> None:
             f"(messages are append-only; the next seq is {expected})",
             hint="append new messages with the next seq instead of rewriting history",
         )
+
+
+def task_not_stored(task_id: str, where: str) -> TaskNotFoundError:
+    """The error of a step written for a task that ``where`` (a store's file or server) does
+    not hold."""
+    return TaskNotFoundError(
+        f"no task {task_id} in {where}",
+        hint="create the task with create_task() before writing its steps",
+    )
 
 
 def seq_problem(task_id: str, part: StepRow, found: tuple[str, int] | None) -> StoreError:

@@ -23,7 +23,6 @@ from subagents.errors import (
     StoreError,
     StoreUnavailableError,
     StoreVersionError,
-    TaskNotFoundError,
 )
 from subagents.store.base import (
     DEFAULT_LEASE_TTL,
@@ -62,6 +61,7 @@ from subagents.store.steplog import (
     ledger_records,
     message_values,
     seq_problem,
+    task_not_stored,
     trace_records,
 )
 
@@ -427,10 +427,7 @@ class PostgresStore:
                     return None
                 return self._append(connection, task_id, step.rows)
         except psycopg.errors.ForeignKeyViolation:
-            raise TaskNotFoundError(
-                f"no task {task_id} in {self._location}",
-                hint="create the task with create_task() before writing its steps",
-            ) from None
+            raise task_not_stored(task_id, self._location) from None
 
     def _append(
         self, connection: psycopg.Connection[Any], task_id: str, rows: list[StepRow]
@@ -443,10 +440,7 @@ class PostgresStore:
             (len(rows), checkpoints, task_id),
         ).fetchone()
         if found is None:
-            raise TaskNotFoundError(
-                f"no task {task_id} in {self._location}",
-                hint="create the task with create_task() before writing its steps",
-            )
+            raise task_not_stored(task_id, self._location)
         task_no, last_step, next_checkpoint = (int(value) for value in found)
         number, sequence = last_step - len(rows), next_checkpoint - checkpoints
         saved = None

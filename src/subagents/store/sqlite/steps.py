@@ -24,9 +24,9 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from subagents.errors import StoreError, TaskNotFoundError
+from subagents.errors import StoreError
 from subagents.store.codec import dump_json
-from subagents.store.steplog import StepRow, json_array, seq_problem
+from subagents.store.steplog import StepRow, json_array, seq_problem, task_not_stored
 
 __all__ = [
     "INSERT_STEP",
@@ -96,10 +96,7 @@ def read_tail(connection: sqlite3.Connection, task_id: str, where: str) -> Tail:
     """The tail of ``task_id``'s log as its rows are now; TaskNotFoundError without the task."""
     found = connection.execute(_TASK_AND_LAST_STEP, (task_id,)).fetchone()
     if found is None:
-        raise TaskNotFoundError(
-            f"no task {task_id} in {where}",
-            hint="create the task with create_task() before writing its steps",
-        )
+        raise task_not_stored(task_id, where)
     task_no, key, next_checkpoint = found
     if key is None or next_checkpoint is None:
         key, next_checkpoint = task_range(task_no)[0] - 1, 0

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from subagents.errors import StoreError, TaskNotFoundError
+from subagents.errors import StoreError
 from subagents.store.base import (
     DEFAULT_LEASE_TTL,
     StepWrite,
@@ -67,6 +67,7 @@ from subagents.store.steplog import (
     checkpoint_records,
     ledger_records,
     message_values,
+    task_not_stored,
     trace_records,
 )
 
@@ -174,10 +175,7 @@ class SQLiteStore:
                     f"a message of task {task_id} belongs to a session that is not stored",
                     hint="put the session record in the StepWrite of its first messages",
                 )
-            return TaskNotFoundError(
-                f"no task {task_id} in {self._path}",
-                hint="create the task with create_task() before writing its steps",
-            )
+            return task_not_stored(task_id, str(self._path))
         if "sessions.session_id" in text:
             return StoreError(
                 f"a session id of task {task_id} belongs to another task",
@@ -333,12 +331,6 @@ class SQLiteStore:
         raise StoreError(
             f"{self._path}: the log of task {task_id} kept moving while this step was written",
             hint="another process writes the same task: run each task in one process at a time",
-        )
-
-    def _no_task(self, task_id: str) -> TaskNotFoundError:
-        return TaskNotFoundError(
-            f"no task {task_id} in {self._path}",
-            hint="create the task with create_task() before writing its steps",
         )
 
     # -- reading a task's records -------------------------------------------------------------
