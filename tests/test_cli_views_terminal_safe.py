@@ -132,16 +132,23 @@ def record_paused_run(project: Project) -> str:
     return asyncio.run(run())
 
 
-def shown_at_a_terminal(project: Project, *args: str) -> str:
-    """The screen of the console script run at a pseudo-terminal, checked for raw escape,
-    bell and C1 bytes (the printer's own SGR styles aside), as text."""
-    code, seen = terminal_bytes(project, *args)
+def checked_screen(code: int, seen: bytes, *, exit_code: int = 0) -> str:
+    """What a terminal received from a command (:func:`terminal_bytes`), as text, checked: it
+    exited with ``exit_code``, without a traceback, and no raw escape, bell or C1 byte reached
+    the terminal (the printer's own SGR styles aside)."""
     screen = SGR.sub(b"", seen)
     shown = screen.decode(errors="replace")
-    assert code == 0, shown
+    assert code == exit_code, shown
     assert "Traceback" not in shown, shown
     for raw in RAW:
         assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    return shown
+
+
+def shown_at_a_terminal(project: Project, *args: str) -> str:
+    """The screen of the console script run at a pseudo-terminal, checked (see
+    :func:`checked_screen`), as text."""
+    shown = checked_screen(*terminal_bytes(project, *args))
     assert "pwned" in shown, shown  # shown, not acted on (nor dropped)
     return shown.replace("\r\n", "\n")
 
@@ -254,11 +261,8 @@ def test_agents_list_shows_an_agent_file_without_driving_the_terminal(project: P
         f"---\nname: broken\ndescription: Broken.\nmodel: {YAML_EVERYTHING}\n---\nBroken.\n",
         encoding="utf-8",
     )
-    code, seen = terminal_bytes(project, "agents", "list")
-    assert code == 0, seen
-    screen = SGR.sub(b"", seen)
-    assert not any(raw in screen for raw in RAW), screen
-    assert b"evil" in screen and b"broken" in screen, screen
+    shown = checked_screen(*terminal_bytes(project, "agents", "list"))
+    assert "evil" in shown and "broken" in shown, shown
 
 
 def test_skills_list_shows_a_skill_files_text_without_driving_the_terminal(
@@ -304,12 +308,8 @@ def test_workflow_show_mermaid_shows_a_workflow_files_text_without_driving_the_t
         "edges:\n  - {from: ask, to: end}\n",
         encoding="utf-8",
     )
-    code, seen = terminal_bytes(project, "workflow", "show", "evil", "--mermaid")
-    screen = SGR.sub(b"", seen)
-    assert code == 0, screen
-    for raw in RAW:
-        assert raw not in screen, f"{raw!r} reached the terminal:\n{screen!r}"
-    assert b"flowchart" in screen and b"pwned" in screen, screen
+    shown = checked_screen(*terminal_bytes(project, "workflow", "show", "evil", "--mermaid"))
+    assert "flowchart" in shown and "pwned" in shown, shown
 
 
 def test_mcp_list_shows_a_config_files_text_without_driving_the_terminal(
@@ -365,11 +365,7 @@ def test_chat_line_mode_shows_a_models_question_without_driving_the_terminal(
         MODEL,
         answers=(("› ", "question"), ("(/resume)", "/quit")),
     )
-    screen = SGR.sub(b"", seen)
-    shown = screen.decode(errors="replace")
-    assert code == 0, shown
-    for raw in RAW:
-        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    shown = checked_screen(code, seen)
     assert f"waiting for you: {terminal_safe(EVERYTHING)} (/resume)" in shown, shown
 
 
@@ -386,11 +382,7 @@ def test_chat_line_mode_lists_a_stored_prompt_without_driving_the_terminal(
         answers=(("› ", f"wipe {CLEAR} it"), ("done", "/tasks"), ("/resume TASK", "/quit")),
         echo=False,  # the terminal does not show the typed prompt back: only the chat's output
     )
-    screen = SGR.sub(b"", seen)
-    shown = screen.decode(errors="replace")
-    assert code == 0, shown
-    for raw in RAW:
-        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    shown = checked_screen(code, seen)
     assert f"wipe {terminal_safe(CLEAR)} it" in shown, shown
 
 
@@ -399,11 +391,7 @@ def test_mcp_call_shows_a_servers_text_without_driving_the_terminal(project: Pro
     (project.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
     arguments = json.dumps({"message": EVERYTHING})
     code, seen = terminal_bytes(project, "mcp", "call", "calc", "fail", arguments)
-    screen = SGR.sub(b"", seen)
-    shown = screen.decode(errors="replace")
-    assert code == 1, shown
-    for raw in RAW:
-        assert raw not in screen, f"{raw!r} reached the terminal:\n{shown!r}"
+    shown = checked_screen(code, seen, exit_code=1)
     assert terminal_safe(EVERYTHING) in shown, shown
     piped = project.cli("mcp", "call", "calc", "fail", arguments)  # exact in a pipe
     assert piped.code == 1 and EVERYTHING in piped.err, piped.err
