@@ -17,8 +17,8 @@ from subagents.errors import StoreError
 from subagents.store import SQLiteStore, TaskOwner, open_store
 from subagents.store.open import store_file
 from subagents.store.postgres.store import shown_url
-from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
-from test_store_support import make_session, make_task, write_steps
+from subagents.store.sqlite.schema import STORE_SCHEMA_VERSION
+from test_store_support import empty_store_of_schema, make_session, make_task, write_steps
 
 
 def test_a_path_and_every_sqlite_url_form_open_the_same_file(
@@ -107,12 +107,7 @@ def test_the_cli_store_option_takes_a_url(tmp_path: Path) -> None:
 
 def _schema_1_store(path: Path, owner: TaskOwner) -> str:
     """A store as subagents wrote it before leases: schema 1, the owner in meta."""
-    raw = sqlite3.connect(path, isolation_level=None)
-    for statement in MIGRATIONS[0]:
-        assert isinstance(statement, str)
-        raw.execute(statement)
-    raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    raw.close()
+    empty_store_of_schema(path, 1).close()
     task = make_task()
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute(

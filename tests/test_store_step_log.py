@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from subagents.store import StepWrite
 from subagents.store.sqlite import SQLiteStore
-from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
+from subagents.store.sqlite.schema import STORE_SCHEMA_VERSION
 from test_store_support import (
+    empty_store_of_schema,
     make_checkpoint,
     make_ledger,
     make_session,
@@ -33,12 +34,7 @@ TASK = "7b7b7b7b-0000-4000-8000-000000000001"
 def _schema_2_store(path: Path) -> dict[str, Any]:
     """A store as subagents wrote it before the step log, with one task of two sessions;
     returns what it holds, as the store must read it back."""
-    raw = sqlite3.connect(path, isolation_level=None)
-    for version in (0, 1):
-        for statement in MIGRATIONS[version]:
-            assert isinstance(statement, str)
-            raw.execute(statement)
-    raw.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    raw = empty_store_of_schema(path, 2)
     task = make_task(id=TASK)
     raw.execute(
         "INSERT INTO tasks VALUES (?, ?, NULL, ?, ?)",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from subagents.messages import AssistantMessage, ToolCall, UserMessage, message_to_dict
@@ -14,8 +16,10 @@ from subagents.store import (
     TraceRecord,
 )
 from subagents.store.base import Store
+from subagents.store.sqlite.schema import MIGRATIONS
 
 __all__ = [
+    "empty_store_of_schema",
     "make_checkpoint",
     "make_ledger",
     "make_session",
@@ -113,3 +117,17 @@ def write_steps(
         assert checkpoint is not None
         saved.append(checkpoint)
     return saved
+
+
+def empty_store_of_schema(path: Path, version: int) -> sqlite3.Connection:
+    """A SQLite store at ``path`` as a subagents of schema ``version`` created it, with no
+    records yet: an open connection in autocommit, to fill it as that version wrote."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    for earlier in range(version):
+        for statement in MIGRATIONS[earlier]:
+            if isinstance(statement, str):
+                raw.execute(statement)
+            else:
+                statement(raw)
+    raw.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    return raw

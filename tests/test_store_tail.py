@@ -14,8 +14,15 @@ import pytest
 from subagents.errors import StoreError, TaskNotFoundError
 from subagents.store import StepWrite
 from subagents.store.sqlite import SQLiteStore
-from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
-from test_store_support import make_checkpoint, make_session, make_task, message, write_steps
+from subagents.store.sqlite.schema import STORE_SCHEMA_VERSION
+from test_store_support import (
+    empty_store_of_schema,
+    make_checkpoint,
+    make_session,
+    make_task,
+    message,
+    write_steps,
+)
 
 
 def _step(task_id: str, session_id: str, seq: int) -> StepWrite:
@@ -26,17 +33,23 @@ def _step(task_id: str, session_id: str, seq: int) -> StepWrite:
     )
 
 
+def _task_with_steps(store: SQLiteStore, steps: int) -> str:
+    """A new task in ``store`` whose session ``a`` has written ``steps`` steps; its id."""
+    task = make_task()
+    store.create_task(task)
+    write_steps(store, make_session(task.id, "a"), steps)
+    return task.id
+
+
 def test_two_writers_of_one_task_both_land_in_order(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with SQLiteStore(path) as first, SQLiteStore(path) as second:
-        task = make_task()
-        first.create_task(task)
-        write_steps(first, make_session(task.id, "a"), 1)  # first keeps a tail
-        write_steps(second, make_session(task.id, "b"), 2)  # moves the log past it
-        saved = first.commit(_step(task.id, "a", 1))
+        task_id = _task_with_steps(first, 1)  # first keeps a tail
+        write_steps(second, make_session(task_id, "b"), 2)  # moves the log past it
+        saved = first.commit(_step(task_id, "a", 1))
         assert saved is not None and saved.sequence == 3
-        assert second.commit(_step(task.id, "b", 2)) is not None
-        assert [c.sequence for c in first.checkpoints(task.id)] == [0, 1, 2, 3, 4]
+        assert second.commit(_step(task_id, "b", 2)) is not None
+        assert [c.sequence for c in first.checkpoints(task_id)] == [0, 1, 2, 3, 4]
         assert first.messages("a") == [message(0), message(1)]
         assert first.messages("b") == [message(i) for i in range(3)]
         assert first.integrity_check() == []
@@ -45,12 +58,10 @@ def test_two_writers_of_one_task_both_land_in_order(tmp_path: Path) -> None:
 def test_a_message_another_writer_stored_first_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with SQLiteStore(path) as first, SQLiteStore(path) as second:
-        task = make_task()
-        first.create_task(task)
-        write_steps(first, make_session(task.id, "a"), 1)
-        second.commit(_step(task.id, "a", 1))
+        task_id = _task_with_steps(first, 1)
+        second.commit(_step(task_id, "a", 1))
         with pytest.raises(StoreError, match="message 1 of session a is already stored"):
-            first.commit(_step(task.id, "a", 1))
+            first.commit(_step(task_id, "a", 1))
         assert first.messages("a") == [message(0), message(1)]
         assert first.integrity_check() == []
 
@@ -58,15 +69,13 @@ def test_a_message_another_writer_stored_first_is_refused(tmp_path: Path) -> Non
 def test_a_task_deleted_by_another_writer_takes_no_more_steps(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with SQLiteStore(path) as writer, SQLiteStore(path) as other:
-        task = make_task()
-        writer.create_task(task)
-        write_steps(writer, make_session(task.id, "a"), 2)
-        other.delete_task(task.id)  # the highest number: the next task gets it again
+        task_id = _task_with_steps(writer, 2)
+        other.delete_task(task_id)  # the highest number: the next task gets it again
         again = make_task()
         other.create_task(again)
         write_steps(other, make_session(again.id, "b"), 1)
-        with pytest.raises(TaskNotFoundError, match=f"no task {task.id}"):
-            writer.commit(_step(task.id, "a", 2))
+        with pytest.raises(TaskNotFoundError, match=f"no task {task_id}"):
+            writer.commit(_step(task_id, "a", 2))
         assert [c.sequence for c in other.checkpoints(again.id)] == [0]
         assert other.integrity_check() == []
 
@@ -74,13 +83,11 @@ def test_a_task_deleted_by_another_writer_takes_no_more_steps(tmp_path: Path) ->
 def test_a_task_given_a_new_number_goes_on_where_its_log_ends(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with SQLiteStore(path) as writer, SQLiteStore(path) as other:
-        task = make_task()
-        writer.create_task(task)
-        write_steps(writer, make_session(task.id, "a"), 2)
-        bundle = other.load_bundle(task.id)
+        task_id = _task_with_steps(writer, 2)
+        bundle = other.load_bundle(task_id)
         other.create_task(make_task())
         other.restore_bundle(bundle, replace=True)  # the same records, under a new number
-        saved = writer.commit(_step(task.id, "a", 2))
+        saved = writer.commit(_step(task_id, "a", 2))
         assert saved is not None and saved.sequence == 2
         assert writer.messages("a") == [message(i) for i in range(3)]
         assert writer.integrity_check() == []
@@ -88,17 +95,15 @@ def test_a_task_given_a_new_number_goes_on_where_its_log_ends(tmp_path: Path) ->
 
 def test_a_rolled_back_step_leaves_the_kept_tail_behind(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "state.db") as store:
-        task = make_task()
-        store.create_task(task)
-        write_steps(store, make_session(task.id, "a"), 1)
+        task_id = _task_with_steps(store, 1)
         with pytest.raises(RuntimeError), store.transaction() as tx:
-            store.commit(_step(task.id, "a", 1), tx=tx)
+            store.commit(_step(task_id, "a", 1), tx=tx)
             raise RuntimeError("the caller changes its mind")
-        saved = store.commit(_step(task.id, "a", 1))  # the same step again: not a gap
+        saved = store.commit(_step(task_id, "a", 1))  # the same step again: not a gap
         assert saved is not None and saved.sequence == 1
         with store.transaction() as tx:
-            store.commit(_step(task.id, "a", 2), tx=tx)
-        saved = store.commit(_step(task.id, "a", 3))  # after a step the tail did not see
+            store.commit(_step(task_id, "a", 2), tx=tx)
+        saved = store.commit(_step(task_id, "a", 3))  # after a step the tail did not see
         assert saved is not None and saved.sequence == 3
         assert store.messages("a") == [message(i) for i in range(4)]
         assert store.integrity_check() == []
@@ -106,29 +111,20 @@ def test_a_rolled_back_step_leaves_the_kept_tail_behind(tmp_path: Path) -> None:
 
 def test_a_step_that_leaves_a_gap_is_refused_and_nothing_of_it_stays(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "state.db") as store:
-        task = make_task()
-        store.create_task(task)
-        write_steps(store, make_session(task.id, "a"), 2)
+        task_id = _task_with_steps(store, 2)
         with pytest.raises(StoreError, match="message 3 of session a would leave a gap"):
-            store.commit(_step(task.id, "a", 3))
+            store.commit(_step(task_id, "a", 3))
         with pytest.raises(StoreError, match="belongs to a session that is not stored"):
-            store.commit(_step(task.id, "nobody", 0))
-        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1]
-        saved = store.commit(_step(task.id, "a", 2))
+            store.commit(_step(task_id, "nobody", 0))
+        assert [c.sequence for c in store.checkpoints(task_id)] == [0, 1]
+        saved = store.commit(_step(task_id, "a", 2))
         assert saved is not None and saved.sequence == 2
 
 
 def _schema_3_store(path: Path) -> str:
     """A store as subagents wrote it with the step log of schema 3: one task, two sessions
     whose messages are spread over several rows."""
-    raw = sqlite3.connect(path, isolation_level=None)
-    for version in (0, 1, 2):
-        for statement in MIGRATIONS[version]:
-            if isinstance(statement, str):
-                raw.execute(statement)
-            else:
-                statement(raw)
-    raw.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    raw = empty_store_of_schema(path, 3)
     task = make_task()
     raw.execute(
         "INSERT INTO tasks (id, status, parent_task_id, created_ts, data, no) "
@@ -181,23 +177,21 @@ def test_a_savepoint_rolled_back_alone_or_with_its_transaction_leaves_no_tail_be
     tmp_path: Path,
 ) -> None:
     with SQLiteStore(tmp_path / "state.db") as store:
-        task = make_task()
-        store.create_task(task)
-        write_steps(store, make_session(task.id, "a"), 1)
+        task_id = _task_with_steps(store, 1)
         with store.transaction() as outer:
-            store.commit(_step(task.id, "a", 1), tx=outer)
+            store.commit(_step(task_id, "a", 1), tx=outer)
             with pytest.raises(RuntimeError), store.transaction(outer) as inner:
-                store.commit(_step(task.id, "a", 2), tx=inner)
+                store.commit(_step(task_id, "a", 2), tx=inner)
                 raise RuntimeError("this part only")
-            store.commit(_step(task.id, "a", 2), tx=outer)  # the savepoint's step is gone
+            store.commit(_step(task_id, "a", 2), tx=outer)  # the savepoint's step is gone
         with pytest.raises(RuntimeError), store.transaction() as outer:
             with store.transaction(outer) as inner:
-                store.commit(_step(task.id, "a", 3), tx=inner)
+                store.commit(_step(task_id, "a", 3), tx=inner)
             raise RuntimeError("the whole of it")
-        saved = store.commit(_step(task.id, "a", 3))  # neither part of it stayed
+        saved = store.commit(_step(task_id, "a", 3))  # neither part of it stayed
         assert saved is not None and saved.sequence == 3
         assert store.messages("a") == [message(i) for i in range(4)]
-        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1, 2, 3]
+        assert [c.sequence for c in store.checkpoints(task_id)] == [0, 1, 2, 3]
         assert store.integrity_check() == []
 
 
@@ -206,15 +200,13 @@ def test_after_a_rollback_a_step_without_messages_follows_the_last_stored_one(
 ) -> None:
     # No message seq to check it against: the step must not start from the rolled-back row.
     with SQLiteStore(tmp_path / "state.db") as store:
-        task = make_task()
-        store.create_task(task)
-        write_steps(store, make_session(task.id, "a"), 1)
+        task_id = _task_with_steps(store, 1)
         with pytest.raises(RuntimeError), store.transaction() as outer:
             with store.transaction(outer) as inner:
-                store.commit(_step(task.id, "a", 1), tx=inner)
+                store.commit(_step(task_id, "a", 1), tx=inner)
             raise RuntimeError("rolled back")
-        bare = StepWrite(task_id=task.id, checkpoint=make_checkpoint(task.id, "a"))
+        bare = StepWrite(task_id=task_id, checkpoint=make_checkpoint(task_id, "a"))
         saved = store.commit(bare)
         assert saved is not None and saved.sequence == 1
-        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1]
+        assert [c.sequence for c in store.checkpoints(task_id)] == [0, 1]
         assert store.integrity_check() == []
