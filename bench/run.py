@@ -112,6 +112,17 @@ def run_json(
     return row
 
 
+def peers_python() -> str:
+    """The interpreter of the peers' venv ($PEER_PY), which ``--peers`` needs."""
+    peer_python = os.environ.get("PEER_PY")
+    if not peer_python:
+        raise SystemExit(
+            "--peers needs PEER_PY: the python of a venv with the peers "
+            "(see ../shared/peer-bench/README.md)"
+        )
+    return peer_python
+
+
 def frameworks(with_peers: bool, variants: bool = False) -> list[tuple[str, str, Path]]:
     ours = [("subagents", sys.executable, HERE / "bench_subagents.py")]
     if variants:  # the same workload with the tool declared as a user may declare it
@@ -121,12 +132,7 @@ def frameworks(with_peers: bool, variants: bool = False) -> list[tuple[str, str,
         ]
     if not with_peers:
         return ours
-    peer_python = os.environ.get("PEER_PY")
-    if not peer_python:
-        raise SystemExit(
-            "--peers needs PEER_PY: the python of a venv with the peers "
-            "(see ../shared/peer-bench/README.md)"
-        )
+    peer_python = peers_python()
     return ours + [(name, peer_python, PEER_BENCH / script) for name, script in PEERS.items()]
 
 
@@ -185,12 +191,7 @@ def headline_columns(with_peers: bool) -> list[Column]:
     ]
     if not with_peers:
         return columns
-    peer_python = os.environ.get("PEER_PY")
-    if not peer_python:
-        raise SystemExit(
-            "--peers needs PEER_PY: the python of a venv with the peers "
-            "(see ../shared/peer-bench/README.md)"
-        )
+    peer_python = peers_python()
     columns += [
         Column(name, peer_python, PEER_BENCH / script, fanout_shim=True)
         for name, script in PEERS.items()
