@@ -109,8 +109,10 @@ def _subagents() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "subagents"]
 
 
-def _run_once(case: Case, env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
-    """Wall-clock and CPU (user + system) seconds of one run, and its output."""
+def _run_once(case: Case, label: str, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall-clock and CPU (user + system) seconds of one run in environment ``label``, and
+    its output."""
+    cwd = case.cwds.get(label, case.cwd)
     cpu_before = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
@@ -137,14 +139,14 @@ def time_case(case: Case, envs: dict[str, dict[str, str]], runs: int) -> dict[st
     """Each of ``runs`` fresh processes per environment (after two warm-up runs each), the
     environments taking turns."""
     for label, env in envs.items():
-        output = _run_once(case, env, case.cwds.get(label, case.cwd))[2]
+        output = _run_once(case, label, env)[2]
         if case.expect not in output:
             raise RuntimeError(f"{case.name}: {case.expect!r} not in the output:\n{output[-2000:]}")
-        _run_once(case, env, case.cwds.get(label, case.cwd))
+        _run_once(case, label, env)
     samples = {label: Samples() for label in envs}
     for _ in range(runs):
         for label, env in envs.items():
-            wall, cpu, _ = _run_once(case, env, case.cwds.get(label, case.cwd))
+            wall, cpu, _ = _run_once(case, label, env)
             samples[label].wall.append(wall * 1e3)
             samples[label].cpu.append(cpu * 1e3)
     return samples
