@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -38,7 +38,6 @@ __all__ = [
     "is_safe_task_id",
     "new_id",
     "utc_now",
-    "validated",
 ]
 
 RECORD_SCHEMA_VERSION = 1
@@ -65,18 +64,10 @@ def check_task_id(value: str) -> str:
     return value
 
 
-RecordT = TypeVar("RecordT", bound=BaseModel)
-
 RecordFields = dict[str, Any]
 """A record's fields as JSON values (timestamps as ISO 8601 text), in its model's order, built to
 its model's schema by the runtime's recorder (its tests read every record it writes back
 through the model): stores encode it as it is, and reading validates it as the model."""
-
-
-def validated(cls: type[RecordT], fields: dict[str, Any]) -> RecordT:
-    """``cls(**fields)``, validated alike, without ``BaseModel.__init__``'s Python layer: a
-    quarter of a small record's cost, and the recorder builds several records a step."""
-    return cast(RecordT, cls.__pydantic_validator__.validate_python(fields))
 
 
 def utc_now() -> datetime:
