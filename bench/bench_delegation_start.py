@@ -60,8 +60,8 @@ async def measure(root: Path, iters: int) -> list[float]:
 
     runtime = Runtime(
         cwd=root,
-        model=FunctionModel(parent, name="bench:parent"),
-        agent_models={"agent-150": FunctionModel(child, name="bench:child")},
+        model=FunctionModel(parent, name="bench:parent", keep_requests=False),
+        agent_models={"agent-150": FunctionModel(child, name="bench:child", keep_requests=False)},
         events=EventBus([on_event]),
     )
     for _ in range(iters + 20):

@@ -102,7 +102,9 @@ def fake_model(
             return ModelResponse(tool_calls=calls, stop_reason="tool_use")
         return ModelResponse(text="done")
 
-    return FunctionModel(respond, name=f"bench:{tool_name}")
+    # a peer's fake model keeps nothing; ours would keep every request, and so every history,
+    # alive for the whole benchmark, slowing each full garbage collection
+    return FunctionModel(respond, name=f"bench:{tool_name}", keep_requests=False)
 
 
 def _echo(x: str) -> str:
@@ -210,7 +212,7 @@ def delegation_runtime(sub_rounds: int, fanout: int, latency: float) -> Runtime:
         cwd=WORKSPACE,
         config=config,
         inventory=inventory,
-        model=FunctionModel(parent, name="bench:parent"),
+        model=FunctionModel(parent, name="bench:parent", keep_requests=False),
         agent_models={"sub": fake_model(sub_rounds, "echo", latency=latency)},
         tools=[echo],
         builtin_tools=False,

@@ -210,3 +210,67 @@ def test_after_a_rollback_a_step_without_messages_follows_the_last_stored_one(
         assert saved is not None and saved.sequence == 1
         assert [c.sequence for c in store.checkpoints(task_id)] == [0, 1]
         assert store.integrity_check() == []
+
+
+def _statements(store: SQLiteStore) -> list[str]:
+    """Every statement ``store`` runs from now on, as SQLite traces them."""
+    seen: list[str] = []
+    store._db._connection.set_trace_callback(seen.append)  # type: ignore[union-attr]
+    return seen
+
+
+def test_a_new_sessions_first_step_on_a_task_this_store_created_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        seen = _statements(store)
+        write_steps(store, make_session(task.id, "a"), 2)
+        assert not [statement for statement in seen if statement.startswith("SELECT")]
+        assert store.messages("a") == [message(0), message(1)]
+        assert store.integrity_check() == []
+
+
+def test_a_new_session_whose_first_step_leaves_a_gap_is_refused_without_a_read(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        with pytest.raises(StoreError, match="session a"):
+            write_steps(store, make_session(task.id, "a"), 1, start=1)
+        assert store.messages("a") == []
+        write_steps(store, make_session(task.id, "a"), 1)  # the kept tail still serves
+        assert store.messages("a") == [message(0)]
+        assert store.integrity_check() == []
+
+
+def test_another_tasks_session_riding_in_a_step_is_still_refused(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "state.db") as store:
+        first, second = make_task(), make_task()
+        store.create_task(first)
+        store.create_task(second)
+        write_steps(store, make_session(first.id, "a"), 1)
+        stolen = make_session(second.id, "a")  # the id of the first task's session
+        with pytest.raises(StoreError, match="session a"):
+            write_steps(store, stolen, 1)
+        assert store.get_session("a").task_id == first.id
+        assert [c.sequence for c in store.checkpoints(second.id)] == []
+        assert store.integrity_check() == []
+
+
+def test_a_session_written_by_another_store_object_is_read_not_assumed_new(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        task = make_task()
+        first.create_task(task)  # first keeps a whole tail
+        write_steps(second, make_session(task.id, "b"), 2)
+        # first's tail has not seen b: its step clashes on the key, and the log is read
+        write_steps(first, make_session(task.id, "b"), 1, start=2)
+        assert first.messages("b") == [message(i) for i in range(3)]
+        with pytest.raises(StoreError, match="message 0 of session b is already stored"):
+            write_steps(first, make_session(task.id, "b"), 1)
+        assert first.integrity_check() == []

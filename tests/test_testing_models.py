@@ -164,6 +164,21 @@ async def test_function_model_sees_messages_and_tools_and_may_be_async() -> None
     assert events[-1].response.model_name == "test:async"
 
 
+async def test_a_function_model_told_not_to_keep_requests_holds_no_history() -> None:
+    seen: list[int] = []
+
+    def count(request: ModelRequest) -> str:
+        seen.append(len(request.messages))
+        return "ok"
+
+    model = FunctionModel(count, keep_requests=False)
+    for size in (1, 2):
+        request = ModelRequest(system="s", messages=[UserMessage("m")] * size)
+        assert (await model.request(request)).text == "ok"
+    assert seen == [1, 2]
+    assert model.requests == []
+
+
 # -- a script the run did not finish ----------------------------------------------------------
 
 

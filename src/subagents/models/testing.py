@@ -239,20 +239,26 @@ class FunctionModel:
     """A model whose every turn is decided by ``function(request)``.
 
     The function receives the snapshotted request (system prompt, messages, tools) and returns
-    a :class:`ModelResponse`, a ``str`` (final answer), or an awaitable of either.
+    a :class:`ModelResponse`, a ``str`` (final answer), or an awaitable of either. Every request
+    is kept in :attr:`requests`; ``keep_requests=False`` keeps none, for a model that serves
+    many runs (a benchmark): each kept request holds its whole history alive.
     """
 
-    def __init__(self, function: ModelFunction, *, name: str = "test:function") -> None:
+    def __init__(
+        self, function: ModelFunction, *, name: str = "test:function", keep_requests: bool = True
+    ) -> None:
         self.name = name
         self.requests: list[ModelRequest] = []
         self._function = function
+        self._keep_requests = keep_requests
 
     def __repr__(self) -> str:
         return f"FunctionModel(name={self.name!r}, function={self._function!r})"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         snapshot = _snapshot(request)
-        self.requests.append(snapshot)
+        if self._keep_requests:
+            self.requests.append(snapshot)
         result = self._function(snapshot)
         if inspect.isawaitable(result):
             result = await result

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -282,15 +282,12 @@ class Database:
                 with self.translated(), _savepoint(outer.connection, one_change):
                     yield outer.connection
                 return
-            with self.use() as connection, _savepoint(connection, one_change):
-                yield connection
-            return
         with self._lock:  # self.use(), unrolled: a step pays for each context manager
             own = self._connection
             if own is None:
                 raise StoreError(f"the store {self.path} is closed", hint=_CLOSED_HINT)
             try:
-                if own.in_transaction:
+                if own.in_transaction:  # ``tx``, or the one this thread holds open
                     with _savepoint(own, one_change):
                         yield own
                     return
@@ -440,19 +437,32 @@ class Database:
         )
 
 
-@contextmanager
-def _savepoint(connection: sqlite3.Connection, needless: bool = False) -> Iterator[None]:
-    if needless:
-        yield
-        return
-    connection.execute("SAVEPOINT step")
-    try:
-        yield
-    except BaseException:
-        quietly(connection, "ROLLBACK TO step")
-        quietly(connection, "RELEASE step")
-        raise
-    connection.execute("RELEASE step")
+def _savepoint(
+    connection: sqlite3.Connection, needless: bool = False
+) -> AbstractContextManager[None]:
+    """A savepoint around a block: undone whole when it raises. A plain class, not a
+    generator: every grouped step enters one."""
+    return _NO_SAVEPOINT if needless else _Savepoint(connection)
+
+
+class _Savepoint:
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        self.connection.execute("SAVEPOINT step")
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.connection.execute("RELEASE step")
+            return
+        quietly(self.connection, "ROLLBACK TO step")
+        quietly(self.connection, "RELEASE step")
+
+
+_NO_SAVEPOINT = nullcontext()
 
 
 def quietly(connection: sqlite3.Connection, statement: str) -> None:

@@ -90,6 +90,9 @@ class Tail:
     fresh: bool = True
     """Read from the rows within this write, not kept from an earlier one: a step that does
     not follow a kept tail may follow the log as it is (another writer moved it)."""
+    whole: bool = False
+    """Kept since the task was created, so ``next_seq`` holds every session that has written
+    messages: one not there has none yet (were the tail stale, the step's key would clash)."""
 
 
 def read_tail(connection: sqlite3.Connection, task_id: str, where: str) -> Tail:
@@ -105,16 +108,20 @@ def read_tail(connection: sqlite3.Connection, task_id: str, where: str) -> Tail:
 
 def new_task_tail(task_id: str, task_no: int) -> Tail:
     """The tail of a task just created, numbered ``task_no``: no rows yet."""
-    return Tail(task_id, task_no, task_range(task_no)[0] - 1, 0, fresh=False)
+    return Tail(task_id, task_no, task_range(task_no)[0] - 1, 0, fresh=False, whole=True)
 
 
 def append_rows(
-    connection: sqlite3.Connection, tail: Tail, rows: list[StepRow], where: str
+    connection: sqlite3.Connection,
+    tail: Tail,
+    rows: list[StepRow],
+    where: str,
+    recorded: str | None = None,
 ) -> int | None:
     """Append ``rows`` to the log ``tail`` ends (inside the caller's write transaction, or as
     one statement of its own); ``tail`` moves on only when they are written. Returns the
     sequence of the last checkpoint among them; StaleTail when the log has moved (nothing
-    was written)."""
+    was written). ``recorded``: a session whose record of this task the same write stored."""
     task_id = tail.task_id
     next_seq = dict(tail.next_seq)
     key, next_checkpoint = tail.last_key, tail.next_checkpoint
@@ -125,7 +132,7 @@ def append_rows(
         first_seq = None
         if part.messages:
             first_seq = part.first_seq
-            expected = _next_seq(connection, tail, next_seq, part)
+            expected = _next_seq(connection, tail, next_seq, part, recorded)
             if first_seq != expected:
                 if not tail.fresh:
                     raise StaleTail
@@ -171,14 +178,21 @@ def append_rows(
 
 
 def _next_seq(
-    connection: sqlite3.Connection, tail: Tail, known: dict[str, int], part: StepRow
+    connection: sqlite3.Connection,
+    tail: Tail,
+    known: dict[str, int],
+    part: StepRow,
+    recorded: str | None,
 ) -> int:
-    """The seq ``part``'s session's next message must have: known to the tail, or read from
-    the session's last row (after checking that the session is stored, and is the task's)."""
+    """The seq ``part``'s session's next message must have: known to the tail, 0 for a
+    session new to a whole tail whose record the write stored, or read from the session's
+    last row (after checking that the session is stored, and is the task's)."""
     session_id = part.session_id or ""
     found = known.get(session_id)
     if found is not None:
         return found
+    if tail.whole and session_id == recorded:
+        return 0
     first, last = task_range(tail.task_no)
     found = connection.execute(_SESSION_AND_NEXT_SEQ, (first, last, session_id)).fetchone()
     if found is None or found[0] != tail.task_id:

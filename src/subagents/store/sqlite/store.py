@@ -281,11 +281,14 @@ class SQLiteStore:
             try:
                 if step.task is not None:
                     connection.execute(UPSERT_TASK, step.task)
+                recorded = None
                 if step.session is not None:
-                    connection.execute(UPSERT_SESSION, step.session)
+                    stored = connection.execute(UPSERT_SESSION, step.session).rowcount
+                    if stored and step.session[1] == task_id:  # not another task's session
+                        recorded = step.session[0]
                 if not step.rows:
                     return None
-                sequence, tail = self._append_rows(connection, task_id, step.rows, tail)
+                sequence, tail = self._append_rows(connection, task_id, step.rows, tail, recorded)
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
         if scope is not None:
@@ -318,14 +321,19 @@ class SQLiteStore:
         return sequence
 
     def _append_rows(
-        self, connection: sqlite3.Connection, task_id: str, rows: list[StepRow], tail: Tail | None
+        self,
+        connection: sqlite3.Connection,
+        task_id: str,
+        rows: list[StepRow],
+        tail: Tail | None,
+        recorded: str | None,
     ) -> tuple[int | None, Tail]:
         where = str(self._path)
         for _ in range(8):
             if tail is None:
                 tail = read_tail(connection, task_id, where)  # TaskNotFoundError when gone
             try:
-                return append_rows(connection, tail, rows, where), tail
+                return append_rows(connection, tail, rows, where, recorded), tail
             except StaleTail:
                 tail = None
         raise StoreError(
