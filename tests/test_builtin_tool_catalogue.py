@@ -84,6 +84,7 @@ def catalogue_entries() -> list[dict[str, Any]]:
             del entry[key]
         entry.update(module=module, attribute=attribute, from_web_settings=from_settings)
         if from_settings:  # the [web] timeout plus this many seconds
+            assert tool.timeout_seconds is not None
             entry["timeout_after_web_timeout"] = tool.timeout_seconds - default_timeout
         else:
             entry["timeout_seconds"] = tool.timeout_seconds

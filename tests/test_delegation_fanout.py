@@ -271,3 +271,42 @@ async def test_a_run_that_creates_its_task_never_asks_the_store_for_earlier_suba
         assert result.status == "completed", result.error
         assert len(store.sessions(result.task_id or "")) == 1 + 3 + 3
     assert asked == []
+
+
+async def test_a_fan_out_keeps_no_timer_per_subagent_in_the_event_loop(tmp_path: Path) -> None:
+    fanout = 5
+    timers_seen: list[int] = []
+    started = 0
+    all_started = asyncio.Event()
+
+    async def parent(request: ModelRequest) -> ModelResponse:
+        if any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return ModelResponse(text="done")
+        calls = tuple(
+            ToolCall(f"t{i}", "Task", {"description": "d", "prompt": "p", "subagent_type": "w"})
+            for i in range(fanout)
+        )
+        return ModelResponse(tool_calls=calls, stop_reason="tool_use")
+
+    async def worker(request: ModelRequest) -> ModelResponse:
+        nonlocal started
+        started += 1
+        if started == fanout:
+            all_started.set()
+        await all_started.wait()  # every subagent is inside its Task call now
+        timers_seen.append(len(asyncio.get_running_loop()._scheduled))  # type: ignore[attr-defined]
+        return ModelResponse(text="ok")
+
+    rt = Runtime(
+        cwd=tmp_path,
+        agents=[agent("w")],
+        model=FunctionModel(parent),
+        agent_models={"w": FunctionModel(worker)},
+        builtin_tools=False,
+    )
+    result = await rt.run("fan out")
+    assert result.output == "done"
+    assert len(timers_seen) == fanout
+    # the run keeps no timer of its own here (a lease or a model timeout would be one), and
+    # none for each subagent: the Task tool bounds a subagent by its turns, not a clock
+    assert timers_seen == [0] * fanout

@@ -58,7 +58,9 @@ async def test_finding_4_six_catastrophic_greps_stop_and_the_next_read_is_served
     workspace: Path,
 ) -> None:
     grep = make_grep_tool(time_budget_seconds=0.5)
-    assert grep.timeout_seconds > 60  # only the search's own budget can end these calls
+    assert (
+        grep.timeout_seconds is not None and grep.timeout_seconds > 60
+    )  # only the search's own budget can end these calls
     registry = ToolRegistry([grep, read_tool])
     ctx = ToolContext(workspace=workspace)
     calls = [

@@ -159,7 +159,9 @@ class Delegation:
                     function=self._task_tool,
                     input_model=TaskInput,
                     takes_context=True,
-                    timeout_seconds=24 * 3600,
+                    # no timer per subagent (a fan-out of hundreds would keep hundreds in
+                    # the loop's heap): a subagent ends by its own turns and timeouts
+                    timeout_seconds=None,
                     # Delegating changes nothing by itself, and a subagent runs under the
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,

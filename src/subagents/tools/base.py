@@ -62,6 +62,8 @@ class Tool:
 
     ``input_model`` validates arguments before the call; ``parameters`` is its JSON Schema as
     shown to the model. ``fallback_tools`` are tried in order when this tool fails or times out.
+    ``timeout_seconds`` bounds a call that waits on anything; None sets no bound (the Task
+    tool's: its subagent is bounded by its own turns and its model's and tools' timeouts).
     ``needs_approval`` defaults to ``not read_only``. ``writes_paths`` names the arguments
     that are paths of files the tool writes: the permission layer checks them against the
     protected paths (see :mod:`subagents.tools.protected`).
@@ -74,7 +76,7 @@ class Tool:
     input_model: type[BaseModel] | None = None
     takes_context: bool = False
     output_schema: dict[str, Any] | None = None
-    timeout_seconds: float = 300.0
+    timeout_seconds: float | None = 300.0
     fallback_tools: tuple[str, ...] = ()
     read_only: bool = False
     idempotent: bool = False
