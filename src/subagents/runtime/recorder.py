@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +208,7 @@ class Recorder:
         assert sequence is not None
         return sequence
 
-    async def commit_in_group(
+    def commit_in_group(
         self,
         snapshot: SessionSnapshot,
         position: str,
@@ -217,12 +217,13 @@ class Recorder:
         traces: Sequence[RecordFields] = (),
         ledger: Sequence[RecordFields] = (),
         decisions: Sequence[DeliveredDecision] = (),
-    ) -> None:
+    ) -> Awaitable[None]:
         """:meth:`commit`, in one transaction with the steps other sessions commit in the
         same turn of the event loop (see :mod:`subagents.store.group`); ``committed`` gets
-        the checkpoint's sequence as soon as it is written."""
+        the checkpoint's sequence as soon as it is written. The rows are built at once; the
+        awaitable returned is the group's commit of them."""
         write = self.step_write(snapshot, position, traces, ledger, None, decisions)
-        await commit_group(self.store).commit(write, committed)
+        return commit_group(self.store).commit(write, committed)
 
     def step_write(
         self,

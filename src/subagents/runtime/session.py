@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -321,7 +321,7 @@ class Session:
         commit_step(recorder, step)
         self._committed(snapshot, position)
 
-    async def _commit_in_group(
+    def _commit_in_group(
         self,
         recorder: Recorder,
         position: str,
@@ -329,12 +329,13 @@ class Session:
         *,
         decisions: tuple[DeliveredDecision, ...] = (),
         ledger: tuple[RecordFields, ...] = (),
-    ) -> None:
+    ) -> Awaitable[None]:
         """:meth:`_commit` for the steps of the loop: in one transaction with those other
-        sessions of the process commit at the same moment (see :mod:`subagents.store.group`)."""
+        sessions of the process commit at the same moment (see :mod:`subagents.store.group`).
+        The step is built at once; the awaitable returned waits for its commit."""
         snapshot = snapshot_of(self, position)
         step = CommitStepInput(snapshot, position, tuple(traces), ledger, decisions=decisions)
-        await commit_step_in_group(
+        return commit_step_in_group(
             recorder, step, lambda sequence: self._committed(snapshot, position)
         )
 
