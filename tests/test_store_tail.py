@@ -7,9 +7,12 @@ is upgraded with each row's first message seq counted."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from subagents.errors import StoreError, TaskNotFoundError
 from subagents.store import StepWrite
@@ -274,3 +277,72 @@ def test_a_session_written_by_another_store_object_is_read_not_assumed_new(
         with pytest.raises(StoreError, match="message 0 of session b is already stored"):
             write_steps(first, make_session(task.id, "b"), 1)
         assert first.integrity_check() == []
+
+
+# -- two writers, any interleaving ------------------------------------------------------------
+
+_WRITES = st.lists(
+    st.tuples(
+        st.sampled_from((0, 1)),  # which store object writes
+        st.sampled_from(("a", "b", "c")),  # whose step
+        st.integers(0, 2),  # new messages
+        st.integers(-1, 1),  # how far its first seq is off (0: right)
+        st.booleans(),  # inside a transaction of the store's own, with a step of session z
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(writes=_WRITES)
+def test_two_writers_interleaved_lose_nothing_and_take_no_wrong_step(
+    writes: list[tuple[int, str, int, int, bool]],
+) -> None:
+    """Two store objects on one file (as two processes), each keeping its own tails, write
+    steps of the same sessions in any order, alone or grouped, some of them with a first seq
+    that is off: each right step lands, each wrong one is refused and leaves nothing, and the
+    log reads back exactly the right ones."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "state.db"
+        with SQLiteStore(path) as first, SQLiteStore(path) as second:
+            stores = (first, second)
+            task = make_task()
+            first.create_task(task)  # first keeps a whole tail, second has none yet
+            stored: dict[str, int] = {"a": 0, "b": 0, "c": 0, "z": 0}
+            for writer, session, count, off, grouped in writes:
+                store = stores[writer]
+                seq = stored[session] + off
+                step = StepWrite(
+                    task_id=task.id,
+                    session=make_session(task.id, session),
+                    messages=[(session, seq + i, message(seq + i)) for i in range(count)],
+                    checkpoint=make_checkpoint(task.id, session),
+                )
+                wrong = count > 0 and (off != 0 or seq < 0)
+                try:
+                    if grouped:
+                        with store.transaction() as tx:
+                            z = stored["z"]
+                            store.commit(
+                                StepWrite(
+                                    task_id=task.id,
+                                    session=make_session(task.id, "z"),
+                                    messages=[("z", z, message(z))],
+                                ),
+                                tx=tx,
+                            )
+                            stored["z"] += 1
+                            store.commit(step, tx=tx)
+                    else:
+                        store.commit(step)
+                except StoreError:
+                    assert wrong
+                    if grouped:
+                        stored["z"] -= 1  # the whole transaction rolled back
+                    continue
+                assert not wrong
+                stored[session] += count
+            for store in stores:
+                for session, count in stored.items():
+                    assert store.messages(session) == [message(i) for i in range(count)]
+                assert store.integrity_check() == []
