@@ -163,8 +163,9 @@ def load_project_instructions(
     directories = project_directories(workspace, home=home_dir)
     # The user's own files may be anywhere (a dotfiles link into /nix/store, say); a
     # project's files stay inside the project, or point into ~/.claude.
+    # (project_directories() resolved the project's own already)
     roots: dict[InstructionScope, tuple[Path, ...]] = {
-        "project": (directories[-1], home_dir / ".claude") if directories else (),
+        "project": (directories[-1], _resolved(home_dir / ".claude")) if directories else (),
     }
     collector = _Collector(max_file_chars, max_total_chars, roots, home_dir)
     candidates, warnings = instruction_candidates(workspace, home=home_dir, directories=directories)
@@ -220,7 +221,8 @@ def _rule_text(text: str) -> tuple[str, bool]:
 
 
 class _Collector:
-    """Adds files (and what they import) within the caps, each real file once."""
+    """Adds files (and what they import) within the caps, each real file once; ``roots``:
+    the folders (resolved) that a scope's files must lie in, where the scope has any."""
 
     def __init__(
         self,
@@ -235,9 +237,7 @@ class _Collector:
         self.max_file_chars = max_file_chars
         self.max_total_chars = max_total_chars
         self.budget = max_total_chars
-        self.roots = {
-            scope: tuple(_resolved(root) for root in paths) for scope, paths in roots.items()
-        }
+        self.roots = roots
         self.seen: set[tuple[int, int]] = set()
         self.scoped_rules: list[Path] = []
 
@@ -245,11 +245,15 @@ class _Collector:
         self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
     ) -> None:
         try:
-            info = path.stat()
+            info = os.lstat(path)  # most candidates do not exist: one call finds that out
         except OSError:
-            if path.is_symlink():
-                self.warnings.append(f"{path} is skipped: it is a broken symbolic link")
             return
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                info = path.stat()
+            except OSError:
+                self.warnings.append(f"{path} is skipped: it is a broken symbolic link")
+                return
         if not self._inside_roots(path, scope, importer):  # only files that exist get here
             return
         key = (info.st_dev, info.st_ino)
