@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -144,13 +145,18 @@ class _Server(ThreadingHTTPServer):
 class FakeHTTPServer:
     """Base of the provider fakes: start with ``with``, plan replies, read ``requests``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: serve HTTPS with this (server-side) context."""
         self.requests: list[RecordedRequest] = []
         self.released = threading.Event()
         self._planned: deque[PlannedReply] = deque()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
+        self._scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -158,7 +164,7 @@ class FakeHTTPServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def __enter__(self) -> Self:
         self._thread.start()

@@ -2,7 +2,8 @@
 keeps only its wire format (messages out, answers and stream events in, its own error cases):
 
 - one client per model, made on first use (building a model costs no SDK import), with the
-  SDK's own retries off, and closed by :meth:`SDKModel.aclose`;
+  SDK's own retries off, and closed by :meth:`SDKModel.aclose`; every client's HTTP
+  connections use the process's one TLS context (:func:`shared_tls_context`);
 - the key (:mod:`subagents.models.keys` when none is given) and the timeouts it is built with;
 - a request and a stream, each through the one retry layer (:mod:`subagents.models.retry`): a
   stream's events go through the provider's assembler, its text is passed on as it comes;
@@ -16,12 +17,13 @@ keeps only its wire format (messages out, answers and stream events in, its own 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from subagents.errors import ModelConfigurationError
@@ -52,7 +54,17 @@ from subagents.models.settings import (
     DEFAULT_TIMEOUT_SECONDS,
 )
 
-__all__ = ["HistoryCache", "SDKModel", "SDKOptions", "StreamAssembler", "display_url"]
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = [
+    "HistoryCache",
+    "SDKModel",
+    "SDKOptions",
+    "StreamAssembler",
+    "display_url",
+    "shared_tls_context",
+]
 
 _NO_KEY = "not-needed"
 """Sent when a server needs no key: the SDKs would otherwise read their own variable
@@ -139,6 +151,17 @@ def display_url(url: str) -> str:
     return urlunsplit((parts.scheme, host + port, parts.path, "", "")).rstrip("/")
 
 
+@functools.cache
+def shared_tls_context() -> ssl.SSLContext:
+    """The TLS settings of every model's HTTP connections: the ones the SDKs' HTTP library
+    makes by default (the system's certificate store, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    as they are when the first client is made), loaded once a process. Each client used to
+    load them for itself: 16-40 ms each, paid again by every model a run or a worker uses."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 class SDKModel(Generic[ClientT]):
     """Base of the SDK-backed models; ``name`` is ``"{provider}:{model_name}"``.
 
@@ -195,8 +218,13 @@ class SDKModel(Generic[ClientT]):
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
 
     def _new_client(self) -> ClientT:
-        client_class = getattr(importlib.import_module(self._sdk_module), self._client_class)
-        return cast("ClientT", client_class(**self._client_options()))
+        sdk = importlib.import_module(self._sdk_module)
+        options = self._client_options()
+        # the HTTP client the SDK would make itself, on the TLS context all models share
+        options["http_client"] = sdk.DefaultAsyncHttpxClient(
+            verify=shared_tls_context(), timeout=options["timeout"]
+        )
+        return cast("ClientT", getattr(sdk, self._client_class)(**options))
 
     def _client(self) -> ClientT:
         if self._client_instance is None:
@@ -370,6 +398,16 @@ class SDKModel(Generic[ClientT]):
                 "than stuck (a local model writing a long answer), raise "
                 f"[providers.{self.provider}] timeout_seconds in config.toml",
             )
+        untrusted = _certificate_error(exc)
+        if untrusted is not None:
+            return Failure(
+                f"the TLS certificate of {where} is not trusted "
+                f"({untrusted.verify_message or untrusted})",
+                retryable=False,
+                hint="if a company proxy or a private certificate authority signs it, set "
+                "SSL_CERT_FILE to that authority's certificate (a PEM file); else check "
+                f"[providers.{self.provider}] base_url in config.toml",
+            )
         if isinstance(exc, (connection_error, *network_error_types())):
             detail = self._redact(str(cause or exc)) or type(cause or exc).__name__
             return Failure(
@@ -379,6 +417,20 @@ class SDKModel(Generic[ClientT]):
                 f"[providers.{self.provider}] max_retries in config.toml",
             )
         return None
+
+
+def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The failed certificate check behind ``exc`` (the SDK wraps it twice or more), if any."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _json_or_text(answer: object) -> object:
