@@ -139,17 +139,19 @@ def test_two_anthropic_models_trust_the_ca_ssl_cert_file_names_loading_it_once(
     assert len(anthropic_server.requests) == 2
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_certificate_no_trusted_ca_vouches_for_is_refused_by_every_model(
-    openai_server: FakeOpenAIServer,
+    provider: str, openai_server: FakeOpenAIServer, anthropic_server: FakeAnthropicServer
 ) -> None:
-    result = _run("openai", openai_server.base_url, None)
+    server = openai_server if provider == "openai" else anthropic_server
+    result = _run(provider, server.base_url, None)
     answers = result["answers"]
     assert isinstance(answers, list) and len(answers) == 2
     for name, answer in zip(("first-model", "second-model"), answers, strict=True):
         # not retried (it will not pass by itself), and said with what to do about it
         assert answer.startswith(
-            f"error: openai:{name} request failed: the TLS certificate of "
-            f"{openai_server.base_url} is not trusted"
+            f"error: {provider}:{name} request failed: the TLS certificate of "
+            f"{server.base_url} is not trusted"
         ), answer
         assert "set SSL_CERT_FILE to that authority's certificate" in answer
-    assert openai_server.requests == []  # no request got through the handshake
+    assert server.requests == []  # no request got through the handshake
