@@ -1,10 +1,11 @@
-"""Models reach a provider over HTTPS with the TLS settings the process was given.
+"""Models' HTTP clients: over HTTPS with the TLS settings the process was given.
 
 Every model's SDK client shares one TLS context a process (``shared_tls_context``): loading
 the certificate store per client cost 16-40 ms, paid again by each model a run or a worker
 used. These tests hold the sharing to what users rely on: a real TLS server on 127.0.0.1 whose
 certificate only a private CA vouches for (as behind a company proxy), reached by two models of
-each SDK in a fresh interpreter, with and without ``SSL_CERT_FILE`` naming that CA.
+each SDK in a fresh interpreter, with and without ``SSL_CERT_FILE`` naming that CA. And the
+HTTP client made for a model still closes itself when the model is dropped unclosed.
 """
 
 from __future__ import annotations
@@ -155,3 +156,40 @@ def test_a_certificate_no_trusted_ca_vouches_for_is_refused_by_every_model(
         ), answer
         assert "set SSL_CERT_FILE to that authority's certificate" in answer
     assert server.requests == []  # no request got through the handshake
+
+
+_DROPPED = """
+import asyncio, gc, sys
+
+from subagents.messages import UserMessage
+from subagents.models.base import ModelRequest
+from subagents.models.openai import OpenAIChatModel
+
+
+async def main():
+    model = OpenAIChatModel("m", base_url=sys.argv[1], api_key="test-key")
+    print((await model.request(ModelRequest("s", [UserMessage("hi")]))).text)
+    del model  # never closed
+    gc.collect()
+    await asyncio.sleep(0.05)  # the close it scheduled runs
+
+
+asyncio.run(main())
+"""
+
+
+def test_a_model_dropped_unclosed_leaves_no_connection_open() -> None:
+    """The HTTP client made for a model closes itself when it is dropped, as the one the SDK
+    would make does: no ``ResourceWarning: unclosed transport`` at exit."""
+    with FakeOpenAIServer() as server:
+        server.reply_text("hello")
+        done = subprocess.run(
+            [sys.executable, "-W", "always::ResourceWarning", "-c", _DROPPED, server.base_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hello"
+    assert "ResourceWarning" not in done.stderr, done.stderr

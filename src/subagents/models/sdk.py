@@ -17,6 +17,7 @@ keeps only its wire format (messages out, answers and stream events in, its own 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -162,6 +163,24 @@ def shared_tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+@functools.cache
+def _http_client_class(sdk_module: str) -> type[Any]:
+    """The SDK's default HTTP client, closed when it is dropped unclosed (on the running
+    loop), as the client the SDK makes for itself is."""
+    import asyncio
+
+    base = importlib.import_module(sdk_module).DefaultAsyncHttpxClient
+
+    class ClosedWhenDropped(base):  # type: ignore[misc,valid-type]
+        def __del__(self) -> None:
+            if self.is_closed:
+                return
+            with contextlib.suppress(Exception):  # no running loop: nothing to close it on
+                asyncio.get_running_loop().create_task(self.aclose())
+
+    return ClosedWhenDropped
+
+
 class SDKModel(Generic[ClientT]):
     """Base of the SDK-backed models; ``name`` is ``"{provider}:{model_name}"``.
 
@@ -221,7 +240,7 @@ class SDKModel(Generic[ClientT]):
         sdk = importlib.import_module(self._sdk_module)
         options = self._client_options()
         # the HTTP client the SDK would make itself, on the TLS context all models share
-        options["http_client"] = sdk.DefaultAsyncHttpxClient(
+        options["http_client"] = _http_client_class(self._sdk_module)(
             verify=shared_tls_context(), timeout=options["timeout"]
         )
         return cast("ClientT", getattr(sdk, self._client_class)(**options))
