@@ -279,18 +279,24 @@ def test_skills_list_shows_a_skill_files_text_without_driving_the_terminal(
     assert_markup_shown_as_text(shown)
 
 
-def test_workflow_show_shows_a_workflow_files_text_without_driving_the_terminal(
-    project: Project,
-) -> None:
+def write_workflow(project: Project, more_nodes: str = "") -> None:
+    """The workflow ``evil`` (and its agent), its text all markup and escapes; ``more_nodes``:
+    further lines of its ``nodes``."""
     write_agent(project)
     workflows = project.root / ".subagents" / "workflows"
     workflows.mkdir()
     (workflows / "evil.yaml").write_text(
         f"name: evil\ndescription: {YAML_EVERYTHING}\nentry_point: ask\nnodes:\n"
-        f"  ask: {{type: agent, agent: evil, prompt: {YAML_EVERYTHING}}}\n"
+        f"  ask: {{type: agent, agent: evil, prompt: {YAML_EVERYTHING}}}\n{more_nodes}"
         "edges:\n  - {from: ask, to: end}\n",
         encoding="utf-8",
     )
+
+
+def test_workflow_show_shows_a_workflow_files_text_without_driving_the_terminal(
+    project: Project,
+) -> None:
+    write_workflow(project)
     shown = shown_at_a_terminal(project, "workflow", "show", "evil")
     assert_markup_shown_as_text(shown)
 
@@ -298,16 +304,7 @@ def test_workflow_show_shows_a_workflow_files_text_without_driving_the_terminal(
 def test_workflow_show_mermaid_shows_a_workflow_files_text_without_driving_the_terminal(
     project: Project,
 ) -> None:
-    write_agent(project)
-    workflows = project.root / ".subagents" / "workflows"
-    workflows.mkdir()
-    (workflows / "evil.yaml").write_text(
-        f"name: evil\ndescription: {YAML_EVERYTHING}\nentry_point: ask\nnodes:\n"
-        f"  ask: {{type: agent, agent: evil, prompt: {YAML_EVERYTHING}}}\n"
-        '  "\\e]0;pwned\\a": {type: agent, agent: evil, prompt: go}\n'
-        "edges:\n  - {from: ask, to: end}\n",
-        encoding="utf-8",
-    )
+    write_workflow(project, '  "\\e]0;pwned\\a": {type: agent, agent: evil, prompt: go}\n')
     shown = checked_screen(*terminal_bytes(project, "workflow", "show", "evil", "--mermaid"))
     assert "flowchart" in shown and "pwned" in shown, shown
 
