@@ -281,11 +281,8 @@ async def test_a_fan_out_keeps_no_timer_per_subagent_in_the_event_loop(tmp_path:
 
     async def parent(request: ModelRequest) -> ModelResponse:
         if any(isinstance(m, ToolResultMessage) for m in request.messages):
-            return ModelResponse(text="done")
-        calls = tuple(
-            ToolCall(f"t{i}", "Task", {"description": "d", "prompt": "p", "subagent_type": "w"})
-            for i in range(fanout)
-        )
+            return text_response("done")
+        calls = tuple(task_call(f"t{i}", "w") for i in range(fanout))
         return ModelResponse(tool_calls=calls, stop_reason="tool_use")
 
     async def worker(request: ModelRequest) -> ModelResponse:
@@ -295,7 +292,7 @@ async def test_a_fan_out_keeps_no_timer_per_subagent_in_the_event_loop(tmp_path:
             all_started.set()
         await all_started.wait()  # every subagent is inside its Task call now
         timers_seen.append(len(asyncio.get_running_loop()._scheduled))  # type: ignore[attr-defined]
-        return ModelResponse(text="ok")
+        return text_response("ok")
 
     rt = Runtime(
         cwd=tmp_path,
