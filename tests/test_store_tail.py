@@ -235,7 +235,7 @@ def test_a_new_sessions_first_step_on_a_task_this_store_created_reads_nothing(
         assert store.integrity_check() == []
 
 
-def test_a_new_session_whose_first_step_leaves_a_gap_is_refused_without_a_read(
+def test_a_new_sessions_first_step_that_leaves_a_gap_is_refused_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
     with SQLiteStore(tmp_path / "state.db") as store:
