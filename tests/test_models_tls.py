@@ -171,7 +171,9 @@ async def main():
     print((await model.request(ModelRequest("s", [UserMessage("hi")]))).text)
     del model  # never closed
     gc.collect()
-    await asyncio.sleep(0.05)  # the close it scheduled runs
+    closing = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    assert closing, "dropping the model scheduled no close"
+    await asyncio.gather(*closing)
 
 
 asyncio.run(main())
