@@ -10,6 +10,7 @@ HTTP client made for a model still closes itself when the model is dropped unclo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import ssl
@@ -195,3 +196,44 @@ def test_a_model_dropped_unclosed_leaves_no_connection_open() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hello"
     assert "ResourceWarning" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_an_https_url_to_a_plain_http_server_is_said_so_and_not_retried(
+    provider: str,
+) -> None:
+    """Ollama, vLLM and llama.cpp serve plain HTTP; an ``https://`` base URL to one is a
+    setting to change, not a network hiccup to retry: one connection, and the hint names
+    http://."""
+    from subagents.errors import ModelError, ModelRetriesExhaustedError
+    from subagents.messages import UserMessage
+    from subagents.models.anthropic import AnthropicModel
+    from subagents.models.base import ModelRequest
+    from subagents.models.openai import OpenAIChatModel
+
+    connections = 0
+
+    async def plain_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await reader.read(1024)  # the TLS ClientHello, which a plain server cannot read
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(plain_http, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    base_url = f"https://127.0.0.1:{port}"
+    model_class = OpenAIChatModel if provider == "openai" else AnthropicModel
+    model = model_class("m", base_url=base_url, api_key="test-key", max_retries=3)
+    try:
+        with pytest.raises(ModelError) as raised:
+            await model.request(ModelRequest("s", [UserMessage("hi")]))
+    finally:
+        await model.aclose()
+        server.close()
+        await server.wait_closed()
+    assert not isinstance(raised.value, ModelRetriesExhaustedError)
+    assert "does not speak TLS" in raised.value.message
+    assert raised.value.hint is not None and "start with http://" in raised.value.hint
+    assert f"[providers.{provider}] base_url" in raised.value.hint
+    assert connections == 1

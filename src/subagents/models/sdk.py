@@ -417,16 +417,9 @@ class SDKModel(Generic[ClientT]):
                 "than stuck (a local model writing a long answer), raise "
                 f"[providers.{self.provider}] timeout_seconds in config.toml",
             )
-        untrusted = _certificate_error(exc)
-        if untrusted is not None:
-            return Failure(
-                f"the TLS certificate of {where} is not trusted "
-                f"({untrusted.verify_message or untrusted})",
-                retryable=False,
-                hint="if a company proxy or a private certificate authority signs it, set "
-                "SSL_CERT_FILE to that authority's certificate (a PEM file); else check "
-                f"[providers.{self.provider}] base_url in config.toml",
-            )
+        tls = _tls_failure(exc, where, self.provider)
+        if tls is not None:
+            return tls
         if isinstance(exc, (connection_error, *network_error_types())):
             detail = self._redact(str(cause or exc)) or type(cause or exc).__name__
             return Failure(
@@ -438,15 +431,68 @@ class SDKModel(Generic[ClientT]):
         return None
 
 
-def _certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The failed certificate check behind ``exc`` (the SDK wraps it twice or more), if any."""
+# OpenSSL's reasons for a handshake that can never pass as the client is set up: the server
+# answered in plain HTTP (the first three, by OpenSSL version), or the two sides share no TLS
+# version or cipher. Other TLS errors (a connection cut mid-handshake) are retried.
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"}
+)
+_MISMATCH_REASONS = frozenset(
+    {
+        "UNSUPPORTED_PROTOCOL",
+        "TLSV1_ALERT_PROTOCOL_VERSION",
+        "NO_PROTOCOLS_AVAILABLE",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",
+        "NO_SHARED_CIPHER",
+        "NO_CIPHERS_AVAILABLE",
+    }
+)
+
+
+def _tls_failure(exc: BaseException, where: str, provider: str) -> Failure | None:
+    """A TLS handshake with ``where`` that retrying will not fix, said with what to do: a
+    certificate no trusted authority signs, a server that does not speak TLS, or one that
+    shares no TLS version or cipher with this Python."""
+    error = _ssl_error(exc)
+    if error is None:
+        return None
+    import ssl
+
+    config = f"[providers.{provider}] base_url in config.toml"
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return Failure(
+            f"the TLS certificate of {where} is not trusted ({error.verify_message or error})",
+            retryable=False,
+            hint="if a company proxy or a private certificate authority signs it, set "
+            f"SSL_CERT_FILE to that authority's certificate (a PEM file); else check {config}",
+        )
+    reason = getattr(error, "reason", None)
+    if reason in _PLAIN_HTTP_REASONS:
+        return Failure(
+            f"the server at {where} does not speak TLS ({reason})",
+            retryable=False,
+            hint="if it serves plain HTTP (as Ollama, vLLM and llama.cpp do unless set up "
+            f"otherwise), make the base URL start with http:// ({config})",
+        )
+    if reason in _MISMATCH_REASONS:
+        return Failure(
+            f"the TLS handshake with {where} failed ({reason}): the server and this Python "
+            "share no TLS version or cipher",
+            retryable=False,
+            hint=f"check {config}; a server that offers only TLS 1.0 or 1.1 needs upgrading",
+        )
+    return None
+
+
+def _ssl_error(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind ``exc`` (the SDK wraps it twice or more), if any."""
     import ssl
 
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
             return None
-        if isinstance(seen, ssl.SSLCertVerificationError):
+        if isinstance(seen, ssl.SSLError):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
