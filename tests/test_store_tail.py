@@ -1,8 +1,9 @@
 """The SQLite store appends a step as one INSERT from the tail of the task's log it keeps
-(schema 4). What another writer does meanwhile (another store object on the same file, as
-another process would be) is noticed and the step checked against the log as it is: nothing
-is lost, nothing written twice, no step refused that the log would take. And a schema-3 store
-is upgraded with each row's first message seq counted."""
+(schema 4), and a step with its session's record as one INSERT too, through the view whose
+trigger writes both (schema 5). What another writer does meanwhile (another store object on
+the same file, as another process would be) is noticed and the step checked against the log
+as it is: nothing is lost, nothing written twice, no step refused that the log would take.
+And a schema-3 store is upgraded with each row's first message seq counted."""
 
 from __future__ import annotations
 
@@ -256,11 +257,68 @@ def test_another_tasks_session_riding_in_a_step_is_still_refused(tmp_path: Path)
         store.create_task(second)
         write_steps(store, make_session(first.id, "a"), 1)
         stolen = make_session(second.id, "a")  # the id of the first task's session
-        with pytest.raises(StoreError, match="session a"):
+        with pytest.raises(StoreError, match="belongs to another task"):
             write_steps(store, stolen, 1)
         assert store.get_session("a").task_id == first.id
         assert [c.sequence for c in store.checkpoints(second.id)] == []
         assert store.integrity_check() == []
+
+
+def test_a_step_with_its_sessions_record_runs_no_transaction_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """The record and the row go in one INSERT into ``session_steps``, whose trigger writes
+    both, instead of a BEGIN, two statements and a COMMIT."""
+    with SQLiteStore(tmp_path / "state.db") as store:
+        task = make_task()
+        store.create_task(task)
+        seen = _statements(store)
+        write_steps(store, make_session(task.id, "a", status="active"), 3)
+        assert seen
+        assert {statement.split(" (")[0] for statement in seen} == {"INSERT INTO session_steps"}
+        assert store.get_session("a").status == "active"
+        assert store.messages("a") == [message(i) for i in range(3)]
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1, 2]
+        assert store.integrity_check() == []
+
+
+def test_a_session_step_refused_after_its_record_was_upserted_leaves_the_record_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """The trigger upserts the record before it appends the row; when the row cannot go (its
+    key is taken: another writer appended), the record's change goes with it."""
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        task = make_task()
+        first.create_task(task)  # first keeps a whole tail
+        write_steps(second, make_session(task.id, "b", status="active"), 1)
+        finished = make_session(task.id, "b", status="completed")
+        with pytest.raises(StoreError, match="message 0 of session b is already stored"):
+            write_steps(first, finished, 1)  # first's tail has not seen b's message 0
+        assert first.get_session("b").status == "active"
+        assert first.messages("b") == [message(0)]
+        write_steps(first, finished, 1, start=1)  # the tail read from the log serves
+        assert first.get_session("b").status == "completed"
+        assert first.integrity_check() == []
+
+
+def test_a_schema_4_store_takes_session_steps_once_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    empty_store_of_schema(path, 4).close()
+    with SQLiteStore(path) as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 2)
+        assert store.messages("a") == [message(0), message(1)]
+        assert store.integrity_check() == []
+    raw = sqlite3.connect(path)
+    version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("5",) and STORE_SCHEMA_VERSION == 5
+    kinds = dict(
+        raw.execute("SELECT name, type FROM sqlite_master WHERE type IN ('view', 'trigger')")
+    )
+    assert kinds == {"session_steps": "view", "session_steps_insert": "trigger"}
+    raw.close()
 
 
 def test_a_session_written_by_another_store_object_is_read_not_assumed_new(

@@ -12,11 +12,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from subagents.store.sqlite.steps import SESSION_OF_ANOTHER_TASK, TASK_MOVED
 from subagents.store.sqlite.upgrade import move_to_step_log, number_messages
 
-__all__ = ["MIGRATIONS", "STORE_SCHEMA_VERSION", "TABLES", "Migration"]
+__all__ = ["MIGRATIONS", "SESSION_STEPS", "STORE_SCHEMA_VERSION", "TABLES", "Migration"]
 
-STORE_SCHEMA_VERSION = 4
+STORE_SCHEMA_VERSION = 5
 
 TABLES = ("meta", "tasks", "sessions", "steps", "leases")
 
@@ -121,5 +122,29 @@ _V4: tuple[Migration, ...] = (
     "ALTER TABLE sessions DROP COLUMN next_seq",
 )
 
-MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
+# Version 5: a step that carries its session's record is one statement as well, an INSERT
+# into this view. Its trigger does what the store's transaction of two statements did: it
+# refuses a task deleted or renumbered (as the step INSERT's ``WHERE EXISTS`` does), upserts
+# the session record, refuses a session of another task, and appends the row. A statement
+# is undone whole when it fails, so neither write lands without the other.
+SESSION_STEPS: tuple[str, ...] = (
+    "CREATE VIEW session_steps AS SELECT NULL AS key, NULL AS session_id, "
+    "NULL AS next_checkpoint, NULL AS first_seq, NULL AS messages, NULL AS checkpoint, "
+    "NULL AS ledger, NULL AS traces, NULL AS task_no, NULL AS task_id, NULL AS session",
+    f"""CREATE TRIGGER session_steps_insert INSTEAD OF INSERT ON session_steps BEGIN
+        SELECT RAISE(ABORT, '{TASK_MOVED}') WHERE NOT EXISTS
+            (SELECT 1 FROM tasks WHERE no = NEW.task_no AND id = NEW.task_id);
+        INSERT INTO sessions (session_id, task_id, data)
+            VALUES (NEW.session_id, NEW.task_id, NEW.session)
+            ON CONFLICT (session_id) DO UPDATE SET data = excluded.data
+            WHERE sessions.task_id = excluded.task_id;
+        SELECT RAISE(ABORT, '{SESSION_OF_ANOTHER_TASK}') WHERE
+            (SELECT task_id FROM sessions WHERE session_id = NEW.session_id) IS NOT NEW.task_id;
+        INSERT INTO steps (key, session_id, next_checkpoint, first_seq, messages, checkpoint,
+            ledger, traces) VALUES (NEW.key, NEW.session_id, NEW.next_checkpoint,
+            NEW.first_seq, NEW.messages, NEW.checkpoint, NEW.ledger, NEW.traces);
+    END""",
+)
+
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: SESSION_STEPS}
 """``{from_version: statements}``; applying them yields ``from_version + 1``."""

@@ -9,7 +9,10 @@ B-tree: appending a step writes one page of it, and reading a task is a range sc
 session say themselves whether they follow each other (``tasks check`` reads them so).
 ``next_checkpoint`` is the sequence the task's next checkpoint gets, carried from row to row.
 
-Appending a step is one ``INSERT``. The store keeps, for each task it writes, where the task's
+Appending a step is one ``INSERT``. A step that carries its session's record is one too,
+into the view ``session_steps``: its trigger (:data:`~subagents.store.sqlite.schema.
+SESSION_STEPS`) upserts the record and appends the row, so that the two stand or fall together
+without a transaction of their own. The store keeps, for each task it writes, where the task's
 log ends (:class:`Tail`: the task's number, its last key, its next checkpoint sequence and each
 session's next message seq), read once from the rows and then kept up to date by its own
 writes. The ``INSERT`` checks the two things another writer could have changed meanwhile: the
@@ -30,6 +33,8 @@ from subagents.store.steplog import StepRow, json_array, seq_problem, task_not_s
 
 __all__ = [
     "INSERT_STEP",
+    "SESSION_OF_ANOTHER_TASK",
+    "TASK_MOVED",
     "StaleTail",
     "Tail",
     "append_rows",
@@ -50,6 +55,15 @@ _APPEND_STEP = (
     "ledger, traces) SELECT ?, ?, ?, ?, ?, ?, ?, ? "
     "WHERE EXISTS (SELECT 1 FROM tasks WHERE no = ? AND id = ?)"
 )
+_APPEND_SESSION_STEP = (
+    "INSERT INTO session_steps (key, session_id, next_checkpoint, first_seq, messages, "
+    "checkpoint, ledger, traces, task_no, task_id, session) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+TASK_MOVED = "subagents: the task is not numbered as the step says"
+"""Why ``session_steps``' trigger refuses a step whose task was deleted or renumbered."""
+SESSION_OF_ANOTHER_TASK = "subagents: the session belongs to another task"
+"""Why ``session_steps``' trigger refuses a step whose session record is another task's."""
 # A task's number, and its last row's key and next_checkpoint (NULLs before its first row), in
 # one statement; no row for a task that is not stored.
 _TASK_AND_LAST_STEP = (
@@ -117,12 +131,17 @@ def append_rows(
     rows: list[StepRow],
     where: str,
     recorded: str | None = None,
+    session: tuple[str, str, str] | None = None,
 ) -> int | None:
     """Append ``rows`` to the log ``tail`` ends (inside the caller's write transaction, or as
     one statement of its own); ``tail`` moves on only when they are written. Returns the
     sequence of the last checkpoint among them; StaleTail when the log has moved (nothing
-    was written). ``recorded``: a session whose record of this task the same write stored."""
+    was written). ``recorded``: a session whose record of this task the same write stored.
+    ``session``: the record (id, task id, JSON) of the one row's session, of this task, to
+    store with the row in the same statement."""
     task_id = tail.task_id
+    if session is not None:
+        recorded = session[0]
     next_seq = dict(tail.next_seq)
     key, next_checkpoint = tail.last_key, tail.next_checkpoint
     last = task_range(tail.task_no)[1]
@@ -132,7 +151,7 @@ def append_rows(
         first_seq = None
         if part.messages:
             first_seq = part.first_seq
-            expected = _next_seq(connection, tail, next_seq, part, recorded)
+            expected = _next_seq(connection, tail, next_seq, part, recorded, session)
             if first_seq != expected:
                 if not tail.fresh:
                     raise StaleTail
@@ -163,15 +182,19 @@ def append_rows(
             )
         )
     try:
-        if len(values) == 1:
+        if session is not None:  # the trigger raises where the rows' check would find none
+            (row,) = values
+            connection.execute(_APPEND_SESSION_STEP, (*row, session[2]))
+        elif len(values) == 1:
             written = connection.execute(_APPEND_STEP, values[0]).rowcount
         else:
             written = connection.executemany(_APPEND_STEP, values).rowcount
     except sqlite3.IntegrityError as error:
-        if "steps.key" in str(error):
+        text = str(error)
+        if "steps.key" in text or text == TASK_MOVED:
             raise StaleTail from None
         raise
-    if written != len(values):  # all or none: the rows check the same task
+    if session is None and written != len(values):  # all or none: the rows check one task
         raise StaleTail
     tail.last_key, tail.next_checkpoint, tail.next_seq = key, next_checkpoint, next_seq
     return sequence
@@ -183,10 +206,12 @@ def _next_seq(
     known: dict[str, int],
     part: StepRow,
     recorded: str | None,
+    session: tuple[str, str, str] | None,
 ) -> int:
     """The seq ``part``'s session's next message must have: known to the tail, 0 for a
     session new to a whole tail whose record the write stored, or read from the session's
-    last row (after checking that the session is stored, and is the task's)."""
+    last row (after checking that the session is stored, and is the task's); 0 too for a
+    session not stored whose record the same statement stores (``session``)."""
     session_id = part.session_id or ""
     found = known.get(session_id)
     if found is not None:
@@ -195,6 +220,8 @@ def _next_seq(
         return 0
     first, last = task_range(tail.task_no)
     found = connection.execute(_SESSION_AND_NEXT_SEQ, (first, last, session_id)).fetchone()
+    if found is None and session is not None:
+        return 0
     if found is None or found[0] != tail.task_id:
         raise seq_problem(tail.task_id, part, None if found is None else (found[0], 0))
     return 0 if found[1] is None else int(found[1])

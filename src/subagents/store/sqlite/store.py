@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -54,6 +54,7 @@ from subagents.store.sqlite.rows import (
 )
 from subagents.store.sqlite.steps import (
     INSERT_STEP,
+    SESSION_OF_ANOTHER_TASK,
     StaleTail,
     Tail,
     append_rows,
@@ -75,6 +76,7 @@ __all__ = ["MIN_ID_PREFIX", "SQLiteStore"]
 
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
+T = TypeVar("T")
 
 
 class SQLiteStore:
@@ -176,7 +178,7 @@ class SQLiteStore:
                     hint="put the session record in the StepWrite of its first messages",
                 )
             return task_not_stored(task_id, str(self._path))
-        if "sessions.session_id" in text:
+        if "sessions.session_id" in text or text == SESSION_OF_ANOTHER_TASK:
             return StoreError(
                 f"a session id of task {task_id} belongs to another task",
                 hint="give every session a fresh id",
@@ -190,7 +192,8 @@ class SQLiteStore:
 
     def create_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
         row = task_row(task)
-        with self._db.write(tx, one_change=True) as connection:
+
+        def insert(connection: sqlite3.Connection) -> int:
             try:
                 ((task_no,),) = connection.execute(INSERT_TASK, row).fetchall()
             except sqlite3.IntegrityError:
@@ -198,6 +201,9 @@ class SQLiteStore:
                     f"task {task.id} already exists in {self._path}",
                     hint="use update_task() to change it, or create a task with a new id",
                 ) from None
+            return int(task_no)
+
+        task_no = self._one_statement(tx, insert)
         # where its log starts, known without reading it: kept even when the creation is in a
         # transaction that rolls back later, for the first step then finds no task numbered so
         # and reads again (see _append_rows)
@@ -235,13 +241,25 @@ class SQLiteStore:
 
     def update_task(self, task: TaskRecord, *, tx: Transaction | None = None) -> None:
         row = task_row(task)
+        parameters = (*row[1:], row[0])
+        changed = self._one_statement(tx, lambda db: db.execute(UPDATE_TASK, parameters).rowcount)
+        if changed == 0:
+            raise StoreError(
+                f"no task {task.id} in {self._path}", hint="create it with create_task() first"
+            )
+
+    def _one_statement(
+        self, tx: Transaction | None, statement: Callable[[sqlite3.Connection], T]
+    ) -> T:
+        """``statement(connection)``, which runs one statement: a transaction of its own
+        when none is open (SQLite's autocommit: a BEGIN and a COMMIT fewer), else in the
+        open one or ``tx``."""
+        if tx is None:
+            done = self._db.run_alone(lambda connection: (statement(connection),))
+            if done is not None:
+                return done[0]
         with self._db.write(tx, one_change=True) as connection:
-            cursor = connection.execute(UPDATE_TASK, (*row[1:], row[0]))
-            if cursor.rowcount == 0:
-                raise StoreError(
-                    f"no task {task.id} in {self._path}",
-                    hint="create it with create_task() first",
-                )
+            return statement(connection)
 
     def delete_task(self, task_id: str) -> None:
         """Remove the task (exact id) and everything of it, its lease too; a missing task is
@@ -281,14 +299,16 @@ class SQLiteStore:
             try:
                 if step.task is not None:
                     connection.execute(UPSERT_TASK, step.task)
-                recorded = None
-                if step.session is not None:
+                recorded, riding = None, _riding_session(step)
+                if step.session is not None and riding is None:
                     stored = connection.execute(UPSERT_SESSION, step.session).rowcount
                     if stored and step.session[1] == task_id:  # not another task's session
                         recorded = step.session[0]
                 if not step.rows:
                     return None
-                sequence, tail = self._append_rows(connection, task_id, step.rows, tail, recorded)
+                sequence, tail = self._append_rows(
+                    connection, task_id, step.rows, tail, recorded, riding
+                )
             except sqlite3.IntegrityError as error:
                 raise self._refused(connection, error, task_id) from error
         if scope is not None:
@@ -311,7 +331,8 @@ class SQLiteStore:
         its checkpoint's sequence, in a tuple (None is the sequence of a step without one).
         StaleTail when the log has moved."""
         try:
-            return (append_rows(connection, tail, step.rows, str(self._path)),)
+            rows, session = step.rows, _riding_session(step)
+            return (append_rows(connection, tail, rows, str(self._path), session=session),)
         except sqlite3.IntegrityError as error:
             raise self._refused(connection, error, step.task_id) from error
 
@@ -327,13 +348,14 @@ class SQLiteStore:
         rows: list[StepRow],
         tail: Tail | None,
         recorded: str | None,
+        session: tuple[str, str, str] | None,
     ) -> tuple[int | None, Tail]:
         where = str(self._path)
         for _ in range(8):
             if tail is None:
                 tail = read_tail(connection, task_id, where)  # TaskNotFoundError when gone
             try:
-                return append_rows(connection, tail, rows, where, recorded), tail
+                return append_rows(connection, tail, rows, where, recorded, session), tail
             except StaleTail:
                 tail = None
         raise StoreError(
@@ -519,8 +541,27 @@ class SQLiteStore:
 
 
 def _one_row(step: EncodedStep) -> bool:
-    """Whether ``step`` is one row and nothing else (the loop's step: one statement)."""
-    return step.task is None and step.session is None and len(step.rows) == 1
+    """Whether ``step`` is one statement: one row, and maybe its session's record (the
+    loop's step)."""
+    return (
+        step.task is None
+        and len(step.rows) == 1
+        and (step.session is None or _riding_session(step) is not None)
+    )
+
+
+def _riding_session(step: EncodedStep) -> tuple[str, str, str] | None:
+    """The session record of ``step`` when it is that of its one row's session, of its
+    task: the two are written by one statement (see :mod:`subagents.store.sqlite.steps`)."""
+    session = step.session
+    if (
+        session is not None
+        and len(step.rows) == 1
+        and session[0] == step.rows[0].session_id
+        and session[1] == step.task_id
+    ):
+        return session
+    return None
 
 
 def _step_values(first_key: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
