@@ -14,7 +14,7 @@ import pytest
 
 from subagents.errors import TaskLeasedError
 from subagents.store import LeaseKeeper, SQLiteStore, TaskLease, TaskOwner
-from subagents.store.lease import lease_refusal
+from subagents.store.lease import lease_data, lease_refusal
 
 T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 TTL = timedelta(seconds=60)
@@ -89,6 +89,31 @@ def test_force_takes_a_live_lease_and_release_by_a_former_owner_does_nothing(
     lease = store.task_lease("t")
     assert lease is not None and lease.owner == me
     store.release_task("t", me)
+    assert store.task_lease("t") is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "not json",
+        '{"host": "h"}',
+        '["a", "list"]',
+        '{"host": "a-worker-elsewhere", "pid": 4242, "token": "near"}',
+    ],
+)
+def test_releasing_a_lease_that_names_someone_else_or_nobody_leaves_it(
+    store: SQLiteStore, data: str
+) -> None:
+    """A release only removes the releasing owner's own lease; a lease whose data cannot be
+    read, or reads as another owner, stays (and raises nothing)."""
+    store.claim_task("t", FAR, ttl=TTL, now=T0)
+    raw = store._db._connection
+    assert raw is not None
+    raw.execute("UPDATE leases SET data = ? WHERE task_id = 't'", (data,))
+    store.release_task("t", FAR)
+    assert raw.execute("SELECT data FROM leases WHERE task_id = 't'").fetchone() == (data,)
+    raw.execute("UPDATE leases SET data = ? WHERE task_id = 't'", (lease_data(FAR, T0 + TTL),))
+    store.release_task("t", FAR)
     assert store.task_lease("t") is None
 
 

@@ -45,9 +45,18 @@ def write_lease(
 def delete_lease(
     connection: sqlite3.Connection, task_id: str, owner: TaskOwner | None = None
 ) -> None:
-    """Remove the task's lease; with ``owner``, only when that owner holds it."""
-    if owner is not None:
-        row = connection.execute("SELECT data FROM leases WHERE task_id = ?", (task_id,)).fetchone()
-        if row is None or owner_from_data(row[0]) != owner:
-            return
-    connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+    """Remove the task's lease; with ``owner``, only when that owner holds it (one statement:
+    a lease that cannot be read names nobody, so it is not ``owner``'s)."""
+    if owner is None:
+        connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+        return
+    connection.execute(_DELETE_OWNED, (task_id, owner.host, owner.pid, owner.token))
+
+
+# CASE, not AND: json_extract raises on text that is not JSON, and only CASE is sure to test
+# json_valid before it.
+_DELETE_OWNED = (
+    "DELETE FROM leases WHERE task_id = ? AND CASE WHEN json_valid(data) THEN "
+    "json_extract(data, '$.host') = ? AND json_extract(data, '$.pid') = ? "
+    "AND json_extract(data, '$.token') = ? ELSE 0 END"
+)

@@ -530,8 +530,7 @@ class SQLiteStore:
             return read_lease(connection, task_id, self._db.version)
 
     def release_task(self, task_id: str, owner: TaskOwner) -> None:
-        with self._db.write(one_change=True) as connection:
-            delete_lease(connection, task_id, owner)
+        self._one_statement(None, lambda connection: delete_lease(connection, task_id, owner))
 
     # -- health ------------------------------------------------------------------------------
 
