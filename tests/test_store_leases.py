@@ -117,6 +117,26 @@ def test_releasing_a_lease_that_names_someone_else_or_nobody_leaves_it(
     assert store.task_lease("t") is None
 
 
+def test_claiming_a_free_task_or_ones_own_and_releasing_it_are_one_statement_each(
+    store: SQLiteStore,
+) -> None:
+    """The claims of every run (a task nobody holds, or the runtime's own) and its release
+    need no transaction of a read and a write."""
+    raw = store._db._connection
+    assert raw is not None
+    seen: list[str] = []
+    raw.set_trace_callback(seen.append)
+    assert store.claim_task("t", FAR, ttl=TTL, now=T0) is None
+    assert store.claim_task("t", FAR, ttl=TTL, now=T0 + TTL) is None  # its own: renewed
+    store.release_task("t", FAR)
+    assert [statement.split()[0] for statement in seen] == ["INSERT", "INSERT", "DELETE"]
+    assert store.task_lease("t") is None
+    store.claim_task("t", FAR, ttl=TTL, now=T0)
+    store.claim_task("t", FAR, ttl=TTL, now=T0 + TTL)
+    lease = store.task_lease("t")
+    assert lease is not None and lease.expires_at == T0 + 2 * TTL
+
+
 def test_two_threads_racing_for_a_free_task_never_both_win(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     SQLiteStore(path).close()

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from subagents.store.base import TaskLease, TaskOwner
 from subagents.store.lease import lease_data, owner_from_data
 
-__all__ = ["delete_lease", "read_lease", "write_lease"]
+__all__ = ["claim_free_or_own", "delete_lease", "read_lease", "write_lease"]
 
 _UPSERT = (
     "INSERT INTO leases (task_id, expires_ts, data) VALUES (?, ?, ?) "
@@ -53,10 +53,23 @@ def delete_lease(
     connection.execute(_DELETE_OWNED, (task_id, owner.host, owner.pid, owner.token))
 
 
-# CASE, not AND: json_extract raises on text that is not JSON, and only CASE is sure to test
-# json_valid before it.
-_DELETE_OWNED = (
-    "DELETE FROM leases WHERE task_id = ? AND CASE WHEN json_valid(data) THEN "
-    "json_extract(data, '$.host') = ? AND json_extract(data, '$.pid') = ? "
-    "AND json_extract(data, '$.token') = ? ELSE 0 END"
+def claim_free_or_own(
+    connection: sqlite3.Connection, task_id: str, owner: TaskOwner, expires_at: datetime
+) -> bool:
+    """Take the task's lease, in one statement, when nobody holds it or ``owner`` does;
+    False, changing nothing, when another owner's lease is there (live or not: the caller
+    reads it to tell)."""
+    data = lease_data(owner, expires_at)
+    parameters = (task_id, expires_at.timestamp(), data, owner.host, owner.pid, owner.token)
+    return bool(connection.execute(_CLAIM_FREE_OR_OWN, parameters).rowcount)
+
+
+# Whether the lease row is held by the owner given as (host, pid, token). CASE, not AND:
+# json_extract raises on text that is not JSON, and only CASE is sure to test json_valid first.
+_HELD_BY = (
+    "CASE WHEN json_valid(leases.data) THEN json_extract(leases.data, '$.host') = ? "
+    "AND json_extract(leases.data, '$.pid') = ? AND json_extract(leases.data, '$.token') = ? "
+    "ELSE 0 END"
 )
+_DELETE_OWNED = f"DELETE FROM leases WHERE task_id = ? AND {_HELD_BY}"
+_CLAIM_FREE_OR_OWN = f"{_UPSERT} WHERE {_HELD_BY}"

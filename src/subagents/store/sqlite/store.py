@@ -43,7 +43,12 @@ from subagents.store.shared import (
 )
 from subagents.store.sqlite import health
 from subagents.store.sqlite.connection import Database, SQLiteTransaction
-from subagents.store.sqlite.leases import delete_lease, read_lease, write_lease
+from subagents.store.sqlite.leases import (
+    claim_free_or_own,
+    delete_lease,
+    read_lease,
+    write_lease,
+)
 from subagents.store.sqlite.rows import (
     INSERT_TASK,
     SET_META,
@@ -498,6 +503,10 @@ class SQLiteStore:
         force: bool = False,
     ) -> TaskLease | None:
         moment = aware(now)
+        if not force and self._one_statement(
+            None, lambda connection: claim_free_or_own(connection, task_id, owner, moment + ttl)
+        ):
+            return None  # free, or this owner's: no need to read whose it is
         with self._db.write(one_change=True) as connection:
             current = read_lease(connection, task_id, self._db.version)
             if (
