@@ -8,8 +8,9 @@
 ``--peers`` also runs ../shared/peer-bench's scripts with the interpreter named by $PEER_PY
 (a venv holding the peer frameworks; see ../shared/peer-bench/README.md), and with
 ``headline`` also ``bench/peer_langgraph_durable.py`` (LangGraph with its SQLite
-checkpointer). ``headline`` runs the SDK path section too. The report goes to
-bench/results/report.md.
+checkpointer). ``headline`` always runs ``bench/floor_durable.py`` (the durable floor: a
+hand-written loop with the store's commits and nothing else), and the SDK path section too.
+The report goes to bench/results/report.md.
 """
 
 from __future__ import annotations
@@ -180,6 +181,7 @@ class HeadlineRow:
 
 
 DURABLE_PEER = "langgraph + SQLite checkpointer"
+DURABLE_FLOOR = "durable floor"
 HEADLINE_TIMEOUT_S = 240.0  # per script: a peer that hangs costs 4 minutes, not the run
 
 
@@ -188,6 +190,7 @@ def headline_columns(with_peers: bool) -> list[Column]:
     columns = [
         Column("store off", sys.executable, ours, (("BENCH_STORE", "off"),)),
         Column("store on (default)", sys.executable, ours, (("BENCH_STORE", "on"),)),
+        Column(DURABLE_FLOOR, sys.executable, HERE / "floor_durable.py"),
     ]
     if not with_peers:
         return columns
@@ -335,7 +338,10 @@ def headline(with_peers: bool, quick: bool) -> list[str]:
         "`Runtime.run`, the tool a plain `def` under `@tool` (`BENCH_TOOL=default`), "
         "`BENCH_STORE=off|on` (on: a SQLite store, as `subagents run` has). The peers from "
         "../shared/peer-bench persist nothing; the last column is LangGraph with its SQLite "
-        "checkpointer (`bench/peer_langgraph_durable.py`), the durable peer. Medians; the "
+        "checkpointer (`bench/peer_langgraph_durable.py`), the durable peer. The durable floor "
+        "(`bench/floor_durable.py`) is a hand-written loop that writes only what a crash-safe "
+        "run needs, one SQLite INSERT per write, as our store does: what any durable framework "
+        "pays here. Medians; the "
         "ratio rows are each column / subagents with the store on (peer / ours: above 1, "
         "the peer costs more).",
         "",
