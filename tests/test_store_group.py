@@ -214,3 +214,45 @@ async def test_parallel_subagents_commit_in_groups_and_resume_finds_every_step(
 
 def _calls(calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
     return [ToolCall(f"call_{i}", name, dict(args)) for i, (name, args) in enumerate(calls)]
+
+
+async def test_a_step_the_trigger_refuses_inside_a_group_leaves_nothing_of_itself(
+    tmp_path: Path,
+) -> None:
+    """A step that carries its session's record is one statement, written in a group without
+    a savepoint: when the store's trigger refuses it halfway (the session is another task's),
+    SQLite undoes the whole statement, and the group's other steps land."""
+    with open_store(tmp_path / "state.db") as store:
+        task, (first, *_) = new_task(store)
+        other = TaskRecord(description="other", prompt="go", workspace="/tmp")
+        store.create_task(other)
+        stolen = first.model_copy(update={"task_id": other.id, "agent_name": "thief"})
+        checkpoint = CheckpointRecord(
+            checkpoint_id="stolen:0",
+            task_id=other.id,
+            session_id=first.session_id,
+            position="after_model",
+            state={},
+        )
+        message = {"role": "user", "content": "not yours"}
+        theft = encode_step(
+            StepWrite(
+                task_id=other.id,
+                session=stolen,
+                messages=[(first.session_id, 0, message)],
+                checkpoint=checkpoint,
+            )
+        )
+        assert theft.session is not None and len(theft.rows) == 1  # rides with its row
+        group, stored = commit_group(store), list[int]()
+        going = asyncio.ensure_future(group.commit(step(task, first, 0), stored.append))
+        refused = asyncio.ensure_future(group.commit(theft, stored.append))
+        await going
+        with pytest.raises(StoreError, match="belongs to another task"):
+            await refused
+        assert len(stored) == 1
+        record = store.get_session(first.session_id)
+        assert record.task_id == task.id and record.agent_name == "s0"
+        assert store.checkpoints(other.id) == []
+        assert [m["content"] for m in store.messages(first.session_id)] == ["message 0 of s0"]
+        assert store.integrity_check() == []

@@ -10,8 +10,9 @@ callbacks already due in this turn, whose steps join it in one transaction.
 
 Durability is unchanged: a session goes on only once its own step is committed. A step whose
 writer was cancelled before the transaction began is left out (its session writes it with its
-last checkpoint); a step that the store refuses fails alone: the others of its group are
-written in savepoints of their own.
+last checkpoint); a step that the store refuses fails alone, and nothing of it stays: a step
+that is one statement (the loop's steps are) is undone whole by SQLite, a step of several is
+written in a savepoint of its own.
 """
 
 from __future__ import annotations
