@@ -321,6 +321,33 @@ def test_a_schema_4_store_takes_session_steps_once_upgraded(tmp_path: Path) -> N
     raw.close()
 
 
+@pytest.mark.parametrize(
+    "dropped", ["DROP VIEW session_steps", "DROP TRIGGER session_steps_insert"]
+)
+def test_a_store_whose_session_steps_view_or_trigger_was_dropped_gets_it_back_on_opening(
+    tmp_path: Path, dropped: str
+) -> None:
+    path = tmp_path / "state.db"
+    with SQLiteStore(path) as store:
+        task = make_task()
+        store.create_task(task)
+        write_steps(store, make_session(task.id, "a"), 1)
+    raw = sqlite3.connect(path)
+    raw.execute(dropped)
+    raw.commit()
+    raw.close()
+    with SQLiteStore(path) as store:
+        write_steps(store, make_session(task.id, "a"), 1, start=1)
+        assert store.messages("a") == [message(0), message(1)]
+        assert store.integrity_check() == []
+    raw = sqlite3.connect(path)
+    kinds = dict(
+        raw.execute("SELECT name, type FROM sqlite_master WHERE type IN ('view', 'trigger')")
+    )
+    raw.close()
+    assert kinds == {"session_steps": "view", "session_steps_insert": "trigger"}
+
+
 def test_a_session_written_by_another_store_object_is_read_not_assumed_new(
     tmp_path: Path,
 ) -> None:

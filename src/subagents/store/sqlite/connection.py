@@ -16,7 +16,12 @@ from typing import TypeVar
 from subagents.errors import StoreCorruptError, StoreError, StoreVersionError
 from subagents.store.base import Transaction
 from subagents.store.codec import UPGRADE_ADVICE
-from subagents.store.sqlite.schema import MIGRATIONS, STORE_SCHEMA_VERSION
+from subagents.store.sqlite.schema import (
+    MIGRATIONS,
+    SESSION_STEPS,
+    SESSION_STEPS_VERSION,
+    STORE_SCHEMA_VERSION,
+)
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "SQLiteTransaction"]
 
@@ -186,12 +191,13 @@ class Database:
         )
 
     def _prepare_schema(self, connection: sqlite3.Connection) -> None:
-        if self._schema_version(connection) == STORE_SCHEMA_VERSION:
+        version, missing = self._schema_state(connection)
+        if version == STORE_SCHEMA_VERSION and not missing:
             return
         connection.execute("BEGIN IMMEDIATE")
         try:
             # Read again under the write lock: another process may have migrated meanwhile.
-            version = self._schema_version(connection)
+            version, missing = self._schema_state(connection)
             while version < STORE_SCHEMA_VERSION:
                 for step in MIGRATIONS[version]:
                     if isinstance(step, str):
@@ -199,19 +205,37 @@ class Database:
                     else:
                         step(connection)
                 version += 1
+            for statement in missing:
+                connection.execute(statement)
             connection.execute(_SET_META, ("schema_version", str(version)))
             connection.execute("COMMIT")
         except BaseException:
             quietly(connection, "ROLLBACK")
             raise
 
-    def _schema_version(self, connection: sqlite3.Connection) -> int:
-        tables = {
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        }
+    def _schema_state(self, connection: sqlite3.Connection) -> tuple[int, list[str]]:
+        """The store's schema version, and the statements that put back the view and trigger
+        of :data:`SESSION_STEPS` where they are gone (dropped by hand, say): a store whose
+        tables are all there gets them back on opening, instead of failing its first step."""
+        names: set[str] = set()
+        version = self._schema_version(connection, names)
+        if version < SESSION_STEPS_VERSION:
+            return version, []
+        view, trigger = SESSION_STEPS
+        if "session_steps" not in names:
+            return version, [view, trigger]
+        return version, [] if "session_steps_insert" in names else [trigger]
+
+    def _schema_version(self, connection: sqlite3.Connection, names: set[str] | None = None) -> int:
+        """The store's schema version; ``names`` gets the names of its views and triggers."""
+        tables = set()
+        for name, kind in connection.execute(
+            "SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        ):
+            if kind == "table":
+                tables.add(name)
+            elif names is not None and kind in ("view", "trigger"):
+                names.add(name)
         if "meta" not in tables:
             if tables:
                 raise StoreError(

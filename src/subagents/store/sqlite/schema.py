@@ -15,7 +15,14 @@ from collections.abc import Callable
 from subagents.store.sqlite.steps import SESSION_OF_ANOTHER_TASK, TASK_MOVED
 from subagents.store.sqlite.upgrade import move_to_step_log, number_messages
 
-__all__ = ["MIGRATIONS", "SESSION_STEPS", "STORE_SCHEMA_VERSION", "TABLES", "Migration"]
+__all__ = [
+    "MIGRATIONS",
+    "SESSION_STEPS",
+    "SESSION_STEPS_VERSION",
+    "STORE_SCHEMA_VERSION",
+    "TABLES",
+    "Migration",
+]
 
 STORE_SCHEMA_VERSION = 5
 
@@ -127,6 +134,8 @@ _V4: tuple[Migration, ...] = (
 # refuses a task deleted or renumbered (as the step INSERT's ``WHERE EXISTS`` does), upserts
 # the session record, refuses a session of another task, and appends the row. A statement
 # is undone whole when it fails, so neither write lands without the other.
+SESSION_STEPS_VERSION = 5
+"""The schema that brought :data:`SESSION_STEPS`."""
 SESSION_STEPS: tuple[str, ...] = (
     "CREATE VIEW session_steps AS SELECT NULL AS key, NULL AS session_id, "
     "NULL AS next_checkpoint, NULL AS first_seq, NULL AS messages, NULL AS checkpoint, "
@@ -146,5 +155,11 @@ SESSION_STEPS: tuple[str, ...] = (
     END""",
 )
 
-MIGRATIONS: dict[int, tuple[Migration, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: SESSION_STEPS}
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {
+    0: _V1,
+    1: _V2,
+    2: _V3,
+    3: _V4,
+    SESSION_STEPS_VERSION - 1: SESSION_STEPS,
+}
 """``{from_version: statements}``; applying them yields ``from_version + 1``."""
