@@ -373,6 +373,7 @@ _WRITES = st.lists(
         st.integers(0, 2),  # new messages
         st.integers(-1, 1),  # how far its first seq is off (0: right)
         st.booleans(),  # inside a transaction of the store's own, with a step of session z
+        st.booleans(),  # written for another task, under this task's session id
     ),
     max_size=20,
 )
@@ -381,29 +382,34 @@ _WRITES = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(writes=_WRITES)
 def test_two_writers_interleaved_lose_nothing_and_take_no_wrong_step(
-    writes: list[tuple[int, str, int, int, bool]],
+    writes: list[tuple[int, str, int, int, bool, bool]],
 ) -> None:
     """Two store objects on one file (as two processes), each keeping its own tails, write
     steps of the same sessions in any order, alone or grouped, some of them with a first seq
-    that is off: each right step lands, each wrong one is refused and leaves nothing, and the
-    log reads back exactly the right ones."""
+    that is off, some for another task under this task's session ids: each right step lands,
+    each wrong one is refused and leaves nothing, and the log reads back exactly the right
+    ones."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "state.db"
         with SQLiteStore(path) as first, SQLiteStore(path) as second:
             stores = (first, second)
-            task = make_task()
-            first.create_task(task)  # first keeps a whole tail, second has none yet
+            task, other = make_task(), make_task()
+            first.create_task(task)  # first keeps whole tails, second has none yet
+            first.create_task(other)
             stored: dict[str, int] = {"a": 0, "b": 0, "c": 0, "z": 0}
-            for writer, session, count, off, grouped in writes:
+            for name in stored:  # every session is this task's from the start
+                first.commit(StepWrite(task_id=task.id, session=make_session(task.id, name)))
+            for writer, session, count, off, grouped, stolen in writes:
                 store = stores[writer]
                 seq = stored[session] + off
+                owner = other if stolen else task
                 step = StepWrite(
-                    task_id=task.id,
-                    session=make_session(task.id, session),
+                    task_id=owner.id,
+                    session=make_session(owner.id, session, status="completed"),
                     messages=[(session, seq + i, message(seq + i)) for i in range(count)],
-                    checkpoint=make_checkpoint(task.id, session),
+                    checkpoint=make_checkpoint(owner.id, session),
                 )
-                wrong = count > 0 and (off != 0 or seq < 0)
+                wrong = stolen or (count > 0 and (off != 0 or seq < 0))
                 try:
                     if grouped:
                         with store.transaction() as tx:
@@ -430,4 +436,6 @@ def test_two_writers_interleaved_lose_nothing_and_take_no_wrong_step(
             for store in stores:
                 for session, count in stored.items():
                     assert store.messages(session) == [message(i) for i in range(count)]
+                    assert store.get_session(session).task_id == task.id
+                assert store.checkpoints(other.id) == []
                 assert store.integrity_check() == []
