@@ -217,8 +217,7 @@ class Database:
         """The store's schema version, and the statements that put back the view and trigger
         of :data:`SESSION_STEPS` where they are gone (dropped by hand, say): a store whose
         tables are all there gets them back on opening, instead of failing its first step."""
-        names: set[str] = set()
-        version = self._schema_version(connection, names)
+        version, names = self._schema(connection)
         if version < SESSION_STEPS_VERSION:
             return version, []
         view, trigger = SESSION_STEPS
@@ -226,15 +225,19 @@ class Database:
             return version, [view, trigger]
         return version, [] if "session_steps_insert" in names else [trigger]
 
-    def _schema_version(self, connection: sqlite3.Connection, names: set[str] | None = None) -> int:
-        """The store's schema version; ``names`` gets the names of its views and triggers."""
-        tables = set()
+    def _schema_version(self, connection: sqlite3.Connection) -> int:
+        return self._schema(connection)[0]
+
+    def _schema(self, connection: sqlite3.Connection) -> tuple[int, set[str]]:
+        """The store's schema version, and the names of its views and triggers."""
+        tables: set[str] = set()
+        names: set[str] = set()
         for name, kind in connection.execute(
             "SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
         ):
             if kind == "table":
                 tables.add(name)
-            elif names is not None and kind in ("view", "trigger"):
+            elif kind in ("view", "trigger"):
                 names.add(name)
         if "meta" not in tables:
             if tables:
@@ -243,7 +246,7 @@ class Database:
                     f"(it holds the table(s) {', '.join(sorted(tables))})",
                     hint="use another store path, or move that file aside",
                 )
-            return 0
+            return 0, names
         row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         try:
             version = int(row[0]) if row is not None else -1
@@ -257,7 +260,7 @@ class Database:
                 f"(schema {version}; this one knows up to {STORE_SCHEMA_VERSION})",
                 hint=UPGRADE_ADVICE,
             )
-        return version
+        return version, names
 
     # -- using the connection ----------------------------------------------------------------
 

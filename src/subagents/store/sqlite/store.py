@@ -290,21 +290,23 @@ class SQLiteStore:
         task_id = step.task_id
         alone = tx is None and not self._db.in_transaction
         kept = self._tails.pop(task_id, None)  # stale after any write that does not keep it
-        if alone and kept is not None and _one_row(step):
+        riding = _riding_session(step)
+        one_row = _one_row(step, riding)
+        if alone and kept is not None and one_row:
             try:
-                done = self._db.run_alone(lambda db: self._append_alone(db, kept, step))
+                done = self._db.run_alone(lambda db: self._append_alone(db, kept, step, riding))
             except StaleTail:
                 done = None  # the log moved: go the way of a transaction, from the rows
             if done is not None:
                 return self._keep(kept, done[0])
-        with self._db.write(tx, one_change=_one_row(step)) as connection:
+        with self._db.write(tx, one_change=one_row) as connection:
             # under the store's lock: an open transaction of this store is this thread's
             scope = None if alone else self._scope(tx)
             tail = kept if alone or scope is not None else None
             try:
                 if step.task is not None:
                     connection.execute(UPSERT_TASK, step.task)
-                recorded, riding = None, _riding_session(step)
+                recorded = None
                 if step.session is not None and riding is None:
                     stored = connection.execute(UPSERT_SESSION, step.session).rowcount
                     if stored and step.session[1] == task_id:  # not another task's session
@@ -330,14 +332,18 @@ class SQLiteStore:
         return self._open[-1]
 
     def _append_alone(
-        self, connection: sqlite3.Connection, tail: Tail, step: EncodedStep
+        self,
+        connection: sqlite3.Connection,
+        tail: Tail,
+        step: EncodedStep,
+        riding: tuple[str, str, str] | None,
     ) -> tuple[int | None]:
-        """The step's one row, appended from the kept ``tail`` in a statement of its own:
-        its checkpoint's sequence, in a tuple (None is the sequence of a step without one).
-        StaleTail when the log has moved."""
+        """The step's one row (with ``riding``, its session's record), appended from the kept
+        ``tail`` in a statement of its own: its checkpoint's sequence, in a tuple (None is the
+        sequence of a step without one). StaleTail when the log has moved."""
         try:
-            rows, session = step.rows, _riding_session(step)
-            return (append_rows(connection, tail, rows, str(self._path), session=session),)
+            where = str(self._path)
+            return (append_rows(connection, tail, step.rows, where, session=riding),)
         except sqlite3.IntegrityError as error:
             raise self._refused(connection, error, step.task_id) from error
 
@@ -548,13 +554,11 @@ class SQLiteStore:
             return health.problems(connection)
 
 
-def _one_row(step: EncodedStep) -> bool:
-    """Whether ``step`` is one statement: one row, and maybe its session's record (the
-    loop's step)."""
+def _one_row(step: EncodedStep, riding: tuple[str, str, str] | None) -> bool:
+    """Whether ``step`` is one statement: one row, and maybe its session's record riding
+    with it (the loop's step)."""
     return (
-        step.task is None
-        and len(step.rows) == 1
-        and (step.session is None or _riding_session(step) is not None)
+        step.task is None and len(step.rows) == 1 and (step.session is None or riding is not None)
     )
 
 
