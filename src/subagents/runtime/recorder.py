@@ -48,7 +48,7 @@ from subagents.store.records import (
     TraceKind,
     TraceStatus,
 )
-from subagents.store.steplog import EncodedStep, StepRow
+from subagents.store.steplog import UNSET_SEQUENCE, EncodedStep, StepRow, json_array
 from subagents.todos import todo_counts, todos_to_state
 from subagents.tracing.preview import preview_arguments, preview_text
 
@@ -131,15 +131,41 @@ _stamped_second = -1
 _second_text = ""
 
 
-def _row_of(rows: list[StepRow], session_id: str | None) -> StepRow:
-    """The row of ``rows`` for ``session_id`` (the first is the step's session's), added when
-    a record of another session rides with the step (a child's trace in its parent's)."""
-    for row in rows:
-        if row.session_id == session_id:
-            return row
-    row = StepRow(session_id)
-    rows.append(row)
-    return row
+def _step_rows(
+    session_id: str,
+    messages: list[str],
+    first_seq: int,
+    checkpoint: str,
+    ledger: Sequence[RecordFields],
+    traces: Sequence[RecordFields],
+) -> tuple[StepRow, ...]:
+    """The rows of a step of ``session_id``: its own, then one for each other session whose
+    records ride with it (a child's trace in its parent's step), in the order they appear."""
+    own: tuple[list[str], list[str]] = ([], [])
+    others: dict[str | None, tuple[list[str], list[str]]] = {}
+    for column, records in ((0, ledger), (1, traces)):
+        for record in records:
+            owner = record["session_id"]
+            lists = own if owner == session_id else others.setdefault(owner, ([], []))
+            lists[column].append(dump_json(record))
+    row = StepRow(
+        session_id,
+        json_array(messages),
+        len(messages),
+        first_seq,
+        checkpoint,
+        json_array(own[0]),
+        json_array(own[1]),
+    )
+    if not others:
+        return (row,)
+    return (
+        row,
+        *(
+            StepRow(owner, ledger=json_array(entries), traces=json_array(records))
+            for owner, (entries, records) in others.items()
+        ),
+    )
 
 
 class Recorder:
@@ -260,19 +286,16 @@ class Recorder:
             "checkpoint_id": checkpoint_id(task_id, session_id, snapshot.checkpoint_index),
             "task_id": task_id,
             "session_id": session_id,
-            "sequence": 0,  # the store's to set
+            "sequence": UNSET_SEQUENCE,  # the store's to set
             "position": position,
             "state": state,
             "awaiting_human": question is not None,
             "question": self._question(question) if question is not None else None,
             "created_at": _now_text(),
         }
-        row = StepRow(session_id, messages, snapshot.first_message, checkpoint)
-        rows = [row]
-        for entry in ledger:
-            _row_of(rows, entry["session_id"]).ledger.append(dump_json(entry))
-        for trace in traces:
-            _row_of(rows, trace["session_id"]).traces.append(dump_json(trace))
+        rows = _step_rows(
+            session_id, messages, snapshot.first_message, dump_json(checkpoint), ledger, traces
+        )
         # The session record changes rarely (its turns and usage are in every checkpoint):
         # write it with the first step, when the status changes, and at the end.
         session = None
@@ -384,8 +407,8 @@ class Recorder:
 
     def write_ledger(self, entry: RecordFields) -> None:
         """One ledger change on its own: 'started' must be durable before the tool runs."""
-        row = StepRow(entry["session_id"], ledger=[dump_json(entry)])
-        self.store.append(EncodedStep(self.task.id, None, None, [row]))
+        row = StepRow(entry["session_id"], ledger=f"[{dump_json(entry)}]")
+        self.store.append(EncodedStep(self.task.id, None, None, (row,)))
 
     # -- trace records -----------------------------------------------------------------------
 

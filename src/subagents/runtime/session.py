@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -319,7 +320,7 @@ class Session:
             snapshot, position, tuple(traces), ledger, question=question, decisions=decisions
         )
         commit_step(recorder, step)
-        self._committed(snapshot, position)
+        self._committed(snapshot.message_count, _recorded_status(snapshot), None)
 
     def _commit_in_group(
         self,
@@ -335,14 +336,19 @@ class Session:
         The step is built at once; the awaitable returned waits for its commit."""
         snapshot = snapshot_of(self, position)
         step = CommitStepInput(snapshot, position, tuple(traces), ledger, decisions=decisions)
-        return commit_step_in_group(
-            recorder, step, lambda sequence: self._committed(snapshot, position)
-        )
+        # what the callback needs, not the snapshot: a step waiting for its group's commit
+        # holds as little as it can for the garbage collector to visit
+        committed = partial(self._committed, snapshot.message_count, _recorded_status(snapshot))
+        return commit_step_in_group(recorder, step, committed)
 
-    def _committed(self, snapshot: SessionSnapshot, position: str) -> None:
-        self.persisted_messages = snapshot.message_count
-        if snapshot.facts is not None:
-            self.recorded_status = snapshot.status
+    def _committed(
+        self, message_count: int, recorded_status: SessionStatus | None, sequence: int | None
+    ) -> None:
+        """Checkpoint ``sequence``, holding the first ``message_count`` messages, is stored,
+        with the session's record when ``recorded_status`` (the status it stored) is given."""
+        self.persisted_messages = message_count
+        if recorded_status is not None:
+            self.recorded_status = recorded_status
         self.checkpoints += 1
 
     def _open_ledger(
@@ -581,3 +587,8 @@ _CUT_OFF = (
 
 # Calls that start or steer other sessions, or a person (see runtime/delegation.py).
 _DELEGATING_TOOLS = frozenset({*DELEGATION_TOOL_NAMES, ASK_HUMAN_TOOL_NAME})
+
+
+def _recorded_status(snapshot: SessionSnapshot) -> SessionStatus | None:
+    """The status ``snapshot`` stores in its session's record; None when it writes none."""
+    return snapshot.status if snapshot.facts is not None else None

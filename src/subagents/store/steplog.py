@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from subagents.errors import StoreCorruptError, StoreError, TaskNotFoundError
 from subagents.store.base import StepWrite, StoredMessage
@@ -21,9 +21,11 @@ from subagents.store.codec import dump_json, dump_record, load_json, load_record
 from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
 
 __all__ = [
+    "UNSET_SEQUENCE",
     "EncodedStep",
     "StepRow",
     "checkpoint_records",
+    "checkpoint_text",
     "json_array",
     "ledger_records",
     "message",
@@ -36,25 +38,34 @@ __all__ = [
     "task_not_stored",
     "trace_records",
     "whole_task_rows",
+    "with_sequence",
 ]
 
 
-@dataclass(slots=True)
-class StepRow:
-    """One session's part of a step, encoded but for its checkpoint: the checkpoint's fields
-    as JSON-ready values, ``sequence`` among them, which the store sets as it writes the row
-    (the dict is the row's own)."""
+UNSET_SEQUENCE = -1
+"""The ``sequence`` an encoded checkpoint carries until the store numbers it
+(:func:`with_sequence`)."""
+_UNSET = f'"sequence":{UNSET_SEQUENCE},'
+
+
+class StepRow(NamedTuple):
+    """One session's part of a step, encoded: its new messages (a JSON array of
+    ``message_count``, the first numbered ``first_seq`` in the session), its checkpoint (a
+    JSON object whose ``sequence`` is :data:`UNSET_SEQUENCE` until the store numbers it), its
+    ledger entries and its trace records (JSON arrays); None where the step has none. Strings
+    in a tuple: the steps waiting for a group commit hold nothing the garbage collector has to
+    visit."""
 
     session_id: str | None
-    messages: list[str] = field(default_factory=list)
+    messages: str | None = None
+    message_count: int = 0
     first_seq: int = 0
-    checkpoint: dict[str, Any] | None = None
-    ledger: list[str] = field(default_factory=list)
-    traces: list[str] = field(default_factory=list)
+    checkpoint: str | None = None
+    ledger: str | None = None
+    traces: str | None = None
 
 
-@dataclass(slots=True)
-class EncodedStep:
+class EncodedStep(NamedTuple):
     """One step as the stores write it: its task and session records as rows (when it has
     them) and its steps, every record checked to belong to ``task_id``. The recorder builds
     it directly; :func:`~subagents.store.shared.encode_step` makes one of a
@@ -63,7 +74,27 @@ class EncodedStep:
     task_id: str
     task: tuple[str, str, str | None, float, str] | None
     session: tuple[str, str, str] | None
-    rows: list[StepRow]
+    rows: tuple[StepRow, ...]
+
+
+def with_sequence(checkpoint: str, sequence: int) -> str:
+    """The encoded ``checkpoint`` numbered ``sequence``. Its first ``"sequence":-1,`` is the
+    record's own field: the fields before it are an integer and strings, inside which JSON
+    escapes every quote."""
+    at = checkpoint.find(_UNSET)
+    if at < 0:
+        raise StoreError(
+            "a checkpoint to store has no sequence to set",
+            hint="encode checkpoints with steplog.checkpoint_text()",
+        )
+    return f'{checkpoint[:at]}"sequence":{sequence},{checkpoint[at + len(_UNSET) :]}'
+
+
+def checkpoint_text(fields: dict[str, Any]) -> str:
+    """A checkpoint's fields (JSON-ready, in the record's order) encoded for a
+    :class:`StepRow`: its sequence left for the store to set."""
+    fields["sequence"] = UNSET_SEQUENCE
+    return dump_json(fields)
 
 
 def json_array(items: Sequence[str]) -> str | None:
@@ -71,35 +102,57 @@ def json_array(items: Sequence[str]) -> str | None:
     return f"[{','.join(items)}]" if items else None
 
 
-def step_rows(step: StepWrite) -> list[StepRow]:
+def step_rows(step: StepWrite) -> tuple[StepRow, ...]:
     """``step`` split by session, in the order its sessions first appear, every record
     checked to belong to its task and encoded."""
     task_id = step.task_id
-    rows: dict[str | None, StepRow] = {}
+    parts: dict[str | None, _Part] = {}
 
-    def row(session_id: str | None) -> StepRow:
-        found = rows.get(session_id)
+    def part(session_id: str | None) -> _Part:
+        found = parts.get(session_id)
         if found is None:
-            found = rows[session_id] = StepRow(session_id)
+            found = parts[session_id] = _Part()
         return found
 
     for session_id, seq, text in message_rows(step.messages):
-        part = row(session_id)
-        if not part.messages:
-            part.first_seq = seq
+        found = part(session_id)
+        if not found.messages:
+            found.first_seq = seq
         else:
-            _check_follows(session_id, seq, part.first_seq + len(part.messages))
-        part.messages.append(text)
+            _check_follows(session_id, seq, found.first_seq + len(found.messages))
+        found.messages.append(text)
     if step.checkpoint is not None:
         require_owner(task_id, step.checkpoint.task_id, "the checkpoint")
-        row(step.checkpoint.session_id).checkpoint = step.checkpoint.model_dump()
+        part(step.checkpoint.session_id).checkpoint = checkpoint_text(step.checkpoint.model_dump())
     for entry in step.ledger:
         require_owner(task_id, entry.task_id, "a ledger entry")
-        row(entry.session_id).ledger.append(dump_record(entry))
+        part(entry.session_id).ledger.append(dump_record(entry))
     for trace in step.traces:
         require_owner(task_id, trace.task_id, "a trace record")
-        row(trace.session_id).traces.append(dump_record(trace))
-    return list(rows.values())
+        part(trace.session_id).traces.append(dump_record(trace))
+    return tuple(
+        StepRow(
+            session_id,
+            json_array(found.messages),
+            len(found.messages),
+            found.first_seq,
+            found.checkpoint,
+            json_array(found.ledger),
+            json_array(found.traces),
+        )
+        for session_id, found in parts.items()
+    )
+
+
+@dataclass(slots=True)
+class _Part:
+    """A session's part of a step, being encoded."""
+
+    messages: list[str] = field(default_factory=list)
+    first_seq: int = 0
+    checkpoint: str | None = None
+    ledger: list[str] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)
 
 
 def _check_follows(session_id: str, seq: int, expected: int) -> None:

@@ -10,7 +10,7 @@ claim on a task and a periodic job are serialised by a transaction-scoped adviso
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,7 +34,7 @@ from subagents.store.base import (
     Transaction,
     UnreadableTask,
 )
-from subagents.store.codec import UPGRADE_ADVICE, dump_json, load_record
+from subagents.store.codec import UPGRADE_ADVICE, load_record
 from subagents.store.lease import aware, lease_data, lease_lost, owner_from_data
 from subagents.store.postgres.schema import MIGRATIONS, STORE_SCHEMA_VERSION
 from subagents.store.records import (
@@ -57,12 +57,12 @@ from subagents.store.steplog import (
     EncodedStep,
     StepRow,
     checkpoint_records,
-    json_array,
     ledger_records,
     message_values,
     seq_problem,
     task_not_stored,
     trace_records,
+    with_sequence,
 )
 
 if TYPE_CHECKING:
@@ -430,7 +430,7 @@ class PostgresStore:
             raise task_not_stored(task_id, self._location) from None
 
     def _append(
-        self, connection: psycopg.Connection[Any], task_id: str, rows: list[StepRow]
+        self, connection: psycopg.Connection[Any], task_id: str, rows: Sequence[StepRow]
     ) -> int | None:
         # One round trip locks the task's row and hands out the step's numbers...
         checkpoints = sum(1 for part in rows if part.checkpoint is not None)
@@ -446,10 +446,10 @@ class PostgresStore:
         saved = None
         values = []
         for part in rows:
-            checkpoint = None
-            if part.checkpoint is not None:
-                part.checkpoint["sequence"] = saved = sequence
-                checkpoint = dump_json(part.checkpoint)
+            checkpoint = part.checkpoint
+            if checkpoint is not None:
+                checkpoint = with_sequence(checkpoint, sequence)
+                saved = sequence
                 sequence += 1
             number += 1
             values.append(
@@ -458,10 +458,10 @@ class PostgresStore:
                     number,
                     part.session_id,
                     sequence,
-                    json_array(part.messages),
+                    part.messages,
                     checkpoint,
-                    json_array(part.ledger),
-                    json_array(part.traces),
+                    part.ledger,
+                    part.traces,
                 )
             )
         # ...and one more sends the messages' seqs and the rows, pipelined.
@@ -469,7 +469,7 @@ class PostgresStore:
             advanced = [
                 (part, self._advance_seq(connection, task_id, part))
                 for part in rows
-                if part.messages
+                if part.messages is not None
             ]
             inserts.executemany(_INSERT_STEP, values)
         for part, cursor in advanced:
@@ -486,7 +486,7 @@ class PostgresStore:
     def _advance_seq(
         connection: psycopg.Connection[Any], task_id: str, part: StepRow
     ) -> psycopg.Cursor[Any]:
-        following = part.first_seq + len(part.messages)
+        following = part.first_seq + part.message_count
         return connection.execute(
             "UPDATE sessions SET next_seq = %s "
             "WHERE session_id = %s AND task_id = %s AND next_seq = %s",

@@ -25,11 +25,11 @@ step is refused exactly when it would have been had the tail been read for it.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from subagents.errors import StoreError
-from subagents.store.codec import dump_json
-from subagents.store.steplog import StepRow, json_array, seq_problem, task_not_stored
+from subagents.store.steplog import StepRow, seq_problem, task_not_stored, with_sequence
 
 __all__ = [
     "INSERT_STEP",
@@ -128,7 +128,7 @@ def new_task_tail(task_id: str, task_no: int) -> Tail:
 def append_rows(
     connection: sqlite3.Connection,
     tail: Tail,
-    rows: list[StepRow],
+    rows: Sequence[StepRow],
     where: str,
     recorded: str | None = None,
     session: tuple[str, str, str] | None = None,
@@ -149,18 +149,18 @@ def append_rows(
     values = []
     for part in rows:
         first_seq = None
-        if part.messages:
+        if part.messages is not None:
             first_seq = part.first_seq
             expected = _next_seq(connection, tail, next_seq, part, recorded, session)
             if first_seq != expected:
                 if not tail.fresh:
                     raise StaleTail
                 raise seq_problem(task_id, part, (task_id, expected))
-            next_seq[part.session_id or ""] = first_seq + len(part.messages)
-        checkpoint = None
-        if part.checkpoint is not None:
-            part.checkpoint["sequence"] = sequence = next_checkpoint
-            checkpoint = dump_json(part.checkpoint)
+            next_seq[part.session_id or ""] = first_seq + part.message_count
+        checkpoint = part.checkpoint
+        if checkpoint is not None:
+            checkpoint = with_sequence(checkpoint, next_checkpoint)
+            sequence = next_checkpoint
             next_checkpoint += 1
         key += 1
         if key > last:
@@ -173,10 +173,10 @@ def append_rows(
                 part.session_id,
                 next_checkpoint,
                 first_seq,
-                json_array(part.messages),
+                part.messages,
                 checkpoint,
-                json_array(part.ledger),
-                json_array(part.traces),
+                part.ledger,
+                part.traces,
                 tail.task_no,
                 task_id,
             )

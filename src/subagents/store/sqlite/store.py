@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -356,7 +356,7 @@ class SQLiteStore:
         self,
         connection: sqlite3.Connection,
         task_id: str,
-        rows: list[StepRow],
+        rows: Sequence[StepRow],
         tail: Tail | None,
         recorded: str | None,
         session: tuple[str, str, str] | None,
