@@ -211,3 +211,48 @@ def test_parallel_subagents_committed_in_groups_survive_sigkill_exactly_once(
                 # user prompt, 2 tool turns (call + result), final answer: nothing lost
                 assert len(db.messages(record.session_id)) == 6, f"{context}: {name}"
     assert killed_trials >= PARALLEL_TRIALS * 0.6
+
+
+def test_sigkill_inside_a_sessions_first_model_call_then_resume_starts_it_again(
+    tmp_path: Path,
+) -> None:
+    """A session's opening prompt is stored with its first checkpoint, not before its first
+    model call: a run killed inside that call has no record of the session, and resuming
+    starts it again on the same prompt (the task's, or the Task call its parent stored)."""
+    for who in ("main", "worker", "nested"):
+        workspace = tmp_path / who
+        workspace.mkdir()
+        store = workspace / "state.db"
+        process = subprocess.Popen(
+            [sys.executable, str(SCENARIO), str(store), str(workspace), "run"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=workspace,
+            env={**os.environ, "HOLD_MODEL": who},
+        )
+        assert process.stdout is not None
+        task_id = json.loads(process.stdout.readline())["started"]
+        try:
+            deadline = time.monotonic() + 30
+            while not (workspace / f"holding-{who}").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert (workspace / f"holding-{who}").exists(), process.stderr
+            with open_store(store) as db:
+                stored = {s.agent_name for s in db.sessions(task_id)}
+            assert who not in stored, f"{who} was stored before its first model call answered"
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.communicate(timeout=30)
+        (workspace / f"holding-{who}").unlink()
+        outcome, _ = resume_until_done(store, workspace, task_id)
+        assert outcome["status"] == "completed", who
+        assert sorted(_lines(workspace)) == sorted(EXPECTED_LINES), who
+        with open_store(store) as db:
+            assert db.integrity_check() == [], who
+            sessions = {s.agent_name: s for s in db.sessions(task_id)}
+            assert set(sessions) == {"main", "worker", "nested"}, who
+            for name, record in sessions.items():
+                messages = db.messages(record.session_id)
+                assert len(messages) == 8, f"{who} held: {name} has {len(messages)}"
+                assert [m["role"] for m in messages].count("user") == 1, who

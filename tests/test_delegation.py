@@ -573,3 +573,59 @@ async def test_reused_tool_call_ids_still_start_distinct_subagents(tmp_path: Pat
     assert len({s.agent_id for s in spawns}) == 2
     ids = [m.tool_call_id for m in result.messages if isinstance(m, ToolResultMessage)]
     assert len(set(ids)) == 2
+
+
+async def test_a_session_is_stored_with_its_first_checkpoint_unless_a_restart_would_lose_it(
+    tmp_path: Path,
+) -> None:
+    """The main session and a foreground child reach the store with their first checkpoint
+    (a restart would start them again on the same prompt); a background child's opening is
+    stored before its model is asked, since its parent's call already has its result."""
+    from subagents.store.sqlite import open_store
+
+    store = open_store(tmp_path / "state.db")
+    seen: dict[str, set[str]] = {}
+
+    def stored_sessions() -> dict[str, int]:
+        (task_record,) = store.list_tasks(limit=None)
+        return {
+            record.agent_name: len(store.messages(record.session_id))
+            for record in store.sessions(task_record.id)
+        }
+
+    def child(name: str) -> Any:
+        async def turn(request: ModelRequest) -> ModelResponse:
+            if len(request.messages) == 1:
+                seen[name] = set(stored_sessions())
+            return text_response(f"{name} done")
+
+        return FunctionModel(turn)
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        n = sum(1 for m in request.messages if isinstance(m, ToolResultMessage))
+        last = request.messages[-1]
+        if n == 0:
+            seen["main"] = set(stored_sessions())
+            return task("fg")
+        if n == 1:
+            return task("bg", run_in_background=True)
+        if isinstance(last, UserMessage) and "task-notification" in last.content:
+            return text_response("all done")
+        return text_response("waiting")
+
+    rt = runtime(
+        tmp_path,
+        FunctionModel(main_turn),
+        agent("fg"),
+        agent("bg"),
+        agent_models={"fg": child("fg"), "bg": child("bg")},
+        store=store,
+    )
+    result = await rt.run("go")
+    assert result.status == "completed", result.error
+    assert seen["main"] == set()  # not even the main session before its first answer
+    assert seen["fg"] == {"main"}  # its parent's Task call is stored, the child is not
+    assert seen["bg"] == {"main", "fg", "bg"}  # stored with its opening prompt
+    # every session holds its prompt once, and the whole history
+    assert stored_sessions() == {"main": 8, "fg": 2, "bg": 2}
+    store.close()

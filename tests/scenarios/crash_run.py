@@ -7,7 +7,8 @@ main -> worker -> nested; every level appends lines to `ledger.txt` through the 
 `Append` tool and also calls read-only tools. With ``CRASH_SHAPE=parallel``, main starts three
 workers in one turn instead, whose steps the store commits in groups (store/group.py). The
 models are functions of the history, as a real model's next step depends only on what it has
-seen, so a resumed run continues the same plan.
+seen, so a resumed run continues the same plan. ``HOLD_LINE`` (a line) and ``HOLD_MODEL`` (an
+agent) keep the process waiting inside that tool call or that agent's first model call.
 Prints one JSON line with the outcome.
 """
 
@@ -21,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import ToolResultMessage
+from subagents.messages import AssistantMessage, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
@@ -75,8 +76,14 @@ if PARALLEL:
     PLANS = _parallel_plans()
 
 
-def planner(who: str) -> FunctionModel:
+def planner(who: str, workspace: Path) -> FunctionModel:
     async def turn(request: ModelRequest) -> ModelResponse:
+        # HOLD_MODEL keeps the process alive inside that agent's first model call (the file
+        # says it got there)
+        first = not any(isinstance(m, AssistantMessage) for m in request.messages)
+        if os.environ.get("HOLD_MODEL") == who and first:
+            (workspace / f"holding-{who}").touch()
+            await asyncio.sleep(60)
         await asyncio.sleep(0.01)
         done = sum(1 for m in request.messages if isinstance(m, ToolResultMessage))
         plan = PLANS[who]
@@ -109,8 +116,8 @@ def make_runtime(store_path: Path, workspace: Path) -> Runtime:
     return Runtime(
         cwd=workspace,
         agents=agents,
-        model=planner("main"),
-        agent_models={name: planner(name) for name in PLANS if name != "main"},
+        model=planner("main", workspace),
+        agent_models={name: planner(name, workspace) for name in PLANS if name != "main"},
         tools=[Append],
         permission_mode="bypassPermissions",
         store=open_store(store_path),

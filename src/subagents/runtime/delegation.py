@@ -576,6 +576,9 @@ class Delegation:
                 if prompt is None:  # re-bound after a restart: continue where it stood
                     result = await session.resume()
                 else:
+                    # a restarted parent runs its stored Task call again, which starts a
+                    # child not in the store anew; a background child's call has its result
+                    session.opening_replayed = not handle.background
                     result = await self._run_with_hooks(session, prompt)
         except RunPaused:
             raise  # not finished: the run waits for a person, and resumes this session later

@@ -116,6 +116,9 @@ class Run:
             with store.transaction():  # the task and its lease land together: one commit
                 recorder.start_task()
                 store.claim_task(recorder.task_id, runtime.owner)
+        if delegate_to is None:
+            # a restart before its first checkpoint starts it over on the task's prompt
+            session.opening_replayed = True
         work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
         return await self._drive(session, with_stop_hooks(session, work))
 

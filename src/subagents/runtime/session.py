@@ -14,7 +14,11 @@ With a recorder, each step is committed to the store: the model's answer (``afte
 the turn's tool results (``after_tools``), and a side-effecting tool's ledger entry before and
 after it runs. A commit writes a :class:`~subagents.runtime.snapshot.SessionSnapshot`, with the
 trace records the steps returned and those others added since (:meth:`Session.add_trace`).
-:meth:`Session.resume` continues from whatever the history holds.
+:meth:`Session.resume` continues from whatever the history holds. Messages added before a model
+call (a background result, say) are committed first (``before_model``), except the opening
+prompt of a session that a restart would start again on the same prompt (the main session of a
+new task, a foreground subagent): it goes with the first checkpoint, and a run killed before
+that has no record of the session, which the restarted run starts afresh.
 """
 
 from __future__ import annotations
@@ -123,6 +127,10 @@ class Session:
     todos: tuple[TodoItem, ...] = ()  # set by TodoWrite, kept in every checkpoint
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     checkpoints: int = 0  # checkpoints written so far: the next one's index
+    # A run that restarts before this session's first checkpoint starts it again on the same
+    # prompt (the task's, or the Task call's its parent stored before starting it): its
+    # opening messages go to the store with that checkpoint, not in one of their own.
+    opening_replayed: bool = False
     # (tool name, stored form of its arguments) a person approved, whose arguments lost a
     # secret to redaction: the model's identical new call runs without asking again
     approved_again: set[tuple[str, str]] = field(default_factory=set)
@@ -226,7 +234,7 @@ class Session:
                 self.run_turns += 1
                 self.turns += 1
                 self._deliver_inbox()
-                if recorder is not None and self.persisted_messages < len(self.messages):
+                if recorder is not None and self._unstored_messages_at_risk():
                     await self._commit_in_group(recorder, "before_model", ())
                 if events.active:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
@@ -278,6 +286,8 @@ class Session:
                 events.emit(ev.SessionPaused(self.agent_id, pause.question))
             raise
         except asyncio.CancelledError:
+            if recorder is not None:
+                self._store_opening(recorder)
             await self._finish("cancelled", self._partial_output(), started, error="cancelled")
             raise
         except Exception as error:
@@ -313,9 +323,11 @@ class Session:
         question: HumanQuestion | None = None,
         decisions: tuple[DeliveredDecision, ...] = (),
         ledger: tuple[RecordFields, ...] = (),
+        upto: int | None = None,
     ) -> None:
-        """Run the commit step: a checkpoint of this session at ``position``."""
-        snapshot = snapshot_of(self, position)
+        """Run the commit step: a checkpoint of this session at ``position`` (holding its
+        messages up to ``upto``, all by default)."""
+        snapshot = snapshot_of(self, position, upto)
         step = CommitStepInput(
             snapshot, position, tuple(traces), ledger, question=question, decisions=decisions
         )
@@ -364,6 +376,26 @@ class Session:
                 entries.append(recorder.ledger_entry(self, call, tool))
                 self.ledger_opened.add(call.id)
         return tuple(entries)
+
+    def _store_opening(self, recorder: Recorder) -> None:
+        """A session stopped before its first checkpoint stores its opening prompt now, as
+        it would have before its first model call, had a restart not started it again: a
+        stopped run continued later (``subagents continue``) goes on from it."""
+        if self.checkpoints or not self.opening_replayed:
+            return
+        opening = next(
+            (at for at, m in enumerate(self.messages) if isinstance(m, AssistantMessage)),
+            len(self.messages),
+        )
+        if self.persisted_messages < opening:
+            self._commit(recorder, "before_model", (), upto=opening)
+
+    def _unstored_messages_at_risk(self) -> bool:
+        """Whether messages not in the store yet must be before the model is asked: any
+        but the opening of a session a restart would start again (:attr:`opening_replayed`)."""
+        if self.persisted_messages >= len(self.messages):
+            return False
+        return self.checkpoints > 0 or not self.opening_replayed
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.

@@ -141,10 +141,11 @@ def _facts_of(data: dict[str, Any]) -> SessionFacts | None:
     return SessionFacts.from_dict(data) if data.get("write_record") else None
 
 
-def snapshot_of(session: Session, position: str) -> SessionSnapshot:
-    """What ``session``'s next checkpoint, at ``position``, stores. The session's facts ride
-    along with its first checkpoint, when its status changes, and when it finishes."""
-    messages = session.messages
+def snapshot_of(session: Session, position: str, upto: int | None = None) -> SessionSnapshot:
+    """What ``session``'s next checkpoint, at ``position``, stores: its messages not stored
+    yet (those before ``upto``, when given). The session's facts ride along with its first
+    checkpoint, when its status changes, and when it finishes."""
+    messages = session.messages if upto is None else session.messages[:upto]
     first = session.persisted_messages
     usage = session.usage
     facts = None
