@@ -141,28 +141,33 @@ def _step_rows(
 ) -> tuple[StepRow, ...]:
     """The rows of a step of ``session_id``: its own, then one for each other session whose
     records ride with it (a child's trace in its parent's step), in the order they appear."""
-    own: tuple[list[str], list[str]] = ([], [])
-    others: dict[str | None, tuple[list[str], list[str]]] = {}
-    for column, records in ((0, ledger), (1, traces)):
-        for record in records:
-            owner = record["session_id"]
-            lists = own if owner == session_id else others.setdefault(owner, ([], []))
-            lists[column].append(dump_json(record))
+    own_ledger = [entry for entry in ledger if entry["session_id"] == session_id]
+    own_traces = [trace for trace in traces if trace["session_id"] == session_id]
     row = StepRow(
         session_id,
         json_array(messages),
         len(messages),
         first_seq,
         checkpoint,
-        json_array(own[0]),
-        json_array(own[1]),
+        dump_json(own_ledger) if own_ledger else None,
+        dump_json(own_traces) if own_traces else None,
     )
-    if not others:
+    if len(own_ledger) == len(ledger) and len(own_traces) == len(traces):
         return (row,)
+    others: dict[str | None, tuple[list[RecordFields], list[RecordFields]]] = {}
+    for column, records in ((0, ledger), (1, traces)):
+        for record in records:
+            owner = record["session_id"]
+            if owner != session_id:
+                others.setdefault(owner, ([], []))[column].append(record)
     return (
         row,
         *(
-            StepRow(owner, ledger=json_array(entries), traces=json_array(records))
+            StepRow(
+                owner,
+                ledger=dump_json(entries) if entries else None,
+                traces=dump_json(records) if records else None,
+            )
             for owner, (entries, records) in others.items()
         ),
     )
@@ -407,7 +412,7 @@ class Recorder:
 
     def write_ledger(self, entry: RecordFields) -> None:
         """One ledger change on its own: 'started' must be durable before the tool runs."""
-        row = StepRow(entry["session_id"], ledger=f"[{dump_json(entry)}]")
+        row = StepRow(entry["session_id"], ledger=dump_json([entry]))
         self.store.append(EncodedStep(self.task.id, None, None, (row,)))
 
     # -- trace records -----------------------------------------------------------------------
