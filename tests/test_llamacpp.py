@@ -182,8 +182,9 @@ def test_any_tool_schema_gives_an_accepted_grammar_or_none(tool_schemas: list[An
 def test_a_subagent_runs_on_the_in_process_model(tmp_path: Path) -> None:
     """A real run, store on: the subagent's turns come from the GGUF model under the schema.
     A 135M model rarely finds the word; what must hold is that every call it makes is a
-    well-formed call of its one tool, and that the run ends cleanly either way (a repeated
-    wrong path is stopped by the loop guard)."""
+    well-formed call of its one tool (or one the token limit cut, reported as such), and
+    that the run ends cleanly either way (a repeated wrong path is stopped by the loop
+    guard)."""
     (tmp_path / "notes.txt").write_text('The secret word is "marmalade".\n')
     agents = tmp_path / ".claude" / "agents"
     agents.mkdir(parents=True)
@@ -209,10 +210,15 @@ def test_a_subagent_runs_on_the_in_process_model(tmp_path: Path) -> None:
     messages = store.messages(session.session_id)
     calls = [call for message in messages for call in message.get("tool_calls") or []]
     for call in calls:
-        assert call["name"] == "Read" and call["arguments_error"] is None, call
+        if call["arguments_error"] is not None:
+            # the schema keeps the JSON well formed, but the token limit can cut it (the
+            # model repeating itself): the model is told so, and the call runs nothing
+            assert "cut off at the token limit" in call["arguments_error"], call
+            continue
+        assert call["name"] == "Read", call
         assert isinstance(call["arguments"]["file_path"], str)
     if session.status != "completed":
-        assert "Loop detected" in result.output and len(calls) == 3
+        assert "Loop detected" in result.output
 
 
 def test_a_path_that_is_not_a_gguf_file_is_refused_when_the_model_is_built(

@@ -4,6 +4,7 @@ values of any depth, dict keys, streamed text, and properties over random text."
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,28 @@ def test_environment_secrets_are_included(monkeypatch: pytest.MonkeyPatch) -> No
     assert "cred-value-0001" in secret_env_values()
     text = Redactor().text("cred-value-0001 pw-value-0002 not-a-secret-0003")
     assert text == f"{REDACTED} {REDACTED} not-a-secret-0003"
+
+
+def test_the_process_environment_is_read_again_whenever_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its secrets are kept between runs, and must follow every change: a variable added,
+    changed, removed, or put back as it was."""
+    monkeypatch.delenv("LATE_API_TOKEN", raising=False)
+    before = secret_env_values()
+    assert all("late-token" not in value for value in before)
+    monkeypatch.setenv("LATE_API_TOKEN", "late-token-0001")
+    assert "late-token-0001" in secret_env_values()
+    assert "late-token-0001" in secret_env_values(os.environ)  # the same, passed in
+    os.environ["LATE_API_TOKEN"] = "late-token-0002"
+    now = secret_env_values()
+    assert "late-token-0002" in now and "late-token-0001" not in now
+    now.append("mine")  # the caller's own list: what is kept does not change
+    assert "mine" not in secret_env_values()
+    monkeypatch.delenv("LATE_API_TOKEN")
+    assert secret_env_values() == before
+    monkeypatch.setenv("LATE_API_TOKEN", "late-token-0002")
+    assert Redactor().text("late-token-0002") == REDACTED
 
 
 @pytest.mark.parametrize(

@@ -127,13 +127,39 @@ def looks_like_secret_name(name: str) -> bool:
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables named like secrets."""
-    env = os.environ if environ is None else environ
+    """Values of environment variables named like secrets (``environ``: ``os.environ``)."""
+    if environ is None or environ is os.environ:
+        return list(_process_secret_values())
+    return _secret_values(environ)
+
+
+def _secret_values(env: Mapping[str, str]) -> list[str]:
     return [
         value
         for name, value in env.items()
         if len(value) >= _MIN_SECRET_LENGTH and looks_like_secret_name(name)
     ]
+
+
+_process_env_seen: tuple[dict[Any, Any], list[str]] | None = None
+
+
+def _process_secret_values() -> list[str]:
+    """:func:`secret_env_values` of this process, read again only when its environment
+    changed. Every run asks at its start, and reading decodes each variable (about 1 µs
+    apiece); a copy of CPython's raw table, compared with the last one read, costs well
+    under one."""
+    global _process_env_seen
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):  # not CPython's os.environ: read it every time
+        return _secret_values(os.environ)
+    seen = _process_env_seen
+    if seen is not None and seen[0] == raw:
+        return seen[1]
+    snapshot = dict(raw)
+    values = _secret_values(os.environ)
+    _process_env_seen = (snapshot, values)
+    return values
 
 
 # -- formats -----------------------------------------------------------------------------------
