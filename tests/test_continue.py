@@ -125,6 +125,30 @@ async def test_a_prompt_handed_to_an_agent_runs_it_whatever_the_model_would_do(
     assert done.output == "I answer myself"
 
 
+async def test_a_run_stopped_in_its_first_model_call_stores_its_prompt_for_later(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    """Its main session had no checkpoint yet: the prompt is stored as it stops, and only the
+    prompt (a later `continue` goes on from it)."""
+    import asyncio
+
+    entered = asyncio.Event()
+
+    async def stuck(request: ModelRequest) -> ModelResponse:
+        entered.set()
+        await asyncio.Event().wait()  # until cancelled
+        raise AssertionError("never answers")
+
+    rt = Runtime(cwd=tmp_path, model=FunctionModel(stuck, name="scripted:stuck"), store=store)
+    running = asyncio.create_task(rt.run("remember the prompt", task_id="first-call"))
+    await entered.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    (session,) = store.sessions("first-call")
+    assert [m["content"] for m in store.messages(session.session_id)] == ["remember the prompt"]
+
+
 async def test_a_run_stopped_on_purpose_is_recorded_cancelled_and_goes_on_later(
     tmp_path: Path, store: SQLiteStore
 ) -> None:
