@@ -7,8 +7,11 @@ the way that has proved steady enough:
 - ``--measure instructions`` (the default) counts instructions under valgrind's callgrind:
   the difference between a run of ``--high`` and one of ``--low`` iterations, per iteration,
   so that start-up cancels out. Both trees sit at paths of one length and run with
-  ``PYTHONHASHSEED=0``; what is left moves by 1-5% between repeats (garbage collections fall
-  differently), so take several ``--rounds``.
+  ``PYTHONHASHSEED=0``, and the heap is frozen (``gc.freeze``) when the bench collects
+  after its first run: without that, whether a full collection over the start-up heap falls
+  in the measured runs moved a W2 figure by up to 10%. Take several ``--rounds`` all the same.
+  The collector's work on what the measured runs keep is still counted; its share over a real
+  heap shows in ``--measure cpu``.
 - ``--measure cpu`` reads the bench's own CPU median (``cpu_median_ms``), the trees taking
   turns round by round.
 
@@ -86,8 +89,29 @@ def bench_env(tree: Path, extra: dict[str, str]) -> dict[str, str]:
     }
 
 
+# Runs a bench script (its path and arguments follow) as `python SCRIPT ...` would, except
+# that each gc.collect() it makes also freezes the heap (gc.freeze). The bench collects once
+# after its first run, before the measured ones: full collections then walk only what those
+# runs made, and one collection more or fewer over the start-up heap no longer moves a run's
+# figure by several per cent.
+_FROZEN_START = """
+import gc, runpy, sys
+from pathlib import Path
+collect = gc.collect
+def collect_and_freeze(*generation):
+    found = collect(*generation)
+    gc.freeze()
+    return found
+gc.collect = collect_and_freeze
+sys.argv = sys.argv[1:]
+sys.path.insert(0, str(Path(sys.argv[0]).resolve().parent))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def instructions(tree: Path, workload: str, iterations: int, extra: dict[str, str]) -> int:
-    """Instructions callgrind counts for one bench process of ``iterations`` runs."""
+    """Instructions callgrind counts for one bench process of ``iterations`` runs, the heap
+    frozen after its first (see :data:`_FROZEN_START`)."""
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run(
             [
@@ -95,6 +119,8 @@ def instructions(tree: Path, workload: str, iterations: int, extra: dict[str, st
                 "--tool=callgrind",
                 f"--callgrind-out-file={scratch}/callgrind.out",
                 sys.executable,
+                "-c",
+                _FROZEN_START,
                 "bench/bench_subagents.py",
                 workload,
                 "--iters",

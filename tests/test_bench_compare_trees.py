@@ -84,3 +84,27 @@ def test_a_bad_env_pair_is_refused_with_the_form_it_takes(
 ) -> None:
     assert compare_trees.main(["HEAD", ".", "--measure", "cpu", "--env", "NOVALUE"]) == 1
     assert "--env takes NAME=VALUE, not 'NOVALUE'" in capsys.readouterr().err
+
+
+def test_the_instruction_runs_freeze_the_heap_when_the_bench_collects(tmp_path: Path) -> None:
+    """The runner callgrind starts: the script runs as `python SCRIPT ARGS` would (its own
+    arguments, its folder first on the path), and its gc.collect() freezes the heap."""
+    (tmp_path / "helper.py").write_text("VALUE = 'found'\n")
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import gc, sys\n"
+        "from helper import VALUE\n"
+        "before = gc.get_freeze_count()\n"
+        "gc.collect()\n"
+        "print(before, gc.get_freeze_count() > 0, VALUE, sys.argv[1:])\n"
+    )
+    elsewhere = tmp_path / "elsewhere"  # not the script's folder: that one must be on the path
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", compare_trees._FROZEN_START, str(script), "w2", "--iters", "3"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["0", "True", "found", "['w2',", "'--iters',", "'3']"]

@@ -629,3 +629,31 @@ async def test_a_session_is_stored_with_its_first_checkpoint_unless_a_restart_wo
     # every session holds its prompt once, and the whole history
     assert stored_sessions() == {"main": 8, "fg": 2, "bg": 2}
     store.close()
+
+
+async def test_a_message_that_arrives_before_any_checkpoint_is_stored_before_the_model_sees_it(
+    tmp_path: Path,
+) -> None:
+    """Only the opening rides with the first checkpoint: a message queued for the main
+    session (Session.notify) while its first model call runs is stored, with the answer
+    before it, before the model is asked again."""
+    from subagents.store.sqlite import open_store
+
+    store = open_store(tmp_path / "state.db")
+    stored_then: list[list[str]] = []
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        main = rt.last_delegation.main  # type: ignore[union-attr]
+        if len(request.messages) == 1:
+            main.notify("a note that came in meanwhile")
+            return text_response("first answer")
+        (task_record,) = store.list_tasks(limit=None)
+        (session,) = store.sessions(task_record.id)
+        stored_then.append([m["role"] for m in store.messages(session.session_id)])
+        return text_response("saw the note")
+
+    rt = runtime(tmp_path, FunctionModel(main_turn), store=store)
+    result = await rt.run("go")
+    assert result.status == "completed" and result.output == "saw the note"
+    assert stored_then == [["user", "assistant", "user"]]
+    store.close()

@@ -392,10 +392,13 @@ class Session:
 
     def _unstored_messages_at_risk(self) -> bool:
         """Whether messages not in the store yet must be before the model is asked: any
-        but the opening of a session a restart would start again (:attr:`opening_replayed`)."""
+        but the opening (what precedes the model's first answer) of a session a restart
+        would start again (:attr:`opening_replayed`)."""
         if self.persisted_messages >= len(self.messages):
             return False
-        return self.checkpoints > 0 or not self.opening_replayed
+        if self.checkpoints > 0 or not self.opening_replayed:
+            return True
+        return any(isinstance(message, AssistantMessage) for message in self.messages)
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.
