@@ -644,6 +644,7 @@ async def test_a_message_that_arrives_before_any_checkpoint_is_stored_before_the
 
     def main_turn(request: ModelRequest) -> ModelResponse:
         main = rt.last_delegation.main  # type: ignore[union-attr]
+        assert main is not None
         if len(request.messages) == 1:
             main.notify("a note that came in meanwhile")
             return text_response("first answer")
