@@ -48,7 +48,13 @@ from subagents.store.records import (
     TraceKind,
     TraceStatus,
 )
-from subagents.store.steplog import UNSET_SEQUENCE, EncodedStep, StepRow, json_array
+from subagents.store.steplog import (
+    UNSET_SEQUENCE,
+    EncodedStep,
+    StepRow,
+    checkpoint_text,
+    json_array,
+)
 from subagents.todos import todo_counts, todos_to_state
 from subagents.tracing.preview import preview_arguments, preview_text
 
@@ -291,7 +297,7 @@ class Recorder:
             "checkpoint_id": checkpoint_id(task_id, session_id, snapshot.checkpoint_index),
             "task_id": task_id,
             "session_id": session_id,
-            "sequence": UNSET_SEQUENCE,  # the store's to set
+            "sequence": UNSET_SEQUENCE,  # here for the field order; the store's to set
             "position": position,
             "state": state,
             "awaiting_human": question is not None,
@@ -299,7 +305,12 @@ class Recorder:
             "created_at": _now_text(),
         }
         rows = _step_rows(
-            session_id, messages, snapshot.first_message, dump_json(checkpoint), ledger, traces
+            session_id,
+            messages,
+            snapshot.first_message,
+            checkpoint_text(checkpoint),
+            ledger,
+            traces,
         )
         # The session record changes rarely (its turns and usage are in every checkpoint):
         # write it with the first step, when the status changes, and at the end.

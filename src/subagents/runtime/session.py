@@ -383,10 +383,7 @@ class Session:
         stopped run continued later (``subagents continue``) goes on from it."""
         if self.checkpoints or not self.opening_replayed:
             return
-        opening = next(
-            (at for at, m in enumerate(self.messages) if isinstance(m, AssistantMessage)),
-            len(self.messages),
-        )
+        opening = self._opening_length()
         if self.persisted_messages < opening:
             self._commit(recorder, "before_model", (), upto=opening)
 
@@ -398,7 +395,14 @@ class Session:
             return False
         if self.checkpoints > 0 or not self.opening_replayed:
             return True
-        return any(isinstance(message, AssistantMessage) for message in self.messages)
+        return self._opening_length() < len(self.messages)
+
+    def _opening_length(self) -> int:
+        """How many messages open the session: those before the model's first answer."""
+        return next(
+            (at for at, m in enumerate(self.messages) if isinstance(m, AssistantMessage)),
+            len(self.messages),
+        )
 
     def _needs_durable_calls(self, calls: tuple[ToolCall, ...]) -> bool:
         """Whether the calls must be on disk before they run.

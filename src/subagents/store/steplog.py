@@ -91,8 +91,9 @@ def with_sequence(checkpoint: str, sequence: int) -> str:
 
 
 def checkpoint_text(fields: dict[str, Any]) -> str:
-    """A checkpoint's fields (JSON-ready, in the record's order) encoded for a
-    :class:`StepRow`: its sequence left for the store to set."""
+    """A checkpoint's fields (JSON-ready, in the record's order, ``sequence`` among them
+    before ``position``) encoded for a :class:`StepRow`: its sequence left for the store to
+    set (:func:`with_sequence`)."""
     fields["sequence"] = UNSET_SEQUENCE
     return dump_json(fields)
 
