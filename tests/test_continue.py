@@ -3,6 +3,7 @@ history, one more prompt; and which task `run --continue` picks."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,13 +126,23 @@ async def test_a_prompt_handed_to_an_agent_runs_it_whatever_the_model_would_do(
     assert done.output == "I answer myself"
 
 
+async def cancel_inside_its_model(
+    rt: Runtime, prompt: str, task_id: str, entered: asyncio.Event
+) -> None:
+    """Run ``prompt`` as task ``task_id`` and cancel it once its model has ``entered`` a call
+    that never returns; the run ends cancelled."""
+    running = asyncio.create_task(rt.run(prompt, task_id=task_id))
+    await entered.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+
 async def test_a_run_stopped_in_its_first_model_call_stores_its_prompt_for_later(
     tmp_path: Path, store: SQLiteStore
 ) -> None:
     """Its main session had no checkpoint yet: the prompt is stored as it stops, and only the
     prompt (a later `continue` goes on from it)."""
-    import asyncio
-
     entered = asyncio.Event()
 
     async def stuck(request: ModelRequest) -> ModelResponse:
@@ -140,11 +151,7 @@ async def test_a_run_stopped_in_its_first_model_call_stores_its_prompt_for_later
         raise AssertionError("never answers")
 
     rt = Runtime(cwd=tmp_path, model=FunctionModel(stuck, name="scripted:stuck"), store=store)
-    running = asyncio.create_task(rt.run("remember the prompt", task_id="first-call"))
-    await entered.wait()
-    running.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await running
+    await cancel_inside_its_model(rt, "remember the prompt", "first-call", entered)
     (session,) = store.sessions("first-call")
     assert [m["content"] for m in store.messages(session.session_id)] == ["remember the prompt"]
 
@@ -152,8 +159,6 @@ async def test_a_run_stopped_in_its_first_model_call_stores_its_prompt_for_later
 async def test_a_run_stopped_on_purpose_is_recorded_cancelled_and_goes_on_later(
     tmp_path: Path, store: SQLiteStore
 ) -> None:
-    import asyncio
-
     entered = asyncio.Event()
     never = asyncio.Event()
 
@@ -164,11 +169,7 @@ async def test_a_run_stopped_on_purpose_is_recorded_cancelled_and_goes_on_later(
         return recaller(request)
 
     rt = Runtime(cwd=tmp_path, model=FunctionModel(slow, name="scripted:slow"), store=store)
-    running = asyncio.create_task(rt.run("wait for me", task_id="stopped-task"))
-    await entered.wait()
-    running.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await running
+    await cancel_inside_its_model(rt, "wait for me", "stopped-task", entered)
     task = store.get_task("stopped-task")
     assert task.status == "cancelled" and task.error == "stopped before it finished"
     again = await rt.continue_task("stopped-task", "and now?")

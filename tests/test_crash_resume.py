@@ -21,15 +21,16 @@ TRIALS = 50
 
 
 def scenario(
-    store: Path, workspace: Path, *args: str, shape: str = "nested"
+    store: Path, workspace: Path, *args: str, shape: str = "nested", **env: str
 ) -> subprocess.Popen[str]:
+    """The scenario run as a process (``env``: more variables, such as HOLD_LINE)."""
     return subprocess.Popen(
         [sys.executable, str(SCENARIO), str(store), str(workspace), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=workspace,
-        env={**os.environ, "CRASH_SHAPE": shape},
+        env={**os.environ, "CRASH_SHAPE": shape, **env},
     )
 
 
@@ -154,14 +155,8 @@ def test_sigkill_at_random_points_then_resume_completes_exactly_once(tmp_path: P
 
 def test_a_task_that_a_live_process_runs_cannot_be_resumed_beside_it(tmp_path: Path) -> None:
     store = tmp_path / "state.db"
-    process = subprocess.Popen(
-        [sys.executable, str(SCENARIO), str(store), str(tmp_path), "run"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "HOLD_LINE": "worker-1"},  # it stays busy inside that tool call
-    )
+    # it stays busy inside that tool call
+    process = scenario(store, tmp_path, "run", HOLD_LINE="worker-1")
     assert process.stdout is not None
     task_id = json.loads(process.stdout.readline())["started"]
     try:
@@ -233,14 +228,7 @@ def test_sigkill_inside_a_sessions_first_model_call_then_resume_starts_it_again(
         workspace = tmp_path / who
         workspace.mkdir()
         store = workspace / "state.db"
-        process = subprocess.Popen(
-            [sys.executable, str(SCENARIO), str(store), str(workspace), "run"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=workspace,
-            env={**os.environ, "HOLD_MODEL": who},
-        )
+        process = scenario(store, workspace, "run", HOLD_MODEL=who)
         assert process.stdout is not None
         task_id = json.loads(process.stdout.readline())["started"]
         try:
