@@ -181,3 +181,39 @@ def test_a_long_value_is_walked_and_redacted() -> None:
     value = {"content": "x" * 5000 + " password=hunter2! " + FORMAT_SECRETS[0]}
     assert stored(redactor().shared_value(value)) == stored(redactor().value(value))
     assert "hunter2!" not in stored(redactor().shared_value(value))
+
+
+def _many_calls(count: int, piece: str, at: int) -> dict[str, Any]:
+    """An assistant message with ``count`` tool calls (many short fields, as a parent
+    starting hundreds of subagents sends), ``piece`` in the prompt of call ``at``."""
+    calls = [
+        {
+            "id": f"call_{index}",
+            "name": "Task",
+            "arguments": {
+                "description": "bench",
+                "subagent_type": "sub",
+                "prompt": f"item {index} {piece if index == at else ''}",
+            },
+        }
+        for index in range(count)
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": calls}
+
+
+@settings(max_examples=200, deadline=None)
+@given(piece=st.sampled_from(PIECES), at=st.integers(min_value=0, max_value=299))
+def test_a_long_value_of_many_fields_is_scanned_and_stores_what_the_walk_stores(
+    piece: str, at: int
+) -> None:
+    value = _many_calls(300, piece, at)
+    expected = stored(redactor().value(value))
+    assert len(expected) > 20_000
+    assert stored(REMEMBERING.shared_value(value)) == expected
+    assert REMEMBERING.json(value) == expected
+
+
+def test_a_long_clean_value_of_many_fields_is_its_own_json() -> None:
+    value = _many_calls(500, "", 0)
+    assert redactor().shared_value(value) is value
+    assert redactor().json(value) == to_json(value).decode()

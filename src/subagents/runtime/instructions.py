@@ -134,18 +134,31 @@ def instruction_candidates(
     """Every path that may hold instructions for ``workspace``, in prompt order (imports
     aside), and the warnings about rule folders too full to read whole. ``directories``:
     ``project_directories(workspace)`` when the caller has them already."""
-    from subagents.config import project_directories, resolve_home
+    from subagents.config import resolve_home
 
-    home_dir = resolve_home(home)
+    names = None if directories is None else [str(directory) for directory in directories]
+    candidates, warnings = _candidates(workspace, resolve_home(home), names)
+    return [(Path(path), scope) for path, scope in candidates], warnings
+
+
+def _candidates(
+    workspace: Path, home_dir: Path, directories: list[str] | None
+) -> tuple[list[tuple[str, InstructionScope]], list[str]]:
+    """:func:`instruction_candidates` as strings: every run looks for these files, and most
+    do not exist (``Path`` objects for them cost more than the look)."""
+    from subagents.config import project_directory_names
+
     if directories is None:
-        directories = project_directories(workspace, home=home_dir)
-    candidates: list[tuple[Path, InstructionScope]] = []
+        directories = project_directory_names(workspace, home=home_dir)
+    join = os.path.join
+    candidates: list[tuple[str, InstructionScope]] = []
     warnings: list[str] = []
     for directory in directories:
-        candidates += [(directory / name, "project") for name in PROJECT_FILE_NAMES]
-        candidates += [(rule, "project") for rule in _rule_files(directory, warnings)]
-    candidates.append((home_dir / USER_FILE_NAME, "user"))
-    candidates += [(rule, "user") for rule in _rule_files(home_dir, warnings)]
+        candidates += [(join(directory, name), "project") for name in PROJECT_FILE_NAMES]
+        candidates += [(str(rule), "project") for rule in _rule_files(directory, warnings)]
+    home = str(home_dir)
+    candidates.append((join(home, USER_FILE_NAME), "user"))
+    candidates += [(str(rule), "user") for rule in _rule_files(home, warnings)]
     return candidates, warnings
 
 
@@ -157,18 +170,18 @@ def load_project_instructions(
     max_total_chars: int = MAX_TOTAL_CHARS,
 ) -> ProjectInstructions:
     """The instruction files for ``workspace`` (see the module docstring). Never raises."""
-    from subagents.config import project_directories, resolve_home
+    from subagents.config import project_directory_names, resolve_home
 
     home_dir = resolve_home(home)
-    directories = project_directories(workspace, home=home_dir)
+    directories = project_directory_names(workspace, home=home_dir)
     # The user's own files may be anywhere (a dotfiles link into /nix/store, say); a
     # project's files stay inside the project, or point into ~/.claude.
     # (project_directories() resolved the project's own already)
     roots: dict[InstructionScope, tuple[Path, ...]] = {
-        "project": (directories[-1], _resolved(home_dir / ".claude")) if directories else (),
+        "project": (Path(directories[-1]), _resolved(home_dir / ".claude")) if directories else (),
     }
     collector = _Collector(max_file_chars, max_total_chars, roots, home_dir)
-    candidates, warnings = instruction_candidates(workspace, home=home_dir, directories=directories)
+    candidates, warnings = _candidates(workspace, home_dir, directories)
     collector.warnings += warnings
     for path, scope in candidates:
         collector.add(path, scope)
@@ -183,12 +196,13 @@ def load_project_instructions(
     return ProjectInstructions(tuple(collector.files), tuple(collector.warnings))
 
 
-def _rule_files(directory: Path, warnings: list[str]) -> list[Path]:
+def _rule_files(directory: str, warnings: list[str]) -> list[Path]:
     """The Markdown files under ``directory/.claude/rules`` in path order (hidden ones
     skipped), at most :data:`MAX_RULE_FILES`; a fuller folder is cut with a warning."""
-    folder = directory / RULES_FOLDER
-    if not folder.is_dir():
+    folder_name = os.path.join(directory, RULES_FOLDER)  # noqa: PTH118 - most have none:
+    if not os.path.isdir(folder_name):  # noqa: PTH112 - no Path object to find that out
         return []
+    folder = Path(folder_name)
     found: list[Path] = []
     for root, folders, names in os.walk(folder):  # symlinked folders are not followed
         folders[:] = [name for name in folders if not name.startswith(".")]
@@ -242,12 +256,17 @@ class _Collector:
         self.scoped_rules: list[Path] = []
 
     def add(
-        self, path: Path, scope: InstructionScope, importer: Path | None = None, depth: int = 0
+        self,
+        candidate: str | Path,
+        scope: InstructionScope,
+        importer: Path | None = None,
+        depth: int = 0,
     ) -> None:
         try:
-            info = os.lstat(path)  # most candidates do not exist: one call finds that out
+            info = os.lstat(candidate)  # most candidates do not exist: one call finds that out
         except OSError:
             return
+        path = Path(candidate)
         if stat.S_ISLNK(info.st_mode):
             try:
                 info = path.stat()

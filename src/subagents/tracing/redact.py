@@ -515,6 +515,14 @@ def _nested_to_the_limit(value: Any, encoded: str) -> bool:
     return True
 
 
+def _scan_first(encoded: str) -> bool:
+    """Whether to scan the JSON text ``encoded`` before walking its value (see
+    :data:`_SHARED_SCAN_MAX`): short, or many keys (each a string followed by ``":``). A
+    string holding ``":`` counts too; either way the outcome is the same, only its cost."""
+    size = len(encoded)
+    return size <= _SHARED_SCAN_MAX or encoded.count('":') * _SCANNED_CHARS_PER_KEY >= size
+
+
 def _json_text(value: Any) -> str | None:
     """``value`` as compact JSON with non-ASCII characters as they are; None when it is not
     JSON (a cycle, a lone surrogate, an object the encoder does not know, too deep)."""
@@ -529,8 +537,12 @@ def _json_text(value: Any) -> str | None:
 _CACHE_MIN_LENGTH = 256
 # Above this many characters of JSON, one long string is most of a value and scanning the JSON
 # costs what scanning that string does, plus the encoding: the walk is as cheap (measured on
-# messages of code and of prose, from 100 characters to 10 KB).
+# messages of code and of prose, from 100 characters to 10 KB). Unless the value is many
+# short fields (a message with hundreds of tool calls): the walk then costs six times the
+# scan (3.0 against 0.5 ms for 500 Task calls, 78 KB), so it is scanned first when it has a
+# key for every _SCANNED_CHARS_PER_KEY characters or fewer.
 _SHARED_SCAN_MAX = 2048
+_SCANNED_CHARS_PER_KEY = 128
 _CLEAN_CACHE_SIZE = 256
 _CACHE_MAX_LENGTH = 65_536
 _CACHE_SIZE = 32
@@ -616,7 +628,7 @@ class Redactor:
         :data:`DEPTH_LIMIT`: what the store writes of either is the same. The result may be
         ``value``: neither may be changed afterwards."""
         encoded = _json_text(value)
-        if encoded is None or len(encoded) > _SHARED_SCAN_MAX:
+        if encoded is None or not _scan_first(encoded):
             return self._value(value, 0)
         clean = self._clean
         if encoded in clean:  # a call's arguments: in its ledger entries and its trace
@@ -636,7 +648,7 @@ class Redactor:
         encoded = _json_text(value)
         if encoded is None:
             return None
-        if len(encoded) <= _SHARED_SCAN_MAX:
+        if _scan_first(encoded):
             clean = self._clean
             if encoded in clean:
                 return encoded
