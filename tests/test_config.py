@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from subagents.config import (
     load_config,
     project_config_path,
     project_directories,
+    project_directory_names,
     resolve_home,
     user_config_path,
 )
@@ -354,3 +356,47 @@ def test_any_table_loads_or_raises_config_error(
         assert isinstance(error, SubagentsError)
         assert str(path) in str(error)
         assert re.search(r"config\.toml:\d+: ", str(error)), str(error)
+
+
+def _walked_with_paths(cwd: Path, home: Path) -> list[Path]:
+    """project_directories() as it was written with Path objects (the walk it must keep)."""
+    start, home_dir = cwd.resolve(), home.resolve()
+    directories: list[Path] = []
+    for directory in (start, *start.parents):
+        if directory == home_dir:
+            break
+        directories.append(directory)
+        if (directory / ".git").exists():
+            break
+    return directories
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    depth=st.integers(min_value=0, max_value=4),
+    git_at=st.one_of(st.none(), st.integers(min_value=0, max_value=4)),
+    git_is_file=st.booleans(),
+    home_at=st.one_of(st.none(), st.integers(min_value=0, max_value=4)),
+    through_link=st.booleans(),
+)
+def test_the_project_walk_finds_what_a_walk_of_paths_finds(
+    depth: int, git_at: int | None, git_is_file: bool, home_at: int | None, through_link: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch) / "base"
+        levels = [base / "/".join(f"d{i}" for i in range(n)) if n else base for n in range(5)]
+        levels[depth].mkdir(parents=True)
+        if git_at is not None and git_at <= depth:
+            marker = levels[git_at] / ".git"
+            if git_is_file:
+                marker.write_text("gitdir: x\n")
+            else:
+                marker.mkdir()
+        home = levels[home_at] if home_at is not None else Path(scratch) / "home"
+        cwd = levels[depth]
+        if through_link:
+            (Path(scratch) / "link").symlink_to(cwd, target_is_directory=True)
+            cwd = Path(scratch) / "link"
+        expected = _walked_with_paths(cwd, home)
+        assert project_directories(cwd, home=home) == expected
+        assert project_directory_names(cwd, home=home) == [str(path) for path in expected]

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.errors import StoreError
@@ -255,4 +257,73 @@ async def test_a_step_the_trigger_refuses_inside_a_group_leaves_nothing_of_itsel
         assert record.task_id == task.id and record.agent_name == "s0"
         assert store.checkpoints(other.id) == []
         assert [m["content"] for m in store.messages(first.session_id)] == ["message 0 of s0"]
+        assert store.integrity_check() == []
+
+
+def _stored_log(store: SQLiteStore, task: TaskRecord, sessions: list[SessionRecord]) -> Any:
+    """What a task's log reads back as: each session's messages, the checkpoints."""
+    messages = {s.session_id: store.messages(s.session_id) for s in sessions}
+    checkpoints = [(c.session_id, c.sequence, c.state) for c in store.checkpoints(task.id)]
+    return messages, checkpoints
+
+
+def _outcome(outcome: int | Exception | None) -> Any:
+    return (type(outcome).__name__, str(outcome)) if isinstance(outcome, Exception) else outcome
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    plan=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=2), st.integers(min_value=-1, max_value=1)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_group_appends_as_its_steps_one_by_one_do(
+    tmp_path_factory: pytest.TempPathFactory, plan: list[tuple[int, int]]
+) -> None:
+    """``append_group`` (one transaction, each step from the kept tail) stores and answers
+    exactly what appending each step on its own does, steps that are refused included (a
+    seq already stored, a gap): the plan is (session, offset from the session's next seq)."""
+    folder = tmp_path_factory.mktemp("group")
+    with open_store(folder / "one.db") as alone, open_store(folder / "group.db") as grouped:
+        task, sessions = new_task(alone)
+        grouped.create_task(task.model_copy())
+        for session in sessions:
+            grouped.commit(StepWrite(task_id=task.id, session=session))
+        next_seq = [0, 0, 0]
+        writes = []
+        for index, offset in plan:
+            seq = max(next_seq[index] + offset, 0)
+            writes.append(step(task, sessions[index], seq))
+            if seq == next_seq[index]:
+                next_seq[index] += 1
+        expected = []
+        for write in writes:
+            try:
+                expected.append(_outcome(alone.append(write)))
+            except StoreError as error:
+                expected.append(_outcome(error))
+        assert [_outcome(o) for o in grouped.append_group(writes)] == expected
+        assert _stored_log(grouped, task, sessions) == _stored_log(alone, task, sessions)
+        assert grouped.integrity_check() == []
+
+
+def test_a_group_step_whose_log_another_writer_moved_is_written_after_it(
+    tmp_path: Path,
+) -> None:
+    """The store keeps where a task's log ends; another writer (a second store object on the
+    file) appending meanwhile makes that stale: the group's step reads the log again and
+    lands after the other writer's, as a step appended alone would."""
+    with open_store(tmp_path / "state.db") as store:
+        task, (first, second, _) = new_task(store)
+        assert store.append(step(task, first, 0)) == 0  # the tail is kept from here
+        with open_store(tmp_path / "state.db") as other:
+            assert other.append(step(task, second, 0)) == 1
+        outcomes = store.append_group([step(task, first, 1), step(task, second, 1)])
+        assert outcomes == [2, 3]
+        assert [c.sequence for c in store.checkpoints(task.id)] == [0, 1, 2, 3]
+        assert len(store.messages(second.session_id)) == 2
         assert store.integrity_check() == []

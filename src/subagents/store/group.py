@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from subagents._loop import others_ready
 
@@ -31,6 +31,14 @@ if TYPE_CHECKING:
 __all__ = ["CommitGroup", "commit_group"]
 
 Committed = Callable[[int], None]
+
+
+@runtime_checkable
+class GroupAppender(Protocol):
+    """A store that appends a group's steps its own, faster way."""
+
+    def append_group(self, steps: Sequence[EncodedStep]) -> Sequence[int | Exception | None]: ...
+
 
 _GROUPS: weakref.WeakKeyDictionary[object, CommitGroup] = weakref.WeakKeyDictionary()
 
@@ -85,24 +93,34 @@ class CommitGroup:
         batch = [pending for pending in self._pending if not pending.future.cancelled()]
         self._pending = []
         if len(batch) == 1:
-            self._settle(batch[0], self._one(batch[0]))
+            self._settle(batch[0], _outcome(self._one(batch[0])))
             return
-        outcomes: list[int | BaseException] = []
         try:
-            with self.store.transaction() as tx:
-                for pending in batch:
-                    try:
-                        outcomes.append(_sequence(self.store.append(pending.write, tx=tx)))
-                    except Exception as error:  # it fails its own writer only
-                        outcomes.append(error)
+            outcomes = self._append_each([pending.write for pending in batch])
         except Exception as error:  # the transaction failed: all hear
             outcomes = [error] * len(batch)
         for pending, outcome in zip(batch, outcomes, strict=True):
-            self._settle(pending, outcome)
+            self._settle(pending, _outcome(outcome))
 
-    def _one(self, pending: _Pending) -> int | BaseException:
+    def _append_each(self, writes: list[EncodedStep]) -> Sequence[int | Exception | None]:
+        """Each of ``writes`` appended in one transaction, each failing alone; the store's own
+        way when it has one (:meth:`SQLiteStore.append_group
+        <subagents.store.sqlite.SQLiteStore.append_group>`)."""
+        store = self.store
+        if isinstance(store, GroupAppender):
+            return store.append_group(writes)
+        outcomes: list[int | Exception | None] = []
+        with store.transaction() as tx:
+            for write in writes:
+                try:
+                    outcomes.append(store.append(write, tx=tx))
+                except Exception as error:  # it fails its own writer only
+                    outcomes.append(error)
+        return outcomes
+
+    def _one(self, pending: _Pending) -> int | Exception | None:
         try:
-            return _sequence(self.store.append(pending.write))
+            return self.store.append(pending.write)
         except Exception as error:
             return error
 
@@ -120,3 +138,8 @@ class CommitGroup:
 def _sequence(stored: int | None) -> int:
     assert stored is not None, "a step of the loop always has a checkpoint"
     return stored
+
+
+def _outcome(outcome: int | Exception | None) -> int | Exception:
+    """A step's outcome as its writer hears it: its checkpoint's sequence, or its error."""
+    return outcome if isinstance(outcome, Exception) else _sequence(outcome)

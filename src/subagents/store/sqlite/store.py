@@ -324,6 +324,52 @@ class SQLiteStore:
             return sequence
         return self._keep(tail, sequence)
 
+    def append_group(self, steps: Sequence[EncodedStep]) -> list[int | Exception | None]:
+        """:meth:`append` of each of ``steps`` (a group commit's: concurrent sessions' steps)
+        in one transaction, each standing or falling alone: the outcome of each, in order
+        (its checkpoint's sequence, or the error that refused it). An error of the
+        transaction itself (its COMMIT) is raised: then none is written.
+
+        A step of one row whose task's tail is kept, the loop's usual step, is appended
+        straight from that tail: one statement, which SQLite undoes whole if it fails, so it
+        needs no savepoint, and none of :meth:`append`'s choosing between ways (a group of
+        500 pays that 500 times). Any other step goes through :meth:`append`."""
+        outcomes: list[int | Exception | None] = []
+        with self.transaction() as tx:
+            touched = self._open[-1]
+            where = str(self._path)
+            for step in steps:
+                riding = _riding_session(step)
+                tail = self._tails.get(step.task_id)
+                if tail is None or not _one_row(step, riding):
+                    outcomes.append(self._append_in(tx, step))
+                    continue
+                try:
+                    sequence = append_rows(tx.connection, tail, step.rows, where, session=riding)
+                except StaleTail:  # the log moved: read it again, as append() does
+                    self._tails.pop(step.task_id, None)
+                    outcomes.append(self._append_in(tx, step))
+                    continue
+                except sqlite3.IntegrityError as error:
+                    outcomes.append(self._refused(tx.connection, error, step.task_id))
+                    continue
+                except sqlite3.Error as error:
+                    outcomes.append(self._db.translate(error))
+                    continue
+                except Exception as error:  # it fails its own writer only
+                    outcomes.append(error)
+                    continue
+                tail.fresh = False
+                touched.add(step.task_id)
+                outcomes.append(sequence)
+        return outcomes
+
+    def _append_in(self, tx: SQLiteTransaction, step: EncodedStep) -> int | Exception | None:
+        try:
+            return self.append(step, tx=tx)
+        except Exception as error:
+            return error
+
     def _scope(self, tx: Transaction | None) -> set[str] | None:
         """The innermost :meth:`transaction` a write joins, when it joins one of this store's
         own (not a transaction the caller owns)."""
