@@ -199,8 +199,9 @@ def load_project_instructions(
 def _rule_files(directory: str, warnings: list[str]) -> list[Path]:
     """The Markdown files under ``directory/.claude/rules`` in path order (hidden ones
     skipped), at most :data:`MAX_RULE_FILES`; a fuller folder is cut with a warning."""
-    folder_name = os.path.join(directory, RULES_FOLDER)  # noqa: PTH118 - most have none:
-    if not os.path.isdir(folder_name):  # noqa: PTH112 - no Path object to find that out
+    # a str: most folders have no rules, and no Path is needed to find that out
+    folder_name = os.path.join(directory, RULES_FOLDER)  # noqa: PTH118
+    if not os.path.isdir(folder_name):  # noqa: PTH112
         return []
     folder = Path(folder_name)
     found: list[Path] = []
