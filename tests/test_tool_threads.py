@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -105,3 +107,39 @@ async def test_calls_made_while_the_loop_is_busy_all_come_back() -> None:
     # Many at once: the loop has other callbacks due, so they go the way of the future.
     results = await asyncio.gather(*(run_in_worker(lambda i=i: i * 2, {}) for i in range(200)))
     assert results == [i * 2 for i in range(200)]
+
+
+def test_results_for_a_loop_that_closed_before_taking_them_leave_nothing_behind() -> None:
+    """A call still running when its loop closes (with its result's settling due there, or
+    not yet asked for) is dropped: nothing keeps that loop alive once other loops' calls
+    come back."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def held() -> str:
+        started.set()
+        release.wait(10)
+        return "late"
+
+    async def start_and_leave() -> None:
+        waiting = asyncio.ensure_future(run_in_worker(held, {}))
+        await asyncio.sleep(0)  # the call is on a worker: the caller awaits its future
+        await asyncio.to_thread(started.wait, 10)
+        waiting.cancel()
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(start_and_leave())
+    loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    release.set()
+
+    async def another() -> list[int]:
+        return list(await asyncio.gather(*(run_in_worker(lambda i=i: i, {}) for i in range(50))))
+
+    assert asyncio.run(another()) == list(range(50))
+    deadline = time.monotonic() + 10  # the held call hands its result back on its own time
+    while gone() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert gone() is None
