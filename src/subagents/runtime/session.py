@@ -381,7 +381,7 @@ class Session:
         """A session stopped before its first checkpoint stores its opening prompt now, as
         it would have before its first model call, had a restart not started it again: a
         stopped run continued later (``subagents continue``) goes on from it."""
-        if self.checkpoints or not self.opening_replayed:
+        if not self._opening_waits():
             return
         opening = self._opening_length()
         if self.persisted_messages < opening:
@@ -393,9 +393,13 @@ class Session:
         would start again (:attr:`opening_replayed`)."""
         if self.persisted_messages >= len(self.messages):
             return False
-        if self.checkpoints > 0 or not self.opening_replayed:
+        if not self._opening_waits():
             return True
         return self._opening_length() < len(self.messages)
+
+    def _opening_waits(self) -> bool:
+        """Whether this session's opening still waits for its first checkpoint."""
+        return self.opening_replayed and self.checkpoints == 0
 
     def _opening_length(self) -> int:
         """How many messages open the session: those before the model's first answer."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from subagents._loop import others_ready
 
 if TYPE_CHECKING:
-    from subagents.store.base import Store
+    from subagents.store.base import Store, Transaction
     from subagents.store.steplog import EncodedStep
 
 __all__ = ["CommitGroup", "commit_group"]
@@ -93,7 +93,7 @@ class CommitGroup:
         batch = [pending for pending in self._pending if not pending.future.cancelled()]
         self._pending = []
         if len(batch) == 1:
-            self._settle(batch[0], _outcome(self._one(batch[0])))
+            self._settle(batch[0], _outcome(_appended(self.store, batch[0].write)))
             return
         try:
             outcomes = self._append_each([pending.write for pending in batch])
@@ -109,20 +109,8 @@ class CommitGroup:
         store = self.store
         if isinstance(store, GroupAppender):
             return store.append_group(writes)
-        outcomes: list[int | Exception | None] = []
         with store.transaction() as tx:
-            for write in writes:
-                try:
-                    outcomes.append(store.append(write, tx=tx))
-                except Exception as error:  # it fails its own writer only
-                    outcomes.append(error)
-        return outcomes
-
-    def _one(self, pending: _Pending) -> int | Exception | None:
-        try:
-            return self.store.append(pending.write)
-        except Exception as error:
-            return error
+            return [_appended(store, write, tx) for write in writes]
 
     @staticmethod
     def _settle(pending: _Pending, outcome: int | BaseException) -> None:
@@ -133,6 +121,16 @@ class CommitGroup:
         pending.committed(outcome)
         if not pending.future.done():
             pending.future.set_result(None)
+
+
+def _appended(
+    store: Store, write: EncodedStep, tx: Transaction | None = None
+) -> int | Exception | None:
+    """``write`` appended: its checkpoint's sequence, or the error that fails its writer only."""
+    try:
+        return store.append(write, tx=tx)
+    except Exception as error:
+        return error
 
 
 def _sequence(stored: int | None) -> int:

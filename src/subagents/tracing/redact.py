@@ -628,17 +628,9 @@ class Redactor:
         :data:`DEPTH_LIMIT`: what the store writes of either is the same. The result may be
         ``value``: neither may be changed afterwards."""
         encoded = _json_text(value)
-        if encoded is None or not _scan_first(encoded):
-            return self._value(value, 0)
-        clean = self._clean
-        if encoded in clean:  # a call's arguments: in its ledger entries and its trace
+        if encoded is not None and self._is_clean(value, encoded):
             return value
-        if self.may_redact(encoded) or _nested_to_the_limit(value, encoded):
-            return self._value(value, 0)
-        if len(clean) >= _CLEAN_CACHE_SIZE:
-            clean.clear()
-        clean.add(encoded)
-        return value
+        return self._value(value, 0)
 
     def json(self, value: Any) -> str | None:
         """The JSON of :meth:`value` (compact, as ``pydantic_core.to_json`` writes it): the
@@ -648,16 +640,25 @@ class Redactor:
         encoded = _json_text(value)
         if encoded is None:
             return None
-        if _scan_first(encoded):
-            clean = self._clean
-            if encoded in clean:
-                return encoded
-            if not self.may_redact(encoded) and not _nested_to_the_limit(value, encoded):
-                if len(clean) >= _CLEAN_CACHE_SIZE:
-                    clean.clear()
-                clean.add(encoded)
-                return encoded
+        if self._is_clean(value, encoded):
+            return encoded
         return _json_text(self._value(value, 0))
+
+    def _is_clean(self, value: Any, encoded: str) -> bool:
+        """Whether one scan of ``encoded`` (``value``'s JSON) shows that :meth:`value` would
+        return it unchanged; texts found so are remembered (a call's arguments are in its
+        ledger entries and its trace). False also when walking costs no more than the scan."""
+        if not _scan_first(encoded):
+            return False
+        clean = self._clean
+        if encoded in clean:
+            return True
+        if self.may_redact(encoded) or _nested_to_the_limit(value, encoded):
+            return False
+        if len(clean) >= _CLEAN_CACHE_SIZE:
+            clean.clear()
+        clean.add(encoded)
+        return True
 
     def may_redact(self, encoded: str) -> bool:
         """Whether :meth:`text` could change a string of the value whose JSON is ``encoded``
