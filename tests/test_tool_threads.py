@@ -11,6 +11,7 @@ import weakref
 
 import pytest
 
+from subagents.tools import threads
 from subagents.tools.threads import MAX_WORKERS, QUICK_SECONDS, run_in_worker
 
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
@@ -109,37 +110,29 @@ async def test_calls_made_while_the_loop_is_busy_all_come_back() -> None:
     assert results == [i * 2 for i in range(200)]
 
 
-def test_results_for_a_loop_that_closed_before_taking_them_leave_nothing_behind() -> None:
-    """A call still running when its loop closes (with its result's settling due there, or
-    not yet asked for) is dropped: nothing keeps that loop alive once other loops' calls
-    come back."""
-    release = threading.Event()
-    started = threading.Event()
+def test_a_loop_that_closed_before_taking_its_results_is_not_kept() -> None:
+    """A worker hands a result back to its caller's loop; a loop that closed first (before the
+    hand-back, or with a batch of results still due there) is dropped, not kept alive."""
+    closed_first = asyncio.new_event_loop()
+    future = closed_first.create_future()
+    closed_first.close()
+    threads._hand_back(closed_first, future)  # the closed loop refuses the callback
+    first = weakref.ref(closed_first)
+    del closed_first, future
+    gc.collect()
+    assert first() is None  # dropped at once, without waiting for another hand-back
 
-    def held() -> str:
-        started.set()
-        release.wait(10)
-        return "late"
+    closed_after = asyncio.new_event_loop()
+    threads._hand_back(closed_after, closed_after.create_future())  # its settling is due...
+    closed_after.close()  # ... and never runs
 
-    async def start_and_leave() -> None:
-        waiting = asyncio.ensure_future(run_in_worker(held, {}))
-        await asyncio.sleep(0)  # the call is on a worker: the caller awaits its future
-        await asyncio.to_thread(started.wait, 10)
-        waiting.cancel()
+    running = asyncio.new_event_loop()
+    settled = running.create_future()
+    threads._hand_back(running, settled)  # the next hand-back drops the closed loop's batch
+    running.run_until_complete(settled)
+    running.close()
 
-    loop = asyncio.new_event_loop()
-    loop.run_until_complete(start_and_leave())
-    loop.close()
-    gone = weakref.ref(loop)
-    del loop
-    release.set()
-
-    async def another() -> list[int]:
-        return list(await asyncio.gather(*(run_in_worker(lambda i=i: i, {}) for i in range(50))))
-
-    assert asyncio.run(another()) == list(range(50))
-    deadline = time.monotonic() + 10  # the held call hands its result back on its own time
-    while gone() is not None and time.monotonic() < deadline:
-        gc.collect()
-        time.sleep(0.01)
-    assert gone() is None
+    after = weakref.ref(closed_after)
+    del closed_after
+    gc.collect()
+    assert after() is None
