@@ -232,17 +232,14 @@ def test_sigkill_inside_a_sessions_first_model_call_then_resume_starts_it_again(
         assert process.stdout is not None
         task_id = json.loads(process.stdout.readline())["started"]
         try:
-            deadline = time.monotonic() + 30
-            while not (workspace / f"holding-{who}").exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert (workspace / f"holding-{who}").exists(), process.stderr
+            holding = process.stdout.readline()  # the held model call says it got there
+            assert holding and json.loads(holding) == {"holding": who}, holding
             with open_store(store) as db:
                 stored = {s.agent_name for s in db.sessions(task_id)}
             assert who not in stored, f"{who} was stored before its first model call answered"
         finally:
             os.kill(process.pid, signal.SIGKILL)
             process.communicate(timeout=30)
-        (workspace / f"holding-{who}").unlink()
         outcome, _ = resume_until_done(store, workspace, task_id)
         assert outcome["status"] == "completed", who
         assert sorted(_lines(workspace)) == sorted(EXPECTED_LINES), who

@@ -8,8 +8,9 @@ main -> worker -> nested; every level appends lines to `ledger.txt` through the 
 workers in one turn instead, whose steps the store commits in groups (store/group.py). The
 models are functions of the history, as a real model's next step depends only on what it has
 seen, so a resumed run continues the same plan. ``HOLD_LINE`` (a line) and ``HOLD_MODEL`` (an
-agent) keep the process waiting inside that tool call or that agent's first model call.
-Prints one JSON line with the outcome.
+agent) keep the process waiting inside that tool call or that agent's first model call (with
+``HOLD_MODEL`` it prints ``{"holding": AGENT}`` once there). Prints one JSON line with the
+outcome.
 """
 
 from __future__ import annotations
@@ -76,13 +77,13 @@ if PARALLEL:
     PLANS = _parallel_plans()
 
 
-def planner(who: str, workspace: Path) -> FunctionModel:
+def planner(who: str) -> FunctionModel:
     async def turn(request: ModelRequest) -> ModelResponse:
-        # HOLD_MODEL keeps the process alive inside that agent's first model call (the file
-        # says it got there)
+        # HOLD_MODEL keeps the process alive inside that agent's first model call (a line
+        # on stdout says it got there)
         first = not any(isinstance(m, AssistantMessage) for m in request.messages)
         if os.environ.get("HOLD_MODEL") == who and first:
-            (workspace / f"holding-{who}").touch()
+            print(json.dumps({"holding": who}), flush=True)
             await asyncio.sleep(60)
         await asyncio.sleep(0.01)
         done = sum(1 for m in request.messages if isinstance(m, ToolResultMessage))
@@ -116,8 +117,8 @@ def make_runtime(store_path: Path, workspace: Path) -> Runtime:
     return Runtime(
         cwd=workspace,
         agents=agents,
-        model=planner("main", workspace),
-        agent_models={name: planner(name, workspace) for name in PLANS if name != "main"},
+        model=planner("main"),
+        agent_models={name: planner(name) for name in PLANS if name != "main"},
         tools=[Append],
         permission_mode="bypassPermissions",
         store=open_store(store_path),
