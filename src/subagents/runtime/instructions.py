@@ -176,7 +176,7 @@ def load_project_instructions(
     directories = project_directory_names(workspace, home=home_dir)
     # The user's own files may be anywhere (a dotfiles link into /nix/store, say); a
     # project's files stay inside the project, or point into ~/.claude.
-    # (project_directories() resolved the project's own already)
+    # (project_directory_names() resolved the project's own already)
     roots: dict[InstructionScope, tuple[Path, ...]] = {
         "project": (Path(directories[-1]), _resolved(home_dir / ".claude")) if directories else (),
     }

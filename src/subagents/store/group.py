@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from subagents._loop import others_ready
+from subagents.store.shared import appended
 
 if TYPE_CHECKING:
-    from subagents.store.base import Store, Transaction
+    from subagents.store.base import Store
     from subagents.store.steplog import EncodedStep
 
 __all__ = ["CommitGroup", "commit_group"]
@@ -93,7 +94,7 @@ class CommitGroup:
         batch = [pending for pending in self._pending if not pending.future.cancelled()]
         self._pending = []
         if len(batch) == 1:
-            self._settle(batch[0], _outcome(_appended(self.store, batch[0].write)))
+            self._settle(batch[0], _outcome(appended(self.store, batch[0].write)))
             return
         try:
             outcomes = self._append_each([pending.write for pending in batch])
@@ -110,7 +111,7 @@ class CommitGroup:
         if isinstance(store, GroupAppender):
             return store.append_group(writes)
         with store.transaction() as tx:
-            return [_appended(store, write, tx) for write in writes]
+            return [appended(store, write, tx) for write in writes]
 
     @staticmethod
     def _settle(pending: _Pending, outcome: int | BaseException) -> None:
@@ -121,16 +122,6 @@ class CommitGroup:
         pending.committed(outcome)
         if not pending.future.done():
             pending.future.set_result(None)
-
-
-def _appended(
-    store: Store, write: EncodedStep, tx: Transaction | None = None
-) -> int | Exception | None:
-    """``write`` appended: its checkpoint's sequence, or the error that fails its writer only."""
-    try:
-        return store.append(write, tx=tx)
-    except Exception as error:
-        return error
 
 
 def _sequence(stored: int | None) -> int:

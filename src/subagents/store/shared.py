@@ -1,6 +1,7 @@
 """What the SQLite and the PostgreSQL stores do alike, whatever their SQL: a task as a row, the
 query that lists tasks, the choice of a task by its id or a prefix of it, a step and a whole
-task encoded (and checked) before the database is touched, and when a periodic job is due."""
+task encoded (and checked) before the database is touched, a step of a group appended so that
+it fails alone, and when a periodic job is due."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from subagents.errors import StoreError, TaskNotFoundError
-from subagents.store.base import StepWrite, TaskBundle
+from subagents.store.base import StepWrite, Store, TaskBundle, Transaction
 from subagents.store.codec import dump_record
 from subagents.store.lease import aware
 from subagents.store.records import TaskRecord, TaskStatus
@@ -25,6 +26,7 @@ from subagents.store.steplog import (
 __all__ = [
     "MIN_ID_PREFIX",
     "EncodedBundle",
+    "appended",
     "chosen_task",
     "encode_bundle",
     "encode_step",
@@ -166,3 +168,15 @@ def periodic_due(recorded: str | None, now: datetime, every: timedelta) -> bool:
     except ValueError:
         return True
     return not last <= now < last + every
+
+
+def appended(
+    store: Store, write: EncodedStep, tx: Transaction | None = None
+) -> int | Exception | None:
+    """``write`` appended (in ``tx``, when given): its checkpoint's sequence, or the error
+    that fails its writer only, returned rather than raised (each step of a group falls
+    alone)."""
+    try:
+        return store.append(write, tx=tx)
+    except Exception as error:
+        return error

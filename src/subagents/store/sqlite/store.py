@@ -34,6 +34,7 @@ from subagents.store.records import (
 )
 from subagents.store.shared import (
     MIN_ID_PREFIX,
+    appended,
     chosen_task,
     encode_bundle,
     encode_step,
@@ -342,13 +343,13 @@ class SQLiteStore:
                 riding = _riding_session(step)
                 tail = self._tails.get(step.task_id)
                 if tail is None or not _one_row(step, riding):
-                    outcomes.append(self._append_in(tx, step))
+                    outcomes.append(appended(self, step, tx))
                     continue
                 try:
                     sequence = append_rows(tx.connection, tail, step.rows, where, session=riding)
                 except StaleTail:  # the log moved: read it again, as append() does
                     self._tails.pop(step.task_id, None)
-                    outcomes.append(self._append_in(tx, step))
+                    outcomes.append(appended(self, step, tx))
                     continue
                 except sqlite3.IntegrityError as error:
                     outcomes.append(self._refused(tx.connection, error, step.task_id))
@@ -363,12 +364,6 @@ class SQLiteStore:
                 touched.add(step.task_id)
                 outcomes.append(sequence)
         return outcomes
-
-    def _append_in(self, tx: SQLiteTransaction, step: EncodedStep) -> int | Exception | None:
-        try:
-            return self.append(step, tx=tx)
-        except Exception as error:
-            return error
 
     def _scope(self, tx: Transaction | None) -> set[str] | None:
         """The innermost :meth:`transaction` a write joins, when it joins one of this store's
