@@ -33,6 +33,9 @@ def isolated_home(
     """Every test gets an empty home, so nobody's real ~/.claude/agents or config leaks in."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("SUBAGENTS_HOME", str(home))
+    # a base URL of the machine's would make the hosted providers someone's local server
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     # pytest imports readline, which puts COLUMNS=80 / LINES in the environment that xdist
     # workers and subprocesses inherit; the CLI honours COLUMNS, so only a test sets it
     for name in ("COLUMNS", "LINES"):

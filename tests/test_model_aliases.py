@@ -170,7 +170,16 @@ def test_a_huge_model_value_gives_a_bounded_message_that_says_it_is_cut() -> Non
     [
         ("anthropic", None, {}, "ANTHROPIC_API_KEY"),
         ("anthropic", None, {"ANTHROPIC_API_KEY": "k"}, None),
-        ("anthropic", ProviderSettings(base_url="http://127.0.0.1:1"), {}, "ANTHROPIC_API_KEY"),
+        # a local server that speaks Anthropic's API needs no key (issue 30), its API does
+        ("anthropic", ProviderSettings(base_url="http://127.0.0.1:1"), {}, None),
+        (
+            "anthropic",
+            ProviderSettings(base_url="https://api.anthropic.com"),
+            {},
+            "ANTHROPIC_API_KEY",
+        ),
+        ("anthropic", None, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}, None),
+        ("openai", None, {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, None),
         ("openai", None, {}, "OPENAI_API_KEY"),
         ("openai", ProviderSettings(base_url="http://127.0.0.1:1/v1"), {}, None),
         ("openai", ProviderSettings(api_key_env="MY_KEY"), {"OPENAI_API_KEY": "k"}, "MY_KEY"),

@@ -23,6 +23,7 @@ from subagents.models.resolve import (
     resolve_model_string,
 )
 from subagents.models.settings import ProviderSettings
+from subagents.models.text_tools import TextToolCallModel
 
 KEY = "sk-resolve-secret-789"
 
@@ -98,7 +99,10 @@ def test_build_anthropic_alias_with_configured_settings() -> None:
             api_key_env="MY_CLAUDE_KEY", base_url="http://127.0.0.1:9", timeout_seconds=30
         )
     }
-    model = build_model("sonnet", providers=providers, env={"MY_CLAUDE_KEY": KEY})
+    built = build_model("sonnet", providers=providers, env={"MY_CLAUDE_KEY": KEY})
+    # a local server that speaks Anthropic's API: calls its model writes as text are read too
+    assert isinstance(built, TextToolCallModel) and built.mode == "auto"
+    model = built.inner
     assert isinstance(model, AnthropicModel)
     assert model.name == TIER_ALIASES["sonnet"]
     assert model.base_url == "http://127.0.0.1:9"

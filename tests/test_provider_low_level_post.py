@@ -31,6 +31,7 @@ from subagents.models.base import (
     ToolSpec,
 )
 from subagents.models.openai import OpenAIChatModel
+from subagents.models.server import LOCAL_MAX_OUTPUT_TOKENS
 from subagents.runtime.session import Session
 from subagents.tools.base import ToolRegistry
 from subagents.tools.decorator import tool
@@ -176,6 +177,7 @@ async def test_an_openai_stream_asks_for_a_stream_with_usage(
         "model": "gpt-test",
         "messages": [SYSTEM, HELLO],
         "tools": OPENAI_TOOLS,
+        "max_tokens": LOCAL_MAX_OUTPUT_TOKENS,  # a server on 127.0.0.1 is a local one
         "stream": True,
         "stream_options": {"include_usage": True},
     }

@@ -27,6 +27,7 @@ from subagents.models.resolve import build_model
 from subagents.models.settings import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
+    LOCAL_TIMEOUT_SECONDS,
     ProviderSettings,
 )
 from subagents.runtime.session import Session
@@ -99,13 +100,21 @@ def _text_stream(*pieces: str) -> list[dict[str, Any]]:
 
 def test_default_timeouts_give_up_on_a_silent_provider_in_about_two_minutes() -> None:
     defaults = ProviderSettings()
-    assert defaults.timeout_seconds == DEFAULT_TIMEOUT_SECONDS == 120.0
+    assert defaults.timeout_seconds is None  # the server's kind decides
     assert defaults.connect_timeout_seconds == DEFAULT_CONNECT_TIMEOUT_SECONDS == 10.0
+    remote = build_model(
+        "vllm:llama3", providers={"vllm": ProviderSettings(base_url="https://llm.example.com/v1")}
+    )
+    assert isinstance(remote, OpenAIChatModel)
+    timeout = remote._client().timeout
+    assert timeout is not None and not isinstance(timeout, float)  # an httpx.Timeout
+    assert (timeout.read, timeout.connect) == (DEFAULT_TIMEOUT_SECONDS, 10.0) == (120.0, 10.0)
+    # a model on this machine reads a long prompt for minutes on a CPU before it writes
     model = build_model("ollama:llama3", env={})
     assert isinstance(model, OpenAIChatModel)
     timeout = model._client().timeout
-    assert timeout is not None and not isinstance(timeout, float)  # an httpx.Timeout
-    assert (timeout.read, timeout.connect) == (120.0, 10.0)
+    assert timeout is not None and not isinstance(timeout, float)
+    assert (timeout.read, timeout.connect) == (LOCAL_TIMEOUT_SECONDS, 10.0) == (600.0, 10.0)
     configured = build_model(
         "ollama:llama3",
         providers={"ollama": ProviderSettings(timeout_seconds=900, connect_timeout_seconds=3)},

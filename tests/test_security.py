@@ -9,6 +9,7 @@ the file is not there, the command did not run, the tool was not offered.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -22,6 +23,7 @@ from subagents.definitions.model import AgentDefinition
 from subagents.errors import ConfigError
 from subagents.messages import ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.answer_check import CUT_OFF_MARK
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.store.export import export_task, import_task
@@ -598,7 +600,8 @@ async def test_an_answer_cut_at_max_tokens_is_not_a_success(tmp_path: Path) -> N
         result = await runtime.run("explain")
         assert result.status == "failed" and not result.success
         assert "max_tokens" in (result.error or "")
-        assert result.output == "The three causes are: first, the"
+        # what it wrote is kept, and the output says where it was cut
+        assert result.output == f"The three causes are: first, the\n\n{CUT_OFF_MARK}"
 
         rest = ScriptedModel(["second, ...; third, ..."])
         resumed = await Runtime(cwd=tmp_path, model=rest, store=store).resume(result.task_id or "")
@@ -840,12 +843,15 @@ async def test_a_task_id_that_is_a_path_is_refused_with_a_clear_error(tmp_path: 
 async def test_a_path_too_long_for_the_system_is_a_tool_error_that_says_so(
     tmp_path: Path,
 ) -> None:
-    long_name = "n" * 5000
+    # names that do not repeat themselves: "n" * 5000 is an answer caught in a loop, which
+    # the model step asks again (test_answer_check) before any tool sees it
+    long_name = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(80))
+    deep = "/".join(f"d{i}" for i in range(3000))
     main = attacker(
         "main",
         [
             ("Read", {"file_path": long_name}),
-            write(f"{'d/' * 3000}x.txt"),
+            write(f"{deep}/x.txt"),
             ("Grep", {"pattern": "x", "path": long_name}),
         ],
     )

@@ -23,7 +23,11 @@ from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse, ToolSpec
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
-from subagents.runtime.tool_menu import COMPACT_DESCRIPTION_LIMIT, first_sentence
+from subagents.runtime.tool_menu import (
+    COMPACT_DESCRIPTION_LIMIT,
+    LEFT_OUT_OF_SMALL_MENUS,
+    first_sentence,
+)
 from subagents.store.sqlite import open_store
 from subagents.testing import (
     FunctionModel,
@@ -532,7 +536,10 @@ async def test_the_compact_profile_shortens_descriptions_and_hides_optional_para
     await runtime(tmp_path / "compact", compact, config=settings).run("go")
 
     full_specs, compact_specs = full.requests[0].tools, compact.requests[0].tools
-    assert [s.name for s in full_specs] == [s.name for s in compact_specs]
+    # the main agent lists no tools: the small menu leaves out what others do better
+    kept = [s.name for s in full_specs if s.name not in LEFT_OUT_OF_SMALL_MENUS]
+    assert [s.name for s in compact_specs] == kept
+    assert {"MultiEdit", "LS", "TodoWrite"} <= offered(full.requests[0]) - set(kept)
     grep_full, grep_compact = (
         spec_named(full.requests[0], "Grep"),
         spec_named(compact.requests[0], "Grep"),
@@ -551,6 +558,35 @@ async def test_the_compact_profile_shortens_descriptions_and_hides_optional_para
     for spec in compact_specs:
         assert len(spec.description.split("\n", 1)[0]) <= COMPACT_DESCRIPTION_LIMIT
     assert spec_bytes(compact_specs) * 2 < spec_bytes(full_specs)
+
+
+async def test_the_small_menu_shows_every_tool_an_agent_file_lists_and_runs_the_others(
+    tmp_path: Path,
+) -> None:
+    lister = AgentDefinition(
+        name="lister",
+        description="Lists folders.",
+        system_prompt="You list folders.",
+        tools=["LS", "TodoWrite", "Read"],
+    )
+    sub = ScriptedModel([tool_call_response("LS", {"path": "."}), "listed"])
+    main = ScriptedModel(
+        [
+            tool_call_response("LS", {"path": "."}),  # not on its menu, still its tool
+            tool_call_response(
+                "Task", {"description": "list", "prompt": "list .", "subagent_type": "lister"}
+            ),
+            "done",
+        ]
+    )
+    settings = config(tmp_path, '[providers.test]\ntool_descriptions = "compact"\n')
+    result = await runtime(
+        tmp_path, main, lister, config=settings, agent_models={"lister": sub}
+    ).run("go")
+    assert result.status == "completed"
+    assert "LS" not in offered(main.requests[0])
+    assert not results(main.requests[1])[0].is_error  # the LS call ran
+    assert offered(sub.requests[0]) >= {"LS", "TodoWrite", "Read"}
 
 
 async def test_a_hidden_optional_parameter_still_works_in_the_compact_profile(
@@ -724,18 +760,35 @@ def test_compacting_any_schema_keeps_its_required_shape(schema: dict[str, Any]) 
     assert json.dumps(schema, sort_keys=True) == before  # the tool's own schema is untouched
 
 
+FULL_FOR_LLAMACPP = '[providers.llamacpp]\ntool_descriptions = "full"\n'
+FULL_FOR_OPENAI = '[providers.openai]\ntool_descriptions = "full"\n'
+REMOTE_OLLAMA = '[providers.ollama]\nbase_url = "https://gpu.example.com/v1"\n'
+ON_THIS_MACHINE = "http://127.0.0.1:8080/v1"
+
+
 @pytest.mark.parametrize(
-    ("model_name", "config_text", "compact"),
+    ("model_name", "config_text", "base_url_variable", "compact"),
     [
-        ("llamacpp:/models/small.gguf", "", True),  # in-process small model: compact
-        ("llamacpp:/m/small.gguf", '[providers.llamacpp]\ntool_descriptions = "full"\n', False),
-        ("ollama:qwen2.5:1.5b", "", False),  # unset elsewhere: full
-        ("ollama:qwen2.5:1.5b", "[providers.ollama]\ntimeout_seconds = 600\n", False),
+        ("llamacpp:/models/small.gguf", "", None, True),  # in-process small model: compact
+        ("llamacpp:/m/small.gguf", FULL_FOR_LLAMACPP, None, False),
+        ("ollama:qwen2.5:1.5b", "", None, True),  # a local server
+        ("ollama:qwen2.5:1.5b", REMOTE_OLLAMA, None, False),
+        ("openai:qwen", "", ON_THIS_MACHINE, True),  # OPENAI_BASE_URL, as users set it
+        ("openai:gpt-5", "", None, False),  # the hosted API
+        ("openai:gpt-5", "", "https://api.openai.com/v1", False),
+        ("openai:qwen", FULL_FOR_OPENAI, ON_THIS_MACHINE, False),
     ],
 )
-async def test_the_default_profile_is_compact_only_for_in_process_models(
-    tmp_path: Path, model_name: str, config_text: str, compact: bool
+async def test_the_default_profile_is_compact_for_local_servers_and_in_process_models(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model_name: str,
+    config_text: str,
+    base_url_variable: str | None,
+    compact: bool,
 ) -> None:
+    if base_url_variable is not None:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url_variable)
     main = ScriptedModel(["hi"], name=model_name)
     await runtime(tmp_path, main, config=config(tmp_path, config_text)).run("go")
     read = spec_named(main.requests[0], "Read")

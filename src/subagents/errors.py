@@ -113,7 +113,8 @@ class ToolError(SubagentsError):
 
 class LoopDetectedError(SubagentsError):
     """A session made the same tool call, failing the same way, ``[subagents]
-    max_repeated_failures`` times; the session stopped and its task can be resumed."""
+    max_repeated_failures`` times, or wrote that many answers caught in a loop (``looped``:
+    the last one's description); the session stopped and its task can be resumed."""
 
     PREFIX = "Loop detected:"
 
@@ -125,6 +126,7 @@ class LoopDetectedError(SubagentsError):
         count: int,
         *,
         task_id: str | None = None,
+        looped: str | None = None,
     ) -> None:
         self.tool = tool
         self.arguments_preview = arguments_preview
@@ -137,8 +139,13 @@ class LoopDetectedError(SubagentsError):
             if task_id
             else ""
         )
+        what = (
+            f"{count} answers of the model repeated one passage over and over (the last: {looped})"
+            if looped is not None
+            else f"{tool} {arguments_preview} failed {count} times the same way: {error}"
+        )
         super().__init__(
-            f"{self.PREFIX} {tool} {arguments_preview} failed {count} times the same way: {error}",
+            f"{self.PREFIX} {what}",
             hint=f"{resume}raise [subagents] max_repeated_failures in config.toml (0 never stops)",
         )
 

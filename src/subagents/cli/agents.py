@@ -17,6 +17,7 @@ from subagents.cli.common import make_console, user_errors
 from subagents.tools.specs import delegation_limit
 
 if TYPE_CHECKING:
+    from subagents.cli.servers import ModelServer
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import AgentRecord, Inventory
@@ -361,8 +362,10 @@ def show_agent(
 
     notes = web_tool_notes(record.effective_tools, inventory.config.web)
     mcp_tools = _mcp_tools(record.definition, cwd)
+    server = _server(record, inventory.config)
     if as_json:
         data = _record_json(record, base)
+        data["server"] = server
         data["mcp_tools"] = mcp_tools
         data["notes"] = notes
         data["system_prompt"] = record.definition.system_prompt
@@ -393,6 +396,7 @@ def show_agent(
         ("source", _display_path(d.source_path, base) or record.source),
         ("dialect", d.dialect),
         ("model", _model_line(record)),
+        *([("server", server["summary"])] if server is not None else []),
         ("tools", "all (inherited)" if d.tools is None else ", ".join(d.tools) or "(none)"),
         ("effective tools", ", ".join([*record.effective_tools, *mcp_tools]) or "(none)"),
     ]
@@ -439,6 +443,31 @@ def show_agent(
     # links shown with their targets, not as terminal hyperlinks that hide them
     prompt = Markdown(shown(d.system_prompt or "(empty)"), hyperlinks=False)
     console.print(Panel(prompt, title="system prompt"))
+
+
+def _server(record: AgentRecord, config: Config) -> dict[str, Any] | None:
+    """Where the agent's own model sends its requests, the modes that follow and why (see
+    :mod:`subagents.cli.servers`), redacted; ``None`` when it runs on its parent's model or
+    on one no provider here explains."""
+    from subagents.cli.servers import endpoint_server, model_server
+    from subagents.models.endpoint import uses_endpoint
+    from subagents.secrets import known_credentials
+    from subagents.tracing.redact import Redactor
+
+    d = record.definition
+    found: ModelServer | None
+    if uses_endpoint(d):
+        found = endpoint_server(d, config.providers)
+    else:
+        choice = record.model_choice
+        model = choice.model if choice is not None else record.effective_model
+        if model is None or model == "inherit":
+            return None
+        found = model_server(model, config.providers)
+    if found is None:
+        return None
+    shown: dict[str, Any] = Redactor(known_credentials(config)).value(found.to_dict())
+    return shown
 
 
 def _isolation_effort_hooks_rows(d: AgentDefinition) -> list[tuple[str, object]]:

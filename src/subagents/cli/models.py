@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -42,6 +42,7 @@ def check_command(
 ) -> None:
     """Probe a model's endpoint (reachable, native tool calls, parallel calls, JSON schema)
     and print the [providers.NAME] tool_calls setting to use. Exits 1 when unreachable."""
+    from subagents.cli.servers import model_server
     from subagents.config import load_config
     from subagents.models.probe import check_in_process_model, check_model
     from subagents.models.resolve import resolve_model_string, tool_call_mode
@@ -63,13 +64,16 @@ def check_command(
             check = asyncio.run(check_model(build, timeout_seconds=timeout))
     redactor = Redactor(known_credentials(config))
     configured = tool_call_mode(provider, settings)
+    found = model_server(resolved, config.providers)
+    server = redactor.value(found.to_dict()) if found is not None else None
     if as_json:
         data = redactor.value({**check.to_dict(), "provider": provider})
+        data["server"] = server
         data["configured"] = configured
         data["config"] = _snippet(provider, check.recommendation)
         typer.echo(json.dumps(data, indent=2))
     else:
-        _print(check, provider, redactor, configured)
+        _print(check, provider, redactor, configured, server)
     if check.recommendation is None:
         raise typer.Exit(1)
 
@@ -111,12 +115,20 @@ _ADVICE = {
 }
 
 
-def _print(check: ModelCheck, provider: str, redactor: Redactor, configured: str) -> None:
+def _print(
+    check: ModelCheck,
+    provider: str,
+    redactor: Redactor,
+    configured: str,
+    server: dict[str, Any] | None,
+) -> None:
     from rich.table import Table
 
     from subagents.cli.answer import markup_safe, quote_markup
 
     console = make_console()
+    if server is not None:  # redacted already
+        console.print(markup_safe(server["summary"], console), highlight=False)
     title = markup_safe(redactor.text(check.model), console)
     table = Table(show_edge=False, pad_edge=False, title=title)
     for column in ("Check", "Result", "Detail"):

@@ -4,6 +4,11 @@ Everything printed passes through a redactor first: tool arguments, errors, ques
 main agent's streamed text (a secret split across two streamed pieces is caught whole, see
 :class:`~subagents.tracing.redact.StreamRedactor`).
 
+Each model in use is named once, when the first session on it starts, with the server it
+talks to and the modes that follow (``main runs on openai:qwen at http://127.0.0.1:8080/v1
+(from OPENAI_BASE_URL): a local server, ...``; see :mod:`subagents.cli.servers`), given a
+``describe`` function that knows the run's configuration.
+
 Nothing stays silent for long: a provider call that is retried says so (``main: provider error
 (HTTP 429), retrying in 2.0 s (attempt 2 of 6)``), and a tool call still running after
 ``still_running_after`` seconds (5) says so then and every ``still_running_every`` seconds (10)
@@ -21,21 +26,26 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from subagents.runtime.events import Event, TodosUpdated, ToolCallFinished
+    from subagents.runtime.events import Event, SessionStarted, TodosUpdated, ToolCallFinished
     from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
     "STILL_RUNNING_AFTER",
     "STILL_RUNNING_EVERY",
     "TODO_MARKS",
+    "DescribeModel",
     "ProgressPrinter",
     "progress_printer",
 ]
+
+DescribeModel: TypeAlias = Callable[[str, str], "str | None"]
+"""The line saying where a model runs, from the agent type of a session and its model's name
+(``None``: nothing to say), e.g. :func:`subagents.cli.servers.session_describer`."""
 
 _ARGUMENTS_WIDTH = 120
 _ERROR_WIDTH = 200
@@ -65,7 +75,8 @@ class ProgressPrinter:
     text is still held back and stops the ticker.
 
     ``clock`` (seconds, monotonic) and ``sleep`` are injectable; with ``ticker`` false no task
-    is started and only explicit :meth:`tick` calls report long tool calls.
+    is started and only explicit :meth:`tick` calls report long tool calls. ``describe``
+    names the server of each model the first time a session runs on it.
     """
 
     def __init__(
@@ -78,8 +89,11 @@ class ProgressPrinter:
         still_running_every: float = STILL_RUNNING_EVERY,
         ticker: bool = True,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        describe: DescribeModel | None = None,
     ) -> None:
         self._console = console
+        self._describe = describe
+        self._described: set[str] = set()  # model names whose server was said
         self._redactor = redactor
         self._names: dict[str, str] = {}
         self._streams: dict[str, StreamRedactor] = {}
@@ -100,6 +114,7 @@ class ProgressPrinter:
             self._names[event.agent_id] = event.agent_type
             if event.parent_id is None:
                 self._roots.add(event.agent_id)
+            self._say_server(event)
             return
         if isinstance(event, ev.TextDelta):
             self._stream_text(event.agent_id, event.text)
@@ -203,6 +218,22 @@ class ProgressPrinter:
         if ticker is not None and not ticker.done():
             with contextlib.suppress(RuntimeError):  # its loop is closed: it runs no more
                 ticker.cancel()
+
+    def _say_server(self, event: SessionStarted) -> None:
+        """One line on the server of the session's model, the first time it is used."""
+        if self._describe is None or event.model_name in self._described:
+            return
+        self._described.add(event.model_name)
+        line = self._describe(event.agent_type, event.model_name)
+        if not line:
+            return
+        for agent_id in list(self._streams):
+            self._end_stream(agent_id)
+        self._console.print(
+            f"[cyan]{self._shown(event.agent_type)}[/] runs on "
+            f"{self._shown(self._redactor.text(line))}",
+            highlight=False,
+        )
 
     def _label(self, agent_id: str) -> str:
         return self._names.get(agent_id, "main")
@@ -363,11 +394,15 @@ def progress_printer(
     redactor: Redactor | None = None,
     *,
     still_running_after: float = STILL_RUNNING_AFTER,
+    describe: DescribeModel | None = None,
 ) -> ProgressPrinter:
     """An event handler that prints one line per step to ``console``, redacted with
-    ``redactor`` (default: the environment's secrets and the token formats)."""
+    ``redactor`` (default: the environment's secrets and the token formats); ``describe``
+    says where each model runs (see :class:`ProgressPrinter`)."""
     if redactor is None:
         from subagents.tracing.redact import Redactor
 
         redactor = Redactor()
-    return ProgressPrinter(console, redactor, still_running_after=still_running_after)
+    return ProgressPrinter(
+        console, redactor, still_running_after=still_running_after, describe=describe
+    )

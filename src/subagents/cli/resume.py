@@ -167,7 +167,9 @@ def resume_command(
             )
             redactor = Redactor(runtime.credentials())
             if not as_json:
-                printer = progress_printer(err, redactor)
+                from subagents.cli.servers import session_describer
+
+                printer = progress_printer(err, redactor, describe=session_describer(runtime))
                 events.subscribe(printer)
                 events.subscribe(watch)
             try:

@@ -312,7 +312,9 @@ def run_command(
             stream = StreamJson(redactor)
             events.subscribe(stream)
         elif not (machine or ui):
-            printer = progress_printer(err, redactor)
+            from subagents.cli.servers import session_describer
+
+            printer = progress_printer(err, redactor, describe=session_describer(runtime))
             events.subscribe(printer)
             events.subscribe(watch)
         if interactive:

@@ -165,7 +165,9 @@ def workflow_run_command(
             result = shown
         else:
             if not as_json:
-                printer = progress_printer(err, redactor)
+                from subagents.cli.servers import session_describer
+
+                printer = progress_printer(err, redactor, describe=session_describer(runtime))
                 events.subscribe(printer)
             result = runtime_run(runtime, checked.workflow, initial)
     except SubagentsError as error:

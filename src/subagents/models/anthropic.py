@@ -133,9 +133,11 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def _stop_reason(stop_reason: Any, has_tool_calls: bool) -> StopReason:
-    if has_tool_calls:
+    # an answer cut at the token limit stays cut, for its calls' input may be cut short
+    reason = _STOP_REASONS.get(stop_reason if isinstance(stop_reason, str) else "", "other")
+    if has_tool_calls and reason != "max_tokens":
         return "tool_use"
-    return _STOP_REASONS.get(stop_reason if isinstance(stop_reason, str) else "", "other")
+    return reason
 
 
 def _usage(usage: Any) -> Usage:
@@ -321,6 +323,9 @@ class _EventAssembler:
             if isinstance(value, int) and not isinstance(value, bool):
                 setattr(self.usage, attribute, max(value, 0))
 
+    def cut_short(self) -> None:
+        self.stop_reason = "max_tokens"
+
     def finish(self, model_name: str) -> ModelResponse:
         if not self.stopped and self.stop_reason is None:
             raise MalformedResponseError("the stream ended before the model finished its answer")
@@ -353,7 +358,9 @@ class _EventAssembler:
 class AnthropicModel(SDKModel["AsyncAnthropic"]):
     """A Claude model; ``name`` is ``"anthropic:{model_name}"``.
 
-    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``. ``max_tokens`` is the answer budget sent
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``, needed by Anthropic's own API only (a
+    server at another ``base_url`` or ``ANTHROPIC_BASE_URL`` works without one; see
+    :mod:`subagents.models.server`). ``max_tokens`` is the answer budget sent
     with every request unless the request's settings give one (the API requires it). The
     other options are :class:`~subagents.models.sdk.SDKModel`'s.
 

@@ -37,12 +37,15 @@ class ToolSpec:
 class ModelSettings:
     """Per-request settings. ``effort`` (``low``, ``medium``, ``high``, ``max``; from an agent
     file's ``effort``) asks for the provider's reasoning control: OpenAI's ``reasoning_effort``,
-    Anthropic's extended thinking budget (see each provider's model class)."""
+    Anthropic's extended thinking budget (see each provider's model class).
+    ``frequency_penalty`` (OpenAI's range, -2 to 2) is sent where the API takes one: a turn
+    asked again after a loop sets it (see :mod:`subagents.runtime.answer_check`)."""
 
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_seconds: float | None = None
     effort: str | None = None
+    frequency_penalty: float | None = None
 
 
 @dataclass(slots=True)

@@ -5,7 +5,8 @@ The key is read from the environment when the model is built and lives only in t
 object: the definition holds the variable's name, and the runtime adds the value to the secrets
 it redacts and removes the variable from the environment of the commands tools run. Without
 ``api_key_env`` no key is sent, not even ``OPENAI_API_KEY``: that key belongs to OpenAI, not to
-whatever server the agent names.
+whatever server the agent names. Its ``tool_calls`` mode follows the server's kind, as a
+provider's does (:mod:`subagents.models.server`): native on OpenAI's API, else ``auto``.
 """
 
 from __future__ import annotations
@@ -89,11 +90,14 @@ def build_endpoint_model(
                 f"{definition.location}",
             )
     from subagents.models.openai import OpenAIChatModel
+    from subagents.models.server import find_server
 
+    server = find_server("openai", definition.endpoint, environment)
     return OpenAIChatModel(
         definition.model,
         base_url=definition.endpoint,
         api_key=key,
         provider="openai",
         api_key_source=source,
+        tool_calls=server.default_tool_calls,
     )

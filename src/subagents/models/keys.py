@@ -5,6 +5,9 @@ error, and what that error says. The rules per provider come from its registry e
 The key is, in order: ``[providers.NAME] api_key`` (discouraged: it sits in a file), the
 variable named by ``[providers.NAME] api_key_env`` (an error when it is unset, whatever the
 provider), then the provider's usual variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
+Whether one is needed depends on the server (:mod:`subagents.models.server`): a provider's
+own API needs it, a server at ``base_url`` or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``
+gets the key if one is set, and works without.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from subagents.errors import ModelConfigurationError
 from subagents.models.registry import ApiKey, Provider, find_provider
+from subagents.models.server import with_base_url
 
 if TYPE_CHECKING:
     from subagents.models.settings import ProviderSettings
@@ -56,6 +60,7 @@ def api_key(
     ModelConfigurationError when ``api_key_env`` names an unset variable, or when the provider
     needs a key and none is set."""
     name = spec.partition(":")[0]
+    settings = with_base_url(name, settings, env)
     variable = provider.key_variable
     source = key_source(name, settings, variable)
     if settings.api_key is not None:
@@ -83,19 +88,23 @@ def api_key(
 
 def default_key(name: str, base_url: str | None, model_name: str, value: str | None) -> ApiKey:
     """The key of a model class built directly (no ``[providers.NAME]`` table applies):
-    ``value`` if given, else the provider's usual variable when it needs a key, else none -
-    one provider's key is never sent to another's server."""
+    ``value`` if given; else the provider's usual variable when the SDK chooses the server
+    (no ``base_url``: its own API, or the one its ``*_BASE_URL`` variable names, which comes
+    with the SDK's key variable) or when the server needs a key; else none - one provider's
+    key is never sent to a server the caller named."""
     from subagents.models.settings import ProviderSettings
 
-    settings = ProviderSettings(base_url=base_url)
+    settings = with_base_url(name, ProviderSettings(base_url=base_url), os.environ)
     try:
         provider = find_provider(name, settings)
     except ModelConfigurationError:
         provider = None
     source = key_source(name, None, provider.key_variable if provider is not None else None)
-    if value is not None or provider is None or not provider.needs_key(settings):
+    if value is not None or provider is None:
         return ApiKey(value, source)
-    return api_key(f"{name}:{model_name}", provider, settings, os.environ)
+    if base_url is None or provider.needs_key(settings):
+        return api_key(f"{name}:{model_name}", provider, settings, os.environ)
+    return ApiKey(None, source)
 
 
 def missing_key_variable(
@@ -106,14 +115,15 @@ def missing_key_variable(
 
     The rules of :func:`api_key`: a key in config or in the configured variable counts; an
     unset ``api_key_env`` is missing for every provider; otherwise the provider says whether
-    it needs a key (``openai`` with a ``base_url``, ``ollama`` and other servers do not).
-    A provider that is not known here, or cannot be loaded, is not judged.
+    it needs a key (``openai`` with a ``base_url`` or ``OPENAI_BASE_URL`` naming another
+    server, ``ollama`` and other servers do not). A provider that is not known here, or
+    cannot be loaded, is not judged.
     """
     if settings is not None and settings.api_key_env and settings.api_key is None:
         return None if env.get(settings.api_key_env) else settings.api_key_env
     from subagents.models.settings import ProviderSettings
 
-    settings = settings or ProviderSettings()
+    settings = with_base_url(name, settings or ProviderSettings(), env)
     try:
         provider = find_provider(name, settings)
         if provider is None or not provider.needs_key(settings):

@@ -15,7 +15,16 @@ not thread-safe).
 
 Generation runs in a worker thread and streams token by token inside it, so a cancelled session
 or a silence longer than ``[providers.llamacpp] timeout_seconds`` stops it at the next token
-(reading the prompt before the first token cannot be interrupted). The context window is
+(reading the prompt before the first token cannot be interrupted), and so does a loop: an
+answer that keeps repeating one passage (:class:`~subagents.models.repetition.RunawayWatch`)
+ends there, as if cut off at its token limit.
+
+Reading the prompt is most of a turn's time on a CPU (a 1.5B model reads about 30 tokens a
+second on two cores), and a session's turns share all but their last messages. llama.cpp
+reuses what it last read; a subagent's turns in between would make the parent read its whole
+prompt again, so the state after each turn is kept in memory (:data:`STATE_CACHE_BYTES` per
+model) and the turn that continues a kept one starts from it. Generation uses one thread per
+physical core (:func:`generation_threads`). The context window is
 ``[providers.llamacpp] context_tokens`` (:data:`DEFAULT_CONTEXT_TOKENS` when unset); a history
 that no longer fits is a :class:`~subagents.errors.ModelError` that names that setting.
 """
@@ -26,6 +35,7 @@ import asyncio
 import atexit
 import importlib.util
 import json
+import os
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -39,18 +49,22 @@ from subagents.models import schema_turns
 from subagents.models.base import (
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     ResponseCompleted,
     StopReason,
     StreamEvent,
     TextDelta,
     ToolSpec,
 )
-from subagents.models.settings import DEFAULT_TIMEOUT_SECONDS
+from subagents.models.repetition import RunawayWatch
+from subagents.models.settings import LOCAL_TIMEOUT_SECONDS
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "STATE_CACHE_BYTES",
     "LlamaCppModel",
+    "generation_threads",
     "gguf_path",
     "grammar_schema",
 ]
@@ -61,6 +75,8 @@ for an agent's system prompt, its tool list and a few dozen turns, small enough 
 model's cache stays near 1 GiB."""
 DEFAULT_MAX_OUTPUT_TOKENS = 2048
 """The longest answer written when a request sets no ``max_tokens``."""
+STATE_CACHE_BYTES = 1 << 30
+"""Memory for the states of earlier turns, per loaded model (the oldest go first)."""
 
 _GGUF_MAGIC = b"GGUF"
 _INSTALL_HINT = "run: pip install 'subagents[llamacpp]' (it builds llama.cpp when no wheel fits)"
@@ -116,18 +132,47 @@ def _load(path: Path, context_tokens: int) -> _Loaded:
         if key not in _loaded:
             from llama_cpp import Llama
 
+            threads = generation_threads()
             try:
-                llama = Llama(model_path=str(path), n_ctx=context_tokens, seed=0, verbose=False)
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=context_tokens,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    seed=0,
+                    verbose=False,
+                )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
                     f"llama.cpp could not load {path}: {exc}.",
                     hint="check that the file is a complete GGUF model that this version of "
                     "llama.cpp supports (a partial download or a newer architecture fails here)",
                 ) from None
+            from llama_cpp.llama_cache import LlamaRAMCache
+
+            llama.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
             if not _loaded:
                 atexit.register(_close_all)
             _loaded[key] = _Loaded(llama)
         return _loaded[key]
+
+
+def generation_threads() -> int:
+    """One thread per physical core this process may run on: llama.cpp's own default. (The
+    bindings' default, half the logical CPUs, leaves a 2-vCPU machine a single thread and
+    halves its speed.)"""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+    cores = set()
+    for cpu in cpus:
+        siblings = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            cores.add(siblings.read_text().strip())
+        except OSError:
+            cores.add(str(cpu))
+    return max(1, len(cores))
 
 
 def _close_all() -> None:
@@ -167,7 +212,7 @@ class LlamaCppModel:
         *,
         spec: str | None = None,
         context_tokens: int | None = None,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        timeout_seconds: float | None = None,
         tool_calls: str = "schema",
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -179,7 +224,7 @@ class LlamaCppModel:
         self.path = path
         self.model_name = spec or str(path)
         self.context_tokens = context_tokens or DEFAULT_CONTEXT_TOKENS
-        self.timeout_seconds = timeout_seconds
+        self.timeout_seconds = timeout_seconds or LOCAL_TIMEOUT_SECONDS
         self.tool_calls = tool_calls
 
     @property
@@ -190,11 +235,10 @@ class LlamaCppModel:
         constrained = self.tool_calls == "schema" and bool(request.tools)
         messages = self._messages(request, constrained)
         tools = request.tools if constrained else ()
-        max_tokens = request.settings.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         stop = threading.Event()
         try:
             generation = await asyncio.to_thread(
-                self._generate, messages, tools, max_tokens, request.settings.temperature, stop
+                self._generate, messages, tools, _sampling(request.settings), stop
             )
         finally:
             stop.set()  # a cancelled turn ends at its next token and frees the model
@@ -224,17 +268,14 @@ class LlamaCppModel:
         self,
         messages: list[dict[str, Any]],
         tools: Sequence[ToolSpec],
-        max_tokens: int,
-        temperature: float | None,
+        sampling: dict[str, Any],
         stop: threading.Event,
     ) -> _Generation:
         loaded = _load(self.path, self.context_tokens)
         with loaded.lock:
             if stop.is_set():
                 raise _Stopped("cancelled")
-            options: dict[str, Any] = {"max_tokens": max_tokens, "stream": True}
-            if temperature is not None:
-                options["temperature"] = temperature
+            options: dict[str, Any] = {**sampling, "stream": True}
             if tools:
                 options["grammar"] = _grammar(loaded.llama, tools)
             try:
@@ -260,6 +301,7 @@ class LlamaCppModel:
         finish_reason: str | None = None
         chunks = 0
         last = time.monotonic()
+        runaway = RunawayWatch()
         stream = llama.create_chat_completion(messages=messages, **options)
         try:
             for chunk in stream:
@@ -278,6 +320,9 @@ class LlamaCppModel:
                 if content:
                     pieces.append(content)
                     chunks += 1
+                    if runaway.feed(content) is not None:
+                        finish_reason = "length"  # a loop: what follows is more of it
+                        break
                 finish_reason = choice.get("finish_reason") or finish_reason
         finally:
             close = getattr(stream, "close", None)
@@ -303,6 +348,18 @@ class LlamaCppModel:
             if response.tool_calls:
                 response.stop_reason = "tool_use"
         return response
+
+
+def _sampling(settings: ModelSettings) -> dict[str, Any]:
+    """The generation options of ``settings``: a frequency penalty also sets llama.cpp's own
+    repeat penalty (which looks at the last 64 tokens), the lever that works for loops."""
+    options: dict[str, Any] = {"max_tokens": settings.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS}
+    if settings.temperature is not None:
+        options["temperature"] = settings.temperature
+    if settings.frequency_penalty is not None:
+        options["frequency_penalty"] = settings.frequency_penalty
+        options["repeat_penalty"] = 1.0 + settings.frequency_penalty / 2
+    return options
 
 
 _BOUNDS = frozenset(

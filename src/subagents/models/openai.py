@@ -32,6 +32,7 @@ from subagents.models.base import (
 )
 from subagents.models.retry import Failure, MalformedResponseError, error_message_from_body
 from subagents.models.sdk import HistoryCache, SDKModel, SDKOptions
+from subagents.models.server import OLLAMA_DEFAULT_BASE_URL
 from subagents.models.settings import ToolCallMode
 from subagents.models.tool_arguments import arguments_text
 
@@ -47,7 +48,6 @@ __all__ = [
     "to_openai_tools",
 ]
 
-OLLAMA_DEFAULT_BASE_URL = "http://localhost:11434/v1"
 _PATH = "/chat/completions"
 # ``effort`` -> ``reasoning_effort`` (the API has no level above ``high``)
 REASONING_EFFORTS: dict[str, str] = {
@@ -128,10 +128,12 @@ def _usage(usage: Any) -> Usage:
 
 
 def _stop_reason(finish_reason: Any, has_tool_calls: bool) -> StopReason:
-    # Some compatible servers (older Ollama) say "stop" even when they called tools.
-    if has_tool_calls:
+    # Some compatible servers (older Ollama) say "stop" even when they called tools; but an
+    # answer cut at the token limit stays cut, for its calls' arguments may be cut short.
+    reason = _FINISH_REASONS.get(finish_reason if isinstance(finish_reason, str) else "", "other")
+    if has_tool_calls and reason != "max_tokens":
         return "tool_use"
-    return _FINISH_REASONS.get(finish_reason if isinstance(finish_reason, str) else "", "other")
+    return reason
 
 
 def _tool_call(call: Any) -> ToolCall:
@@ -230,6 +232,9 @@ class _ChunkAssembler:
             return max(self.calls, default=-1) + 1
         return max(self.calls)
 
+    def cut_short(self) -> None:
+        self.finish_reason = "length"
+
     def finish(self, model_name: str) -> ModelResponse:
         if self.finish_reason is None:
             raise MalformedResponseError("the stream ended before the model finished its answer")
@@ -278,15 +283,18 @@ def _response_from_completion(completion: Any, model_name: str) -> ModelResponse
 class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     """A Chat Completions model; ``name`` is ``"{provider}:{model_name}"``.
 
-    ``api_key`` defaults to ``$OPENAI_API_KEY`` for the official service. A server at a custom
-    ``base_url`` and ``ollama`` work without a key. The other options are
-    :class:`~subagents.models.sdk.SDKModel`'s.
+    ``api_key`` defaults to ``$OPENAI_API_KEY``, needed by OpenAI's own API only: a server at
+    another ``base_url`` (or ``OPENAI_BASE_URL``) and ``ollama`` work without a key, and are
+    sent ``max_tokens`` where OpenAI's API takes ``max_completion_tokens`` (the server's
+    kind: :attr:`server`). The other options are :class:`~subagents.models.sdk.SDKModel`'s.
 
     A request whose settings carry an ``effort`` sends ``reasoning_effort``
     (:data:`REASONING_EFFORTS`), whatever the model: which models reason is not knowable from
-    their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too). A model or server
-    that refuses the parameter (HTTP 400/422 naming ``reasoning_effort``) gets the request
-    again at once without it, and this model object stops sending it.
+    their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too); a
+    ``frequency_penalty`` is sent as it is. A model or server that refuses either (HTTP 400/422
+    naming it) gets the request again at once without it, and this model object stops sending
+    it. A request to a local server that sets no ``max_tokens`` asks for
+    :attr:`~subagents.models.server.Server.default_max_tokens`.
 
     ``tool_calls="schema"`` (``[providers.NAME] tool_calls``) sends no ``tools``: every answer
     is constrained by ``response_format`` to a call of one offered tool or a reply, as
@@ -312,7 +320,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         if provider == "ollama" and base_url is None:
             base_url = OLLAMA_DEFAULT_BASE_URL
         super().__init__(model_name, provider=provider, base_url=base_url, **options)
-        self._effort_refused = False
+        self._refused: set[str] = set()  # optional parameters the server said it refuses
         self.tool_calls = tool_calls
         self._history = HistoryCache(_openai_message)
 
@@ -330,13 +338,18 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         settings = request.settings
         if settings.temperature is not None:
             params["temperature"] = settings.temperature
-        if settings.max_tokens is not None:
+        max_tokens = settings.max_tokens or self.server.default_max_tokens
+        if max_tokens is not None:
             # OpenAI's newer models only accept max_completion_tokens; compatible servers
             # mostly only know max_tokens.
-            key = "max_completion_tokens" if self.base_url is None else "max_tokens"
-            params[key] = settings.max_tokens
-        if settings.effort in REASONING_EFFORTS and not self._effort_refused:
+            key = "max_completion_tokens" if self.server.kind == "hosted" else "max_tokens"
+            params[key] = max_tokens
+        if settings.effort in REASONING_EFFORTS:
             params["reasoning_effort"] = REASONING_EFFORTS[settings.effort]
+        if settings.frequency_penalty is not None:
+            params["frequency_penalty"] = settings.frequency_penalty
+        for refused in self._refused:
+            params.pop(refused, None)
         return params
 
     def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
@@ -359,10 +372,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         try:
             return await self._post(_PATH, params, options, stream=stream)
         except Exception as exc:
-            if "reasoning_effort" not in params or not _refuses_effort(exc):
+            refused = _refused_parameter(exc, params)
+            if refused is None:
                 raise
-        self._effort_refused = True
-        del params["reasoning_effort"]
+        self._refused.add(refused)
+        del params[refused]
         return await self._post(_PATH, params, options, stream=stream)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -449,10 +463,16 @@ async def _whole(
     yield ResponseCompleted(complete)
 
 
-def _refuses_effort(exc: BaseException) -> bool:
-    """Whether ``exc`` is a server saying it does not take ``reasoning_effort``."""
+_OPTIONAL_PARAMETERS = ("reasoning_effort", "frequency_penalty")
+"""What a request may go without when a model or server refuses it."""
+
+
+def _refused_parameter(exc: BaseException, params: Mapping[str, Any]) -> str | None:
+    """The optional parameter of ``params`` that ``exc`` (HTTP 400/422) says the model or
+    server does not take, if it names one."""
     import openai
 
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
-        return False
-    return "reasoning_effort" in error_message_from_body(exc.body, exc.message)
+        return None
+    message = error_message_from_body(exc.body, exc.message)
+    return next((p for p in _OPTIONAL_PARAMETERS if p in params and p in message), None)

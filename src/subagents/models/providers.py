@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError
+from subagents.models.server import endpoint_kind
 
 if TYPE_CHECKING:
     from subagents.models.base import Model
@@ -59,15 +60,18 @@ def with_tool_call_mode(model: Model, mode: ToolCallMode) -> Model:
 
 @dataclass(frozen=True, slots=True)
 class OpenAICompatibleProvider:
-    """A Chat Completions server: OpenAI's own API (``hosted``: it needs a key, and its models
-    call tools natively) unless a ``base_url`` points elsewhere, or a local server (no key
-    needed; tool calls written as text are read too)."""
+    """A Chat Completions server. ``api`` names the provider whose own server this is unless
+    ``base_url`` points elsewhere: ``openai`` (OpenAI's API: it needs a key, and its models
+    call tools natively), ``ollama`` (a local server); ``None``: the server ``base_url``
+    names. The key and ``tool_calls`` rules follow the server's kind
+    (:mod:`subagents.models.server`): only a hosted API needs a key; a local or remote
+    server's models may write their calls as text, which are read too."""
 
     key_variable: str | None = None
-    hosted: bool = False
+    api: str | None = None
 
     def needs_key(self, settings: ProviderSettings) -> bool:
-        return self.hosted and settings.base_url is None
+        return self.api is not None and endpoint_kind(self.api, settings.base_url) == "hosted"
 
     def default_tool_calls(self, settings: ProviderSettings) -> ToolCallMode:
         return "native" if self.needs_key(settings) else "auto"
@@ -90,15 +94,17 @@ class OpenAICompatibleProvider:
 
 @dataclass(frozen=True, slots=True)
 class AnthropicProvider:
-    """Anthropic's Messages API: a key is always needed; tools are called natively."""
+    """Anthropic's Messages API: a key is needed and tools are called natively, unless
+    ``base_url`` (or ``ANTHROPIC_BASE_URL``) names another server that speaks it (llama.cpp,
+    LM Studio, Ollama, a proxy): then no key is needed and calls written as text are read."""
 
     key_variable: str | None = "ANTHROPIC_API_KEY"
 
     def needs_key(self, settings: ProviderSettings) -> bool:
-        return True
+        return endpoint_kind("anthropic", settings.base_url) == "hosted"
 
     def default_tool_calls(self, settings: ProviderSettings) -> ToolCallMode:
-        return "native"
+        return "native" if self.needs_key(settings) else "auto"
 
     def build(
         self, provider: str, model_name: str, settings: ProviderSettings, key: ApiKey
@@ -152,8 +158,8 @@ class LlamaCppProvider:
         return model if mode in (None, "schema") else with_tool_call_mode(model, "text")
 
 
-OPENAI = OpenAICompatibleProvider(key_variable="OPENAI_API_KEY", hosted=True)
-OLLAMA = OpenAICompatibleProvider()
+OPENAI = OpenAICompatibleProvider(key_variable="OPENAI_API_KEY", api="openai")
+OLLAMA = OpenAICompatibleProvider(api="ollama")
 COMPATIBLE = OpenAICompatibleProvider()
 ANTHROPIC = AnthropicProvider()
 LLAMACPP = LlamaCppProvider()

@@ -65,9 +65,12 @@ class Provider(Protocol):
     """How to make the models of one provider (the client, the key rules); the model classes
     speak its wire format.
 
-    ``settings`` is the provider's ``[providers.NAME]`` table (defaults when there is none);
-    ``key_variable`` the environment variable the key is read from when neither ``api_key``
-    nor ``api_key_env`` is set (``None``: there is none).
+    ``settings`` is the provider's ``[providers.NAME]`` table (defaults when there is none),
+    its ``base_url`` taken from the SDK's variable when the table leaves it unset (``openai``:
+    ``OPENAI_BASE_URL``, ``anthropic``: ``ANTHROPIC_BASE_URL``; see
+    :mod:`subagents.models.server`, whose server kinds the built-in providers' key and
+    ``tool_calls`` rules follow); ``key_variable`` the environment variable the key is read
+    from when neither ``api_key`` nor ``api_key_env`` is set (``None``: there is none).
     """
 
     @property

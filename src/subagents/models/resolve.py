@@ -17,6 +17,7 @@ from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
 from subagents.models.keys import api_key, missing_key_variable
 from subagents.models.providers import tool_call_mode as provider_tool_call_mode
 from subagents.models.registry import KNOWN_PROVIDERS, find_provider, unknown_provider_error
+from subagents.models.server import with_base_url
 
 if TYPE_CHECKING:
     from subagents.models.base import Model
@@ -84,14 +85,18 @@ def resolve_model_string(spec: str, aliases: Mapping[str, str] | None = None) ->
     raise ModelConfigurationError(f"Cannot tell which model {spec!r} means.", hint=_ACCEPTED_FORMS)
 
 
-def tool_call_mode(provider: str, settings: ProviderSettings | None) -> ToolCallMode:
+def tool_call_mode(
+    provider: str, settings: ProviderSettings | None, env: Mapping[str, str] | None = None
+) -> ToolCallMode:
     """``[providers.NAME] tool_calls``, or when unset the provider's default: ``native`` for the
     hosted Anthropic and OpenAI APIs (whose models always call tools natively, and may well
     quote a call's text form in an answer), ``schema`` for in-process ``llamacpp`` models,
-    ``auto`` for every other server."""
+    ``auto`` for every other server, ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` included
+    (see :mod:`subagents.models.server`). ``env`` defaults to ``os.environ``."""
     from subagents.models.settings import ProviderSettings
 
-    settings = settings or ProviderSettings()
+    environment = os.environ if env is None else env
+    settings = with_base_url(provider, settings or ProviderSettings(), environment)
     found = find_provider(provider, settings)
     if found is None:
         return settings.tool_calls or "auto"
@@ -109,15 +114,17 @@ def build_model(
 
     ``env`` defaults to ``os.environ``. A provider name that is neither built in nor installed
     (:mod:`subagents.models.registry`) but has a ``base_url`` under ``[providers.NAME]`` is an
-    OpenAI-compatible server.
+    OpenAI-compatible server. Without one, ``openai`` and ``anthropic`` take their SDK's
+    ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` from ``env`` as their ``base_url``.
     """
     from subagents.models.settings import ProviderSettings
 
     resolved = resolve_model_string(spec, aliases)
     name, _, model_name = resolved.partition(":")
-    settings = (providers or {}).get(name) or ProviderSettings()
+    environment = os.environ if env is None else env
+    settings = with_base_url(name, (providers or {}).get(name) or ProviderSettings(), environment)
     provider = find_provider(name, settings)
     if provider is None:
         raise unknown_provider_error(name, spec)
-    key = api_key(resolved, provider, settings, os.environ if env is None else env)
+    key = api_key(resolved, provider, settings, environment)
     return provider.build(name, model_name, settings, key)

@@ -22,6 +22,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, cast
@@ -36,6 +37,7 @@ from subagents.models.base import (
     StreamEvent,
     TextDelta,
 )
+from subagents.models.repetition import RunawayWatch
 from subagents.models.retry import (
     Failure,
     RetryPolicy,
@@ -49,11 +51,7 @@ from subagents.models.retry import (
     stream_with_retries,
     timeout_types,
 )
-from subagents.models.settings import (
-    DEFAULT_CONNECT_TIMEOUT_SECONDS,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
-)
+from subagents.models.settings import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_MAX_RETRIES
 
 if TYPE_CHECKING:
     import ssl
@@ -77,7 +75,7 @@ class SDKOptions(TypedDict, total=False):
 
     api_key: str | None
     api_key_source: str | None
-    timeout_seconds: float
+    timeout_seconds: float | None
     connect_timeout_seconds: float
     max_retries: int
     sleep: Sleep | None
@@ -96,6 +94,11 @@ class StreamAssembler(Protocol):
 
     def finish(self, model_name: str) -> ModelResponse:
         """The whole response; raises MalformedResponseError if the stream ended early."""
+        ...
+
+    def cut_short(self) -> None:
+        """The stream was stopped here on purpose: finish as if the answer had reached its
+        token limit."""
         ...
 
 
@@ -204,7 +207,7 @@ class SDKModel(Generic[ClientT]):
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_source: str | None = None,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        timeout_seconds: float | None = None,
         connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         max_retries: int = DEFAULT_MAX_RETRIES,
         sleep: Sleep | None = None,
@@ -220,7 +223,16 @@ class SDKModel(Generic[ClientT]):
         """The ``[providers.NAME]`` table that configures this model."""
         self.base_url = base_url
         """As configured; None lets the SDK choose (its default, or ``*_BASE_URL``)."""
-        self.timeout_seconds = timeout_seconds
+        from subagents.models.server import find_server
+
+        self.server = find_server(provider, base_url, os.environ)
+        """Where the SDK will send requests, and what kind of server that is (the SDK reads
+        the same ``*_BASE_URL`` variable when ``base_url`` is None)."""
+        self.timeout_seconds = (
+            timeout_seconds if timeout_seconds is not None else self.server.default_timeout_seconds
+        )
+        """As configured; unset, :attr:`Server.default_timeout_seconds` (longer for a local
+        server)."""
         self.connect_timeout_seconds = connect_timeout_seconds
         from subagents.models.keys import default_key
 
@@ -338,16 +350,23 @@ class SDKModel(Generic[ClientT]):
     ) -> AsyncIterator[StreamEvent]:
         """The events of the SDK stream ``open_stream()`` opens, read by a new ``assembler()``
         per attempt: text as it comes, then the response (passed through ``finish``). Each
-        event resets the read timeout, so only a silence of ``timeout_seconds`` ends it."""
+        event resets the read timeout, so only a silence of ``timeout_seconds`` ends it. Text
+        caught in a loop (:class:`~subagents.models.repetition.RunawayWatch`) ends the stream
+        there, closing the connection so that the server stops writing, and the answer is
+        finished as if cut off at its token limit."""
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
             stream = await open_stream()
             assembly = assembler()
+            runaway = RunawayWatch()
             async with stream:
                 async for event in stream:
                     text = assembly.add(event)
                     if text:
                         yield TextDelta(text)
+                        if runaway.feed(text) is not None:
+                            assembly.cut_short()
+                            break
             yield ResponseCompleted(finish(assembly.finish(self.name)))
 
         return stream_with_retries(

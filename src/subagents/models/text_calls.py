@@ -10,7 +10,8 @@ calls into the answer's text. :func:`find_text_tool_calls` recognises the usual 
 - ``[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`` and ``[TOOL_CALLS]NAME[ARGS]{...}``
   (Mistral);
 - ``<|python_tag|>{"name": ..., "parameters": {...}}`` and a whole answer that is only such an
-  object, possibly with ``"type": "function"`` (Llama 3.x);
+  object, possibly with ``"type": "function"`` (Llama 3.x), or starts as one and was cut off
+  (``{"tool": "Task", "arguments": {"prompt": "...``: repaired, or reported to the model);
 - ``<function=NAME>{...}</function>`` (Llama 3.1's custom-tool form);
 - Python-style calls, ``[Read(file_path="a")]`` as a whole answer (Llama 3.2) or in a
   ````tool_code```` fence (Gemma): keyword arguments with literal values only, parsed with
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -69,6 +71,8 @@ _NAME_KEYS = ("name", "tool", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _CALL_KEYS = frozenset({*_NAME_KEYS, *_ARGUMENT_KEYS, "type", "id"})
 _DECODER = json.JSONDecoder()
+# how a call object written as the whole answer starts: its name first, as models write it
+_CALL_OPENING = re.compile(r'\[?\s*\{\s*"(?:name|tool|tool_name)"\s*:\s*"')
 _NOT_JSON = "it is not valid JSON"
 
 
@@ -375,12 +379,18 @@ def _fenced(text: str) -> Iterator[_Span]:
 
 
 def _whole_answer(text: str) -> _Span | None:
-    """An answer that is nothing but a call object (or a list of them), as Llama 3.2 writes."""
+    """An answer that is nothing but a call object (or a list of them), as Llama 3.2 writes;
+    or one that starts as a call object and does not decode (cut off at the token limit, or
+    invalid JSON), which is repaired or reported like a broken ``<tool_call>``."""
     stripped = text.strip()
     if not stripped.startswith(("{", "[")):
         return None
     decoded = _decode(stripped, 0)
-    if decoded is None or stripped[decoded[1] :].strip():
+    if decoded is None:
+        if _CALL_OPENING.match(stripped) is None:
+            return None
+        return _Span(0, len(text), "bare_json", (_Malformed(stripped, _NOT_JSON),))
+    if stripped[decoded[1] :].strip():
         return None
     objects = _objects(decoded[0])
     if not objects or not all(_looks_like_call(item) for item in objects):
@@ -510,15 +520,19 @@ def _repaired_call(item: _Malformed, names: _NameTable) -> ToolCall | None:
 
 
 def _written_name(body: str) -> str | None:
-    """The string after the first ``"name":`` in a broken call, if there is one."""
-    key = body.find('"name"')
-    if key == -1:
-        return None
-    colon = _skip_space(body, key + len('"name"'))
-    if not body.startswith(":", colon):
-        return None
-    decoded = _decode(body, colon + 1)
-    return decoded[0] if decoded is not None and isinstance(decoded[0], str) else None
+    """The string after the first ``"name":`` (or ``"tool":``, ``"tool_name":``) in a broken
+    call, if there is one."""
+    for key in _NAME_KEYS:
+        quoted = f'"{key}"'
+        at = body.find(quoted)
+        if at == -1:
+            continue
+        colon = _skip_space(body, at + len(quoted))
+        if body.startswith(":", colon):
+            decoded = _decode(body, colon + 1)
+            if decoded is not None and isinstance(decoded[0], str):
+                return decoded[0]
+    return None
 
 
 def _new_call_id() -> str:

@@ -126,11 +126,13 @@ def read_text_tool_calls(response: ModelResponse, tools: Sequence[ToolSpec]) -> 
     note: dict[str, Any] = {"formats": list(found.formats)}
     if found.renamed:
         note["renamed"] = dict(found.renamed)
+    # an answer cut at the token limit stays cut: its calls' arguments may be cut short
+    cut = response.stop_reason == "max_tokens"
     return replace(
         response,
         text=found.text,
         tool_calls=found.calls,
-        stop_reason="tool_use",
+        stop_reason="max_tokens" if cut else "tool_use",
         tool_calls_from_text=note,
     )
 

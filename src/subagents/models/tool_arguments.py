@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -122,14 +122,21 @@ def bound_tool_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def refuse_repairs_of_cut_calls(
-    calls: tuple[ToolCall, ...], stop_reason: str | None
+    calls: tuple[ToolCall, ...],
+    stop_reason: str | None,
+    may_run: Callable[[str], bool] = lambda name: False,
 ) -> tuple[ToolCall, ...]:
     """``calls`` with each repaired-argument call refused when the response was cut off at
     the output token limit: its JSON was then most likely cut short, and a repair would run
-    the tool with a cut-off argument (a Write of half a file). ``calls`` itself otherwise."""
+    the tool with a cut-off argument (a Write of half a file). A call to a tool ``may_run``
+    (by its name) keeps its repaired arguments: one that does no harm when they are cut
+    short. ``calls`` itself otherwise."""
     if stop_reason != "max_tokens" or not any(_arguments_repaired(c) for c in calls):
         return calls
-    return tuple(_cut_off(call) if _arguments_repaired(call) else call for call in calls)
+    return tuple(
+        _cut_off(call) if _arguments_repaired(call) and not may_run(call.name) else call
+        for call in calls
+    )
 
 
 def _arguments_repaired(call: ToolCall) -> bool:

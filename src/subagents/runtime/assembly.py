@@ -459,6 +459,7 @@ class SessionBuilder:
             tool_sandbox=parent.tool_sandbox if parent is not None else runtime.bash_sandbox(),
             file_grants=grants,
             agent_id=agent_id,
+            names_its_tools=definition is not None and definition.tools is not None,
         )
 
     # -- what goes into it -------------------------------------------------------------------

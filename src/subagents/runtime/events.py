@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from subagents.tools.execution import ToolOutcome
 
 __all__ = [
+    "AnswerRejected",
     "Event",
     "EventBus",
     "EventHandler",
@@ -230,6 +231,18 @@ class ModelRetrying:
     kind: Literal["model_retrying"] = "model_retrying"
 
 
+@dataclass(slots=True, frozen=True)
+class AnswerRejected:
+    """The model's answer was cut off inside a tool call or caught in a loop (see
+    :mod:`subagents.runtime.answer_check`): ``message`` says how, and whether the turn is
+    asked again (``asking_again``) or the answer taken as it is."""
+
+    agent_id: str
+    message: str
+    asking_again: bool
+    kind: Literal["answer_rejected"] = "answer_rejected"
+
+
 Event = (
     SessionStarted
     | TurnStarted
@@ -249,6 +262,7 @@ Event = (
     | WorkflowNodeStarted
     | WorkflowNodeFinished
     | ModelRetrying
+    | AnswerRejected
 )
 EventHandler = Callable[[Event], None]
 

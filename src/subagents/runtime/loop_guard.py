@@ -11,7 +11,10 @@ answers:
 - the ``[subagents] max_repeated_failures``-th time (default 3): the session stops with a
   :class:`~subagents.errors.LoopDetectedError` that names the loop; the task stays resumable,
   and the resumed session is told why it stopped (:func:`resume_note`);
-- the same call giving the same result a third time: a note, never a stop.
+- the same call giving the same result a third time: a note, never a stop;
+- a turn whose answer was caught in a loop and, asked again, still was
+  (:mod:`subagents.runtime.answer_check`): counted, and the ``max_repeated_failures``-th
+  such turn of the session stops it too.
 
 A successful call of a side-effecting tool forgets the failures seen so far: the world may
 have changed, so running a failing test again after an edit is work, not a loop.
@@ -64,9 +67,10 @@ LOOP_STOPPED_STEP = "loop_detected"
 """The trace step of the repeated failure that stopped the session."""
 
 _PREVIEW_CHARS = 120  # of the arguments, in notes, traces and the error
+_ANSWERS_LOOPED = "answers of the model repeated one passage"  # in the error (errors.py)
 _ERROR_CHARS = 200  # of the error's first line
 
-FindingKind = Literal["repeated_failure", "repeated_result", "loop_stopped"]
+FindingKind = Literal["repeated_failure", "repeated_result", "loop_stopped", "answers_looped"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -84,11 +88,13 @@ class LoopFinding:
 
     @property
     def stops(self) -> bool:
-        return self.kind == "loop_stopped"
+        return self.kind in ("loop_stopped", "answers_looped")
 
     @property
     def summary(self) -> str:
         """One line for the trace and the progress output."""
+        if self.kind == "answers_looped":
+            return f"{self.count} answers caught in a loop (the last: {self.error}); run stopped"
         call = f"{self.tool} {self.arguments_preview}"
         if self.kind == "repeated_result":
             return f"{call} made {self.count} times with the same result"
@@ -97,8 +103,14 @@ class LoopFinding:
 
     def error_for(self, task_id: str | None) -> LoopDetectedError:
         """The error the session stops with (``loop_stopped`` findings)."""
+        looped = self.error if self.kind == "answers_looped" else None
         return LoopDetectedError(
-            self.tool, self.arguments_preview, self.error or "", self.count, task_id=task_id
+            self.tool,
+            self.arguments_preview,
+            self.error or "",
+            self.count,
+            task_id=task_id,
+            looped=looped,
         )
 
 
@@ -111,12 +123,23 @@ class LoopGuard:
     keeps those ints and references to the calls, which the session's history holds anyway.
     """
 
-    __slots__ = ("_calls", "_keys", "limit")
+    __slots__ = ("_calls", "_keys", "_looped_answers", "limit")
 
     def __init__(self, limit: int = DEFAULT_MAX_REPEATED_FAILURES, window: int = WINDOW) -> None:
         self.limit = limit
         self._keys: deque[int] = deque(maxlen=window)
         self._calls: deque[ToolCall] = deque(maxlen=window)
+        self._looped_answers = 0
+
+    def looped_answer(self, description: str) -> LoopFinding | None:
+        """Count an answer caught in a loop (``description``: how); at the limit, the
+        finding that stops the session."""
+        self._looped_answers += 1
+        count = self._looped_answers
+        if not self.limit or count < self.limit:
+            return None
+        note = "[loop guard] Your answers keep repeating themselves, so the run stops here."
+        return LoopFinding("answers_looped", "", "", "", description, count, self.limit, note)
 
     def observe(
         self, call: ToolCall, outcome: ToolOutcome, tools: ToolRegistry | None = None
@@ -225,6 +248,11 @@ def resume_note(error: str) -> str | None:
     """What a session resumed after a loop stop is told first (``None`` for other errors)."""
     if not error.startswith(LoopDetectedError.PREFIX):
         return None
+    if _ANSWERS_LOOPED in error:
+        return (
+            f"The run was stopped because your answers kept repeating themselves ({error}). "
+            "It is resumed now. Answer briefly, and do not repeat yourself."
+        )
     return (
         f"The run was stopped because you repeated a failing tool call ({error}). It is "
         "resumed now. Do not make that call again: do something different to finish the task."

@@ -43,6 +43,7 @@ from subagents.messages import (
 )
 from subagents.models.base import ModelSettings
 from subagents.runtime import events as ev
+from subagents.runtime.answer_check import CUT_OFF_MARK
 from subagents.runtime.hooks import Hooks
 from subagents.runtime.loop_guard import (
     DEFAULT_MAX_REPEATED_FAILURES,
@@ -124,6 +125,8 @@ class Session:
     tool_env: Mapping[str, str] | None = None  # for tools' subprocesses (see ToolContext.env)
     tool_sandbox: BashSandbox | None = None  # where Bash runs commands (ToolContext.sandbox)
     file_grants: tuple[Path, ...] = ()  # folders beyond the workspace (ToolContext.grants)
+    # its agent file lists its tools: the menu shows each one (see runtime/tool_menu.py)
+    names_its_tools: bool = False
     todos: tuple[TodoItem, ...] = ()  # set by TodoWrite, kept in every checkpoint
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     checkpoints: int = 0  # checkpoints written so far: the next one's index
@@ -246,6 +249,8 @@ class Session:
                 if answered.traces:
                     self._traces.extend(answered.traces)
                 self.usage.add(response.usage)
+                if self._looping():  # its answers kept looping: the last one is not taken
+                    return await self._stop_for_loop(started)
                 self.messages.append(
                     AssistantMessage(response.text, calls, reasoning=response.reasoning)
                 )
@@ -256,9 +261,8 @@ class Session:
                     if context is not None and await context.settle_background(self.agent_id):
                         continue  # a background subagent finished: show the model its result
                     if response.stop_reason == "max_tokens":
-                        return await self._finish(
-                            "failed", self._partial_output(), started, error=_CUT_OFF
-                        )
+                        output = f"{self._partial_output()}\n\n{CUT_OFF_MARK}".lstrip()
+                        return await self._finish("failed", output, started, error=_CUT_OFF)
                     return await self._finish("completed", response.text, started)
                 if recorder is not None and self._needs_durable_calls(calls):
                     opened = self._open_ledger(recorder, calls)
@@ -448,7 +452,7 @@ class Session:
             profile = (
                 default_profile(name) if context is None else context.description_profile(name)
             )
-            menu = self._menu = ToolMenu.of(self.tools, profile)
+            menu = self._menu = ToolMenu.of(self.tools, profile, chosen=self.names_its_tools)
         if not menu.varies:
             return menu.everything
         context = self.context
@@ -500,16 +504,35 @@ class Session:
                 recorder, "after_tools", traces, decisions=decisions, ledger=closing
             )
 
+    def note_repeated_answer(self, description: str) -> None:
+        """Count an answer caught in a loop (the model step found it) toward the loop guard;
+        at its limit, the session stops after this turn's model step."""
+        finding = self._guard().looped_answer(description)
+        if finding is None or self._loop_stop is not None:
+            return
+        self._loop_stop = finding
+        if self.recorder is not None:
+            self.add_trace(loop_trace(self.recorder, self, finding))
+        if self.events.active:
+            self.events.emit(ev.LoopNoticed(self.agent_id, finding.summary, True))
+
+    def _looping(self) -> bool:
+        """Whether the loop guard stops the session (the model step may have just decided)."""
+        return self._loop_stop is not None
+
+    def _guard(self) -> LoopGuard:
+        guard = self._loop_guard
+        if guard is None:
+            guard = self._loop_guard = LoopGuard(self._max_repeated_failures())
+        return guard
+
     def _watch_for_loops(
         self, calls: tuple[ToolCall, ...], outputs: list[ToolStepOutput]
     ) -> list[LoopFinding]:
         """Show the loop guard the turn's calls; a repeated one gets a note in its result
         (``outputs`` is updated, its trace too), and a failing loop at the limit stops the
         run."""
-        guard = self._loop_guard
-        if guard is None:
-            guard = self._loop_guard = LoopGuard(self._max_repeated_failures())
-        found = guard.watch(calls, [output.outcome for output in outputs], self.tools)
+        found = self._guard().watch(calls, [output.outcome for output in outputs], self.tools)
         recorder = self.recorder
         for index, finding in found:
             noted = self._note_loop(outputs[index].outcome, finding)

@@ -31,6 +31,7 @@ from subagents.messages import (
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserMessage,
     message_from_dict,
     message_to_dict,
     tool_call_from_dict,
@@ -45,6 +46,13 @@ from subagents.models.base import (
 )
 from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
 from subagents.runtime import events as ev
+from subagents.runtime.answer_check import (
+    AnswerProblem,
+    check_answer,
+    collapse_loop,
+    cut_call_may_run,
+    retry_settings,
+)
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, RunPaused
 from subagents.store.records import RecordFields
 from subagents.tools.base import ToolContext
@@ -63,6 +71,7 @@ if TYPE_CHECKING:
     from subagents.tools.permissions import PermissionPolicy
 
 __all__ = [
+    "ANSWER_REJECTED_STEP",
     "CommitStepInput",
     "ModelStepInput",
     "ModelStepOutput",
@@ -84,6 +93,9 @@ def _records_from_list(data: Sequence[RecordFields]) -> tuple[RecordFields, ...]
 
 
 # -- the model step --------------------------------------------------------------------------
+
+ANSWER_REJECTED_STEP = "answer_rejected"
+"""The trace step of an answer cut off inside a call, or caught in a loop (answer_check)."""
 
 
 @dataclass(slots=True)
@@ -174,8 +186,70 @@ async def model_step(session: Session, step: ModelStepInput) -> ModelStepOutput:
     The tool calls come back bounded, with names repaired and ids unique in the session; an
     id a server left out or reused is derived from the session, the turn and the position,
     so that a replay of the turn finds the same ids (and the same subagents).
+
+    An answer cut off inside a tool call, or caught in a loop, is asked again once with a
+    note saying so (:mod:`subagents.runtime.answer_check`); the second answer is the turn's,
+    and the tokens of both are counted.
     """
     request = ModelRequest(step.system, step.messages, step.tools, step.settings)
+    first = await _ask(session, step.turn, request)
+    problem = check_answer(first.response, first.calls)
+    if problem is None:
+        return first
+    traces = (*first.traces, *_noticed(session, problem, asking_again=True))
+    again = ModelRequest(
+        step.system,
+        [*step.messages, UserMessage(problem.note)],
+        step.tools,
+        retry_settings(step.settings, problem),
+    )
+    second = await _ask(session, step.turn, again)
+    still = check_answer(second.response, second.calls)
+    traces += second.traces
+    if still is not None:
+        traces += _noticed(session, still, asking_again=False)
+    response = second.response
+    if still is not None and still.repetition is not None and not second.calls:
+        response.text, _ = collapse_loop(response.text)
+    usage = Usage()
+    usage.add(first.response.usage)
+    usage.add(response.usage)
+    response.usage = usage
+    return ModelStepOutput(response, second.calls, traces, first.duration_ms + second.duration_ms)
+
+
+def _noticed(
+    session: Session, problem: AnswerProblem, *, asking_again: bool
+) -> tuple[RecordFields, ...]:
+    """Say that the answer has ``problem`` (an event; the trace record returned); a loop the
+    turn asked again did not mend counts toward the session's loop guard."""
+    verdict = "asked again" if asking_again else "taken as it is"
+    summary = f"{problem.summary}; {verdict}"
+    if session.events.active:
+        session.events.emit(ev.AnswerRejected(session.agent_id, summary, asking_again))
+    if problem.repetition is not None and not asking_again:
+        session.note_repeated_answer(problem.summary)
+    recorder = session.recorder
+    if recorder is None:
+        return ()
+    data: dict[str, Any] = {"kind": problem.kind, "asked_again": asking_again}
+    if problem.repetition is not None:
+        data["repeats"] = problem.repetition.repeats
+        data["chars"] = problem.repetition.chars
+    trace = recorder.trace(
+        session.agent_id,
+        session.agent_type,
+        "session",
+        ANSWER_REJECTED_STEP,
+        recorder.redactor.text(summary),
+        data,
+        status="warning",
+    )
+    return (trace,)
+
+
+async def _ask(session: Session, turn: int, request: ModelRequest) -> ModelStepOutput:
+    """One request of the turn, its answer, its trace and its calls cleaned up."""
     events = session.events
     recorder = session.recorder
     if not events.active and recorder is None:
@@ -194,7 +268,7 @@ async def model_step(session: Session, step: ModelStepInput) -> ModelStepOutput:
         response = await session.model.request(request)
     duration_ms = (time.perf_counter() - sent) * 1000
     if events.active:
-        events.emit(ev.ModelResponded(session.agent_id, step.turn, response, duration_ms))
+        events.emit(ev.ModelResponded(session.agent_id, turn, response, duration_ms))
     traces = (recorder.model_trace(session, response, duration_ms),) if recorder else ()
     return ModelStepOutput(response, _clean_calls(session, response), traces, duration_ms)
 
@@ -223,8 +297,13 @@ async def _stream_model(session: Session, request: ModelRequest) -> ModelRespons
 def _clean_calls(session: Session, response: ModelResponse) -> tuple[ToolCall, ...]:
     if not response.tool_calls:
         return ()
-    calls = refuse_repairs_of_cut_calls(bound_tool_calls(response.tool_calls), response.stop_reason)
-    return _unique_ids(session, repair_tool_names(calls, session.tools))
+    tools = session.tools
+    calls = refuse_repairs_of_cut_calls(
+        bound_tool_calls(response.tool_calls),
+        response.stop_reason,
+        lambda name: cut_call_may_run(name, tools),
+    )
+    return _unique_ids(session, repair_tool_names(calls, tools))
 
 
 def _unique_ids(session: Session, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:

@@ -7,17 +7,25 @@ of it the model is *shown*, because small models choose worse from long menus:
   subagent that is running or whose result it has not seen; a call to them at any other time
   is answered with a tool error saying so (see :mod:`subagents.runtime.delegation`).
 - ``AskHuman`` is offered only when someone can answer (:func:`someone_can_answer`).
-- The description profile (``[providers.NAME] tool_descriptions``) is ``"full"`` (the default)
-  or ``"compact"``: each tool's short description (its own ``compact_description``, else the
+- The description profile (``[providers.NAME] tool_descriptions``) is ``"full"`` or
+  ``"compact"``: each tool's short description (its own ``compact_description``, else the
   first sentence of its description) and only its required parameters. Optional parameters are
   left out of the schema the model sees, not out of validation: a model that passes one anyway
-  is served as before.
+  is served as before. Unset, it follows the server (:mod:`subagents.models.server`): compact
+  for a local server and a model run in this process, full for hosted APIs and other servers.
+- The compact profile is for small models, which read a long prompt slowly (a 1.5B model on
+  two CPU cores reads about 30 tokens a second) and choose worse from a long menu. An agent
+  that does not list its tools (the main agent, a subagent inheriting its parent's) is shown
+  the tools the work needs and not those other tools do better or it seldom needs
+  (:data:`LEFT_OUT_OF_SMALL_MENUS`: ``MultiEdit``, ``LS``, ``TodoWrite``, the web tools);
+  they stay callable. An agent file that lists a tool is shown it.
 
 Both lists of specs are built once per session; a turn only picks one of them.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKGROUND_TOOL_NAMES",
-    "COMPACT_BY_DEFAULT",
     "COMPACT_DESCRIPTION_LIMIT",
+    "LEFT_OUT_OF_SMALL_MENUS",
     "DescriptionProfile",
     "ToolMenu",
     "compact_spec",
@@ -49,8 +57,12 @@ DescriptionProfile = Literal["full", "compact"]
 # Offered only while the session has a background subagent running or unread.
 BACKGROUND_TOOL_NAMES = frozenset({TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME})
 
-COMPACT_BY_DEFAULT = frozenset({"llamacpp"})
-"""Providers whose models are compact unless ``tool_descriptions`` says otherwise."""
+LEFT_OUT_OF_SMALL_MENUS = frozenset(
+    {"MultiEdit", "LS", "TodoWrite", "WebFetch", "WebSearch", "NotebookEdit"}
+)
+"""Tools the compact profile does not show an agent that does not list its tools: Edit does
+what MultiEdit does, Glob what LS does; a to-do list and the web are seldom what a small
+model's task needs. (Each stays callable.)"""
 
 COMPACT_DESCRIPTION_LIMIT = 240
 """The longest short description the compact profile shows (longer ones end with "...")."""
@@ -67,9 +79,17 @@ class ToolMenu:
     quiet: tuple[ToolSpec, ...]
 
     @classmethod
-    def of(cls, tools: ToolRegistry, profile: DescriptionProfile = "full") -> ToolMenu:
+    def of(
+        cls, tools: ToolRegistry, profile: DescriptionProfile = "full", *, chosen: bool = False
+    ) -> ToolMenu:
+        """The menu of ``tools`` in ``profile``; ``chosen``: the agent's file lists them, so
+        the compact profile shows them all."""
         if profile == "compact":
-            specs = tuple(compact_spec(tool) for tool in tools)
+            specs = tuple(
+                compact_spec(tool)
+                for tool in tools
+                if chosen or tool.name not in LEFT_OUT_OF_SMALL_MENUS
+            )
         else:
             specs = tuple(tool.spec for tool in tools)
         quiet = tuple(spec for spec in specs if spec.name not in BACKGROUND_TOOL_NAMES)
@@ -90,25 +110,30 @@ class ToolMenu:
 
 
 def description_profile(
-    model_name: str, providers: Mapping[str, ProviderSettings]
+    model_name: str,
+    providers: Mapping[str, ProviderSettings],
+    env: Mapping[str, str] | None = None,
 ) -> DescriptionProfile:
-    """The profile configured for the provider of ``model_name`` (``"full"`` without one).
+    """The profile configured for the provider of ``model_name``, else the default of the
+    server it runs on (:func:`subagents.models.server.default_description_profile`).
 
     The provider is the part of the model's name before ``:`` (``ollama:qwen2.5`` ->
-    ``[providers.ollama]``); to use the compact profile for some models of a server only,
-    give that server a second provider name with the same ``base_url``. Without the setting,
-    the providers of :data:`COMPACT_BY_DEFAULT` (small models run in-process) are compact.
+    ``[providers.ollama]``); to use another profile for some models of a server only, give
+    that server a second provider name with the same ``base_url``. ``env`` (default
+    ``os.environ``) holds ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``.
     """
+    from subagents.models.server import default_description_profile
+
     provider = _provider_of(model_name)
     settings = providers.get(provider)
     if settings is not None and settings.tool_descriptions is not None:
         return settings.tool_descriptions
-    return default_profile(model_name)
+    return default_description_profile(provider, settings, os.environ if env is None else env)
 
 
 def default_profile(model_name: str) -> DescriptionProfile:
     """The profile of ``model_name`` when no setting chooses one."""
-    return "compact" if _provider_of(model_name) in COMPACT_BY_DEFAULT else "full"
+    return description_profile(model_name, {})
 
 
 def _provider_of(model_name: str) -> str:
