@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
+from fakes.openai_server import FakeOpenAIServer, chunk
+from subagents.cli.app import app
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse
@@ -115,7 +118,7 @@ async def test_the_issues_cut_runaway_task_call_is_asked_again_and_never_the_ans
     retried = model.requests[1]
     assert retried.messages[:-1] == model.requests[0].messages  # the same turn, plus a note
     note = retried.messages[-1]
-    assert isinstance(note, UserMessage) and "repeats" in note.content
+    assert isinstance(note, UserMessage) and "repeat 'Use this tool" in note.content
     assert retried.settings.frequency_penalty == LOOP_PENALTY
     # the history keeps the answer that was used, not the discarded one nor the note
     answers = [m for m in result.messages if isinstance(m, AssistantMessage)]
@@ -124,7 +127,7 @@ async def test_the_issues_cut_runaway_task_call_is_asked_again_and_never_the_ans
     assert result.task_id is not None
     ((message, data),) = rejected_steps(tmp_path / "state.db", result.task_id)
     assert data["kind"] == "repetition" and data["asked_again"] is True
-    assert "repeats 'Use this tool to ask the user a question" in message
+    assert "repeat 'Use this tool to ask the user a question" in message
 
 
 async def test_a_cut_call_asked_again_and_cut_again_reaches_the_model_as_a_tool_error(
@@ -258,3 +261,60 @@ async def test_a_call_shaped_whole_answer_is_a_call_cut_or_not(
     model = FunctionModel(main)
     result = await Runtime(cwd=tmp_path, model=local_server_model(model)).run("read a.txt")
     assert "1\talpha" in result.output
+
+
+def run_the_issue_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *options: str
+) -> Result:
+    """The issue as its user met it: a local server set by OPENAI_BASE_URL, no config, no
+    key, the main agent's first answer a runaway Task call written as text."""
+    root = project(tmp_path)
+    (root / ".git").mkdir()
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "notes-reader.md").write_text(
+        "---\nname: notes-reader\ndescription: Reads files of the project.\ntools: Read\n---\n"
+        "You read the files you are asked about.\n"
+    )
+    read = json.dumps({"name": "Read", "arguments": {"file_path": "docs/notes.txt"}})
+    with FakeOpenAIServer() as server:
+        for text in (
+            the_issues_answer().text,  # main: stopped as a loop, asked again
+            json.dumps({"tool": "Task", "arguments": TASK}),  # main, told: a proper call
+            f"<tool_call>\n{read}\n</tool_call>",  # the notes-reader
+            "The code word is PELICAN-42.",
+            "The release code word is PELICAN-42.",  # main, with the subagent's answer
+        ):
+            server.reply_stream([chunk({"content": text}), chunk(finish_reason="stop")])
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        prompt = "Use the notes-reader agent to find the release code word."
+        return CliRunner().invoke(
+            app, ["run", prompt, "--cwd", str(root), "--model", "openai:qwen", "--yes", *options]
+        )
+
+
+def test_the_issue_on_the_command_line_prints_the_real_answer_and_says_what_it_discarded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_the_issue_on_the_command_line(tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "The release code word is PELICAN-42."
+    progress = " ".join(result.stderr.split())
+    assert "main answer not taken as it came: the call's arguments repeat 'Use this" in progress
+    assert "asked again" in progress and "notes-reader" in progress
+    assert ASK_HUMAN.strip() not in result.stdout
+
+
+def test_the_issue_in_stream_json_has_a_line_for_the_discarded_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_the_issue_on_the_command_line(
+        tmp_path, monkeypatch, "--output-format", "stream-json"
+    )
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    (rejected,) = [line for line in lines if line["type"] == "answer_rejected"]
+    assert rejected["asked_again"] is True
+    assert rejected["message"].startswith("the call's arguments repeat 'Use this tool")
+    assert lines[-1]["output"] == "The release code word is PELICAN-42."

@@ -131,7 +131,8 @@ def test_arguments_are_searched_at_any_depth_and_the_place_is_named() -> None:
     assert found is not None and found.where == "edits[1].new"
     assert "argument 'edits[1].new' repeats" in found.describe()
     assert find_repetition_in_arguments({"file_path": "src/a.py", "limit": 40}) is None
-    assert find_repetition_in_arguments(ASK_HUMAN * 20) is not None  # raw, unreadable text
+    raw = find_repetition_in_arguments(ASK_HUMAN * 20)  # the text of unreadable arguments
+    assert raw is not None and raw.describe().startswith("the call's arguments repeat 'Use")
 
 
 @given(passages, st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))

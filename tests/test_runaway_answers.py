@@ -91,7 +91,7 @@ async def test_the_session_asks_a_turn_again_after_a_streamed_loop(
     first, again = (request.json() for request in server.requests)
     assert "frequency_penalty" not in first
     assert again["frequency_penalty"] == LOOP_PENALTY
-    assert "repeats" in again["messages"][-1]["content"]
+    assert "repeats 'Use this tool" in again["messages"][-1]["content"]
     assert again["messages"][:-1] == first["messages"]
 
 

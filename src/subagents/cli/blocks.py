@@ -343,6 +343,12 @@ class BlockTree:
             self._touch(block)
         elif isinstance(event, ev.LoopNoticed):
             self._loop_noticed(event)
+        elif isinstance(event, ev.AnswerRejected):
+            block = self._block(event.agent_id)
+            block.streaming = ""  # the discarded answer is not the one that counts
+            self._streams.pop(event.agent_id, None)
+            block.retrying = self._redact(event.message) if event.asking_again else None
+            self._touch(block)
         elif isinstance(event, ev.TodosUpdated):
             block = self._block(event.agent_id)
             block.todos = tuple(

@@ -358,6 +358,12 @@ class ProgressPrinter:
                 f"{shown(redact.text(event.message))}",
                 highlight=False,
             )
+        elif isinstance(event, ev.AnswerRejected):
+            console.print(
+                f"[cyan]{self._label(event.agent_id)}[/] [yellow]answer not taken as it came:[/] "
+                f"{shown(redact.text(event.message))}",
+                highlight=False,
+            )
         elif isinstance(event, ev.TodosUpdated):
             self._print_todos(event)
         elif isinstance(event, ev.WorkflowNodeStarted):

@@ -523,6 +523,13 @@ def _event_line(event: Event) -> dict[str, Any] | None:
             "agent_id": event.agent_id,
             "question": event.question.to_dict(),
         }
+    if isinstance(event, ev.AnswerRejected):
+        return {
+            "type": "answer_rejected",
+            "agent_id": event.agent_id,
+            "message": event.message,
+            "asked_again": event.asking_again,
+        }
     return None
 
 

@@ -61,7 +61,8 @@ _SHOWN_CHARS = 80
 @dataclass(frozen=True, slots=True)
 class Repetition:
     """A passage repeated ``repeats`` times over ``chars`` characters of a text; ``where``
-    names the argument it was found in (``None``: the answer's text)."""
+    names the argument it was found in (``None``: the answer's text; ``""``: a call's
+    arguments as the model wrote them, unreadable as JSON)."""
 
     passage: str
     repeats: int
@@ -70,9 +71,14 @@ class Repetition:
 
     def describe(self) -> str:
         """One line for the trace and the progress output."""
-        place = f"argument {self.where!r}" if self.where else "the answer"
         passage = shorten(self.passage.strip() or repr(self.passage), _SHOWN_CHARS)
-        return f"{place} repeats {passage!r} {self.repeats} times"
+        if self.where is None:
+            place = "the answer repeats"
+        elif self.where:
+            place = f"argument {self.where!r} repeats"
+        else:
+            place = "the call's arguments repeat"
+        return f"{place} {passage!r} {self.repeats} times"
 
 
 def find_repetition(text: str) -> Repetition | None:
@@ -88,7 +94,7 @@ def find_repetition_in_arguments(arguments: Any) -> Repetition | None:
     for where, value in _strings(arguments, ""):
         found = find_repetition(value)
         if found is not None:
-            return Repetition(found.passage, found.repeats, found.chars, where or "arguments")
+            return Repetition(found.passage, found.repeats, found.chars, where)
     return None
 
 

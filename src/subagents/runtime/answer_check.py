@@ -78,8 +78,8 @@ def check_answer(response: ModelResponse, calls: tuple[ToolCall, ...]) -> Answer
         return AnswerProblem(
             "repetition",
             repetition.describe(),
-            f"Your last answer was discarded: {repetition.describe()}, over and over. "
-            "Answer again, briefly, without repeating yourself.",
+            f"Your last answer was discarded: {repetition.describe()}. Answer again, "
+            "briefly, without repeating yourself.",
             repetition,
         )
     broken = next((call for call in calls if call.arguments_error), None) if cut else None
