@@ -313,6 +313,27 @@ async def test_identical_successful_calls_get_a_note_from_the_third_but_never_st
     assert "You have made this exact call 4 times" in reads[3].content
 
 
+async def test_the_same_task_answered_the_same_way_is_a_repeat_whatever_its_agent_id(
+    tmp_path: Path,
+) -> None:
+    """Each Task starts a new subagent, whose agent_id ends its result: a 1.5B model on
+    llama.cpp started the same delegation again and again, and the guard never saw a repeat."""
+    (tmp_path / "notes.txt").write_text("The secret word is plum.\n")
+    task = {"description": "find it", "prompt": "Read notes.txt.", "subagent_type": "notes-reader"}
+    runtime = notes_runtime(
+        tmp_path, scripted(*[("Task", task)] * 4), open_store(tmp_path / "s.db")
+    )
+    try:
+        result = await runtime.run(PROMPT)
+    finally:
+        assert runtime.store is not None
+        runtime.store.close()
+    tasks = results_named(result.messages, "Task")
+    assert len(tasks) == 4 and len({t.content.rpartition("agent_id: ")[2] for t in tasks}) == 4
+    noted = ["got the same result each time" in t.content for t in tasks]
+    assert noted == [False, False, True, True]
+
+
 async def test_a_call_whose_result_changed_is_not_a_repeat(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("one\n")

@@ -155,7 +155,8 @@ def test_a_tool_the_agent_does_not_have_is_refused_as_a_tool_error(
     assert result.exit_code == 0, result.stderr
     error = loose_server.requests[1].json()["messages"][-1]
     assert error["role"] == "user"
-    assert "[Bash failed]" in error["content"] and "not available to this agent" in error["content"]
+    assert error["content"].startswith('<tool_response name="Bash" status="error">')
+    assert "not available to this agent" in error["content"]
 
 
 async def test_schema_mode_sends_no_tools_and_streams_the_reply_whole(
@@ -241,7 +242,7 @@ def test_history_has_no_tool_messages_and_alternates() -> None:
         "assistant",
     ]
     assert json.loads(converted[2]["content"]) == {"tool": "Read", "arguments": {"file_path": "a"}}
-    assert converted[3]["content"] == "[Read result]\ncontents"
+    assert converted[3]["content"] == '<tool_response name="Read">\ncontents\n</tool_response>'
     assert converted[4]["content"] == "nonsense"
     assert converted[5]["content"].endswith("\n\na note")
     assert json.loads(converted[6]["content"]) == {"reply": "the end"}

@@ -22,7 +22,8 @@ models on track. :func:`read_turn` still accepts ``{"calls": [{"tool": ..., "arg
 ...]}`` from a server that does not enforce the schema.
 
 The history goes back in the same form, since such servers' chat templates often know nothing
-of tool messages: the model's calls as the JSON it wrote, tool results as user messages.
+of tool messages: the model's calls as the JSON it wrote, tool results as user messages in
+``<tool_response>`` blocks (:func:`~subagents.models.text_calls.render_tool_response`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from subagents.messages import (
     ToolCall,
     ToolResultMessage,
 )
+from subagents.models.text_calls import render_tool_response
 from subagents.models.tool_arguments import (
     arguments_text,
     bound_tool_call,
@@ -175,8 +177,7 @@ def history_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
         if isinstance(message, AssistantMessage):
             converted.append({"role": "assistant", "content": _answer_text(message)})
         elif isinstance(message, ToolResultMessage):
-            status = "failed" if message.is_error else "result"
-            _add_user(converted, f"[{message.tool_name} {status}]\n{message.content}")
+            _add_user(converted, render_tool_response(message))
         elif isinstance(message, SystemMessage):
             converted.append({"role": "system", "content": message.content})
         else:

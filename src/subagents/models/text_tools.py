@@ -36,6 +36,7 @@ from subagents.models.text_calls import (
     MAX_SCANNED_CHARS,
     find_text_tool_calls,
     render_text_tool_call,
+    render_tool_response,
 )
 
 __all__ = [
@@ -76,7 +77,7 @@ def text_mode_messages(messages: Sequence[Message]) -> list[Message]:
     results: list[str] = []
     for message in messages:
         if isinstance(message, ToolResultMessage):
-            results.append(_tool_response(message))
+            results.append(render_tool_response(message))
             continue
         if results:
             converted.append(UserMessage("\n".join(results)))
@@ -90,13 +91,6 @@ def text_mode_messages(messages: Sequence[Message]) -> list[Message]:
     if results:
         converted.append(UserMessage("\n".join(results)))
     return converted
-
-
-def _tool_response(message: ToolResultMessage) -> str:
-    status = ' status="error"' if message.is_error else ""
-    return (
-        f'<tool_response name="{message.tool_name}"{status}>\n{message.content}\n</tool_response>'
-    )
 
 
 def text_mode_request(request: ModelRequest) -> ModelRequest:

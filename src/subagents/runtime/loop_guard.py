@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from subagents._preview import preview, shorten
 from subagents.errors import LoopDetectedError
+from subagents.tools.names import DELEGATION_TOOL_NAMES
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
@@ -68,6 +69,7 @@ LOOP_STOPPED_STEP = "loop_detected"
 
 _PREVIEW_CHARS = 120  # of the arguments, in notes, traces and the error
 _ANSWERS_LOOPED = "answers of the model repeated one passage"  # in the error (errors.py)
+_AGENT_ID_TRAILER = "\n\nagent_id: "  # how delegation's Task results end
 _ERROR_CHARS = 200  # of the error's first line
 
 FindingKind = Literal["repeated_failure", "repeated_result", "loop_stopped", "answers_looped"]
@@ -167,7 +169,7 @@ class LoopGuard:
                 tool = tools.get(call.name)
                 if tool is not None and not tool.read_only:
                     self._forget_failures()
-            key = hash((call.name, message.content)) << 1 | failed
+            key = hash((call.name, _comparable(call.name, message.content))) << 1 | failed
             keys.append(key)  # first, so that the window is this call and the ones before
             calls_seen.append(call)
             count = 1
@@ -280,6 +282,15 @@ def loop_trace(recorder: Recorder, session: Session, finding: LoopFinding) -> Re
         data,
         status="warning",
     )
+
+
+def _comparable(tool: str, content: str) -> str:
+    """``content`` as two results of ``tool`` are compared: a subagent's answer without the
+    line naming its agent_id (delegation's trailer), which differs for every subagent, so
+    that the same Task started again and answering the same is seen as a repeat."""
+    if tool not in DELEGATION_TOOL_NAMES:
+        return content
+    return content.rpartition(_AGENT_ID_TRAILER)[0] or content
 
 
 def _arguments_key(call: ToolCall) -> object:
