@@ -267,11 +267,13 @@ TASKS: tuple[EvalTask, ...] = (
         "Ask the lead agent to find the code word in docs/vault.txt.",
         {
             "notes-reader": NOTES_READER,
+            # a subagent's tools bound its own subagents' (never more than its parent's), so
+            # the lead holds the reader's tools; its prompt has it delegate the reading
             "lead": _agent(
                 "lead",
                 "Coordinates work: hands each question to the right specialist.",
-                "Task",
-                "You never read files yourself. For any question about a file, start the "
+                "Task, Read, Glob",
+                "You do not read files yourself. For any question about a file, start the "
                 "notes-reader agent with the Task tool, then report its answer.",
             ),
         },

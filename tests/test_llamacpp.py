@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from subagents.errors import ModelConfigurationError, ModelError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings, ToolSpec
-from subagents.models.llamacpp import LlamaCppModel, _grammar, _load, grammar_schema
+from subagents.models.llamacpp import LlamaCppModel, _grammar, _load, _seed_of, grammar_schema
 from subagents.models.resolve import build_model
 from subagents.models.settings import ProviderSettings
 from subagents.models.text_tools import TextToolCallModel
@@ -97,6 +97,39 @@ def test_the_shipped_small_model_writes_a_valid_tool_call_under_the_schema() -> 
     assert errors == [] or all(error.validator == "minLength" for error in errors)
     assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
     assert response.model_name == f"llamacpp:{GGUF}"
+
+
+def test_a_turn_that_must_answer_is_constrained_to_a_reply() -> None:
+    """The loop guard's answer turn (``tool_choice="none"``): the grammar allows a reply only,
+    whatever the model would rather do."""
+    base = request(TASK, READ)
+    settings = ModelSettings(temperature=0.0, tool_choice="none")
+    response = asyncio.run(
+        model().request(ModelRequest(base.system, base.messages, base.tools, settings))
+    )
+    assert response.tool_calls == () and response.stop_reason != "tool_use"
+
+
+def test_the_same_turn_is_sampled_the_same_way_and_another_turn_anew() -> None:
+    """A turn's sampling seed comes from what it reads: a replay gives the same answer."""
+    base = request(TASK, READ)
+    settings = ModelSettings(temperature=1.0, max_tokens=40)
+    again = ModelRequest(base.system, base.messages, base.tools, settings)
+    built = model()
+    first, second = (asyncio.run(built.request(again)) for _ in range(2))
+    assert (first.text, first.tool_calls and first.tool_calls[0].arguments) == (
+        second.text,
+        second.tool_calls and second.tool_calls[0].arguments,
+    )
+
+
+def test_the_seed_follows_what_a_turn_reads() -> None:
+    """With one seed for every turn, a small model that once made a call again kept making it
+    (the same near-even choice, sampled the same way): each turn's seed is its own."""
+    turn = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "{}"}]
+    later = [*turn, {"role": "user", "content": "<tool_response>x</tool_response>"}]
+    assert _seed_of(turn) == _seed_of([dict(m) for m in turn])
+    assert len({_seed_of(turn), _seed_of(later), _seed_of([*later, *turn[1:]])}) == 3
 
 
 def test_every_built_in_tool_fits_one_grammar_llama_cpp_accepts() -> None:

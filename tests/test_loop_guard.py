@@ -606,3 +606,56 @@ def test_the_console_script_stops_the_loop_says_so_and_resumes(
         assert last_request[-1]["role"] == "user"
         assert "stopped because you repeated a failing tool call" in last_request[-1]["content"]
         assert project.only_task()["status"] == "completed"
+
+
+# --- the turn that must answer ------------------------------------------------------------------
+
+
+def reads_until_told(file_path: str) -> FunctionModel:
+    """A 1.5B model on llama.cpp read one file fifteen times, each time told it had the result:
+    it reads until a turn offers no call, then answers from what it read."""
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        if request.settings.tool_choice == "none":
+            results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+            return text_response(f"It says: {results[-1].content.splitlines()[0]}")
+        return small_model_turn("Read", json.dumps({"file_path": file_path}))
+
+    return FunctionModel(turn)
+
+
+async def test_a_call_repeated_after_the_note_makes_the_next_turn_answer(tmp_path: Path) -> None:
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    model = reads_until_told("calc.py")
+    events = ev.EventBus()
+    noticed: list[ev.LoopNoticed] = []
+    events.subscribe(lambda e: noticed.append(e) if isinstance(e, ev.LoopNoticed) else None)
+    result = await Runtime(cwd=tmp_path, model=model, events=events).run("review calc.py")
+
+    assert result.status == "completed"
+    assert result.output == "It says:      1\tdef add(a, b):"
+    reads = results_named(result.messages, "Read")
+    assert len(reads) == 4  # the note came with the third and was not heeded
+    assert "Your next answer must be your reply" in reads[3].content
+    assert "Your next answer must be" not in reads[2].content
+    assert [r.settings.tool_choice for r in model.requests] == [None] * 4 + ["none"]
+    assert model.requests[4].tools == model.requests[3].tools  # still described
+    assert noticed[-1].message.endswith("its next turn must answer without a tool")
+
+
+async def test_the_answer_turn_is_one_turn_and_the_session_may_call_tools_after_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    calls: list[str | None] = []
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        calls.append(request.settings.tool_choice)
+        if len(calls) <= 4:
+            return small_model_turn("Read", '{"file_path": "a.txt"}')
+        if len(calls) == 5:  # the answer turn: the model still calls, a runtime runs it
+            return small_model_turn("Glob", '{"pattern": "*.txt"}')
+        return text_response("done")
+
+    result = await Runtime(cwd=tmp_path, model=FunctionModel(turn)).run("go")
+    assert result.output == "done" and calls == [None, None, None, None, "none", None]

@@ -195,3 +195,71 @@ async def test_a_tool_result_after_a_loop_is_what_the_model_reads_next(
     ]
     assert isinstance(result.messages[2], ToolResultMessage)
     assert all(LOOP not in json.dumps(r.json()["messages"]) for r in server.requests[1:])
+
+
+# --- a turn that must answer (the loop guard's), as each provider says it ---------------------
+
+
+def answer_now(*tools: ToolSpec) -> ModelRequest:
+    settings = ModelSettings(tool_choice="none")
+    return ModelRequest("system", [UserMessage("go")], tools or (WRITE,), settings)
+
+
+@pytest.mark.parametrize("mode", ["native", "auto"])
+async def test_openai_is_sent_tool_choice_none_with_its_tools(
+    server: FakeOpenAIServer, mode: str
+) -> None:
+    server.reply_text("my answer")
+    model = OpenAIChatModel("qwen", base_url=server.base_url, tool_calls=mode)  # type: ignore[arg-type]
+    try:
+        await model.request(answer_now())
+    finally:
+        await model.aclose()
+    body = server.requests[0].json()
+    assert body["tool_choice"] == "none" and body["tools"][0]["function"]["name"] == "Write"
+
+
+async def test_a_schema_turn_that_must_answer_allows_a_reply_only(server: FakeOpenAIServer) -> None:
+    server.reply_text('{"reply": "my answer"}')
+    model = OpenAIChatModel("qwen", base_url=server.base_url, tool_calls="schema")
+    try:
+        response = await model.request(answer_now())
+    finally:
+        await model.aclose()
+    assert response.text == "my answer"
+    body = server.requests[0].json()
+    branches = body["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert branches == [
+        {
+            "type": "object",
+            "properties": {"reply": {"type": "string"}},
+            "required": ["reply"],
+            "additionalProperties": False,
+        }
+    ]
+    assert "No tools are available now" in body["messages"][0]["content"]
+
+
+async def test_a_text_mode_turn_that_must_answer_is_told_so(server: FakeOpenAIServer) -> None:
+    server.reply_text("my answer")
+    model = OpenAIChatModel("qwen", base_url=server.base_url, tool_calls="text")
+    try:
+        await model.request(answer_now())
+    finally:
+        await model.aclose()
+    body = server.requests[0].json()
+    assert "tools" not in body and "tool_choice" not in body
+    system = body["messages"][0]["content"]
+    assert "No tool can be called now" in system and "## Write" not in system
+
+
+async def test_anthropic_is_sent_tool_choice_none() -> None:
+    with FakeAnthropicServer() as claude:
+        claude.reply_message([{"type": "text", "text": "my answer"}])
+        model = AnthropicModel("claude-test", base_url=claude.base_url, api_key="k" * 20)
+        try:
+            await model.request(answer_now())
+        finally:
+            await model.aclose()
+        body = claude.requests[0].json()
+    assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "Write"

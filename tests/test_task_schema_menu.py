@@ -552,7 +552,13 @@ async def test_the_compact_profile_shortens_descriptions_and_hides_optional_para
     assert grep_compact.parameters["required"] == ["pattern"]
     assert "title" not in json.dumps(grep_compact.parameters)
     task = spec_named(compact.requests[0], "Task")
-    assert set(task.parameters["properties"]) == {"description", "prompt", "subagent_type"}
+    # an optional parameter without which a feature cannot be asked for at all is kept
+    assert set(task.parameters["properties"]) == {
+        "description",
+        "prompt",
+        "subagent_type",
+        "run_in_background",
+    }
     assert "- notes-reader: Reads notes.txt and reports what it says." in task.description
     assert "Use it for any question" not in task.description
     for spec in compact_specs:

@@ -199,6 +199,17 @@ async def test_grep_errors(run: Run) -> None:
     assert bad_type.status == "error" and "Unknown file type" in bad_type.message.content
     assert bad_mode.status == "error" and "output_mode" in bad_mode.message.content
     assert outside.status == "error" and "outside the workspace" in outside.message.content
+    assert "looks like a pattern of file names" not in bad_regex.message.content
+
+
+async def test_grep_given_a_file_name_pattern_says_glob_finds_files(run: Run) -> None:
+    """A 1.5B model searched for a definition with Grep {"pattern": "src/**/*.py"}, three
+    times, each time told only that the regular expression was invalid."""
+    mixed_up = await run("Grep", pattern="src/**/*.py")
+    assert mixed_up.status == "error"
+    assert "'src/**/*.py' looks like a pattern of file names: Glob finds files by name" in (
+        mixed_up.message.content
+    )
 
 
 async def test_walks_do_not_follow_links_out_of_the_workspace(run: Run, project: Path) -> None:

@@ -407,6 +407,8 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             params["system"] = system
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools)
+            if settings.tool_choice is not None:
+                params["tool_choice"] = {"type": settings.tool_choice}
         if budget is not None:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = max(params["max_tokens"], budget + THINKING_ANSWER_TOKENS)

@@ -39,13 +39,18 @@ class ModelSettings:
     file's ``effort``) asks for the provider's reasoning control: OpenAI's ``reasoning_effort``,
     Anthropic's extended thinking budget (see each provider's model class).
     ``frequency_penalty`` (OpenAI's range, -2 to 2) is sent where the API takes one: a turn
-    asked again after a loop sets it (see :mod:`subagents.runtime.answer_check`)."""
+    asked again after a loop sets it (see :mod:`subagents.runtime.answer_check`).
+    ``tool_choice="none"``: the model must answer without calling a tool this turn, though the
+    tools stay described (the loop guard asks it of a model that keeps making the same call);
+    each provider says it in its own way (OpenAI's and Anthropic's ``tool_choice``, a schema
+    or grammar that allows a reply only, a line in a text-mode prompt)."""
 
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_seconds: float | None = None
     effort: str | None = None
     frequency_penalty: float | None = None
+    tool_choice: Literal["none"] | None = None
 
 
 @dataclass(slots=True)
@@ -56,6 +61,12 @@ class ModelRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
+
+    @property
+    def callable_tools(self) -> Sequence[ToolSpec]:
+        """The tools the model may call this turn: none when it must answer
+        (``tool_choice="none"``)."""
+        return () if self.settings.tool_choice == "none" else self.tools
 
 
 @dataclass(slots=True)

@@ -332,9 +332,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             request = text_mode_request(request)
         params: dict[str, Any] = {"model": self.model_name, "messages": self._messages(request)}
         if self.tool_calls == "schema":
-            params["response_format"] = schema_turns.response_format(request.tools)
+            params["response_format"] = schema_turns.response_format(request.callable_tools)
         elif request.tools:
             params["tools"] = to_openai_tools(request.tools)
+            if request.settings.tool_choice is not None:
+                params["tool_choice"] = request.settings.tool_choice
         settings = request.settings
         if settings.temperature is not None:
             params["temperature"] = settings.temperature
@@ -354,11 +356,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
     def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
         if self.tool_calls == "schema":
-            system = "\n\n".join(
-                part
-                for part in (request.system, schema_turns.turn_instructions(request.tools))
-                if part
-            )
+            instructions = schema_turns.turn_instructions(request.callable_tools)
+            system = "\n\n".join(part for part in (request.system, instructions) if part)
             return schema_turns.history_messages(system, request.messages)
         if self.tool_calls == "text":  # a text-mode history is made anew for each request
             return to_openai_messages(request.system, request.messages)

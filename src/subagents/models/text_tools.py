@@ -94,13 +94,17 @@ def text_mode_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 def text_mode_request(request: ModelRequest) -> ModelRequest:
-    """``request`` as text mode sends it: no tools, which the system prompt describes instead,
-    and a history without native tool calls."""
+    """``request`` as text mode sends it: no tools, which the system prompt describes instead
+    (or, on a turn that must answer, says cannot be called now), and a history without native
+    tool calls."""
     if not request.tools:
         return request
-    system = "\n\n".join(
-        part for part in (request.system, text_mode_instructions(request.tools)) if part
+    instructions = (
+        text_mode_instructions(request.tools)
+        if request.callable_tools
+        else "No tool can be called now: answer in plain text, without <tool_call>."
     )
+    system = "\n\n".join(part for part in (request.system, instructions) if part)
     return ModelRequest(system, text_mode_messages(request.messages), (), request.settings)
 
 

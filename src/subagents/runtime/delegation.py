@@ -166,6 +166,7 @@ class Delegation:
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,
                     compact_description=self.runtime.task_tool_description(compact=True),
+                    compact_parameters=_TASK_COMPACT_PARAMETERS,
                 ),
                 Tool(
                     name=TASK_OUTPUT_TOOL_NAME,
@@ -250,6 +251,7 @@ class Delegation:
             takes_context=True,
             timeout_seconds=base.timeout_seconds,
             read_only=True,
+            compact_parameters=_TASK_COMPACT_PARAMETERS,
         )
 
     # -- Task ----------------------------------------------------------------------------------
@@ -893,8 +895,12 @@ _TASK_USE = (
 )
 _TASK_USE_COMPACT = (
     "Start a subagent: give subagent_type (one of the agents below), a short description and "
-    "the complete prompt; it returns its answer."
+    "the complete prompt; it returns its answer (with run_in_background: at once, and "
+    "TaskOutput gets the answer later)."
 )
+_TASK_COMPACT_PARAMETERS = ("run_in_background",)
+"""Task's optional parameter the compact profile shows: without it, a model constrained to
+the compact schema (llama.cpp's grammar) could not start a subagent in the background."""
 _AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
 _NONE_AVAILABLE = "\n- (none of the agents this agent may start is available here)"
 

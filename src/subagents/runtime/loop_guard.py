@@ -11,7 +11,10 @@ answers:
 - the ``[subagents] max_repeated_failures``-th time (default 3): the session stops with a
   :class:`~subagents.errors.LoopDetectedError` that names the loop; the task stays resumable,
   and the resumed session is told why it stopped (:func:`resume_note`);
-- the same call giving the same result a third time: a note, never a stop;
+- the same call giving the same result a third time: a note, never a stop; from the fourth
+  (the note did not help), the session's next turn must answer without calling a tool
+  (:attr:`LoopFinding.asks_for_answer`; a 1.5B model read one file fifteen times in a row,
+  each time told it had the result);
 - a turn whose answer was caught in a loop and, asked again, still was
   (:mod:`subagents.runtime.answer_check`): counted, and the ``max_repeated_failures``-th
   such turn of the session stops it too.
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from subagents.tools.execution import ToolOutcome
 
 __all__ = [
+    "ANSWER_NOW_AT",
     "DEFAULT_MAX_REPEATED_FAILURES",
     "LOOP_STOPPED_STEP",
     "LOOP_WARNING_STEP",
@@ -60,6 +64,8 @@ DEFAULT_MAX_REPEATED_FAILURES = 3
 """Identical failures of one call after which the session stops (0: never stop)."""
 REPEATED_RESULT_NOTE_AT = 3
 """Identical successful calls (same arguments, same result) from which the model is told."""
+ANSWER_NOW_AT = REPEATED_RESULT_NOTE_AT + 1
+"""Identical successful calls from which the next turn must answer without calling a tool."""
 WINDOW = 20
 """Latest tool calls of a session the guard compares, the current one included."""
 LOOP_WARNING_STEP = "loop_warning"
@@ -93,13 +99,19 @@ class LoopFinding:
         return self.kind in ("loop_stopped", "answers_looped")
 
     @property
+    def asks_for_answer(self) -> bool:
+        """Whether the session's next turn must answer without calling a tool."""
+        return self.kind == "repeated_result" and self.count >= ANSWER_NOW_AT
+
+    @property
     def summary(self) -> str:
         """One line for the trace and the progress output."""
         if self.kind == "answers_looped":
             return f"{self.count} answers caught in a loop (the last: {self.error}); run stopped"
         call = f"{self.tool} {self.arguments_preview}"
         if self.kind == "repeated_result":
-            return f"{call} made {self.count} times with the same result"
+            then = "; its next turn must answer without a tool" if self.asks_for_answer else ""
+            return f"{call} made {self.count} times with the same result{then}"
         verdict = "run stopped" if self.stops else "told to do something different"
         return f"{call} failed {self.count} times the same way ({self.error}); {verdict}"
 
@@ -226,10 +238,15 @@ class LoopGuard:
 
 def _note(kind: FindingKind, count: int, limit: int, error: str | None) -> str:
     if kind == "repeated_result":
+        then = (
+            " Your next answer must be your reply: no tool can be called in it."
+            if count >= ANSWER_NOW_AT
+            else ""
+        )
         return (
             f"[loop guard] You have made this exact call {count} times and got the same "
             "result each time. Calling it again will not tell you anything new: use the "
-            "result you already have and take the next step, or give your answer."
+            f"result you already have and take the next step, or give your answer.{then}"
         )
     if kind == "loop_stopped":
         return (

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["MAIN_AGENT_PROMPT", "compose_system_prompt", "environment_note"]
 
 MAIN_AGENT_PROMPT = """\
-You are the main agent of a team. Work on the user's request with your tools. When a part of \
-the work fits one of the specialist agents listed in the Task tool, delegate it with a Task \
-call that gives the agent everything it needs to know; start independent delegations in the \
-same turn so that they run in parallel. When you have what you need, answer the user directly \
-and completely."""
+You are the main agent of a team. Work on the user's request with your tools. When the user \
+names one of the specialist agents listed in the Task tool, or a part of the work fits one, \
+delegate it with a Task call that gives the agent everything it needs to know; start \
+independent delegations in the same turn so that they run in parallel. When you have what you \
+need, answer the user directly and completely."""
 
 
 def compose_system_prompt(

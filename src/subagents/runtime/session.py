@@ -146,6 +146,7 @@ class Session:
     ledger_opened: set[str] = field(default_factory=set)
     _loop_guard: LoopGuard | None = None  # the latest tool calls, to notice repeats
     _loop_stop: LoopFinding | None = None  # the repeated failure that stops this run
+    _answer_now: bool = False  # the loop guard asks the next turn to answer without tools
 
     @property
     def model_name(self) -> str:
@@ -241,8 +242,11 @@ class Session:
                     await self._commit_in_group(recorder, "before_model", ())
                 if events.active:
                     events.emit(ev.TurnStarted(self.agent_id, self.turns))
+                settings = self.settings
+                if self._answer_now:  # it kept making the same call: it must answer now
+                    settings, self._answer_now = replace(settings, tool_choice="none"), False
                 step = ModelStepInput(
-                    self.system_prompt, self.messages, self._offered(), self.settings, self.turns
+                    self.system_prompt, self.messages, self._offered(), settings, self.turns
                 )
                 answered = await model_step(self, step)
                 response, calls = answered.response, answered.calls
@@ -545,6 +549,8 @@ class Session:
         noted = replace(message, content=f"{message.content}\n\n{finding.note}")
         if finding.stops and self._loop_stop is None:
             self._loop_stop = finding
+        if finding.asks_for_answer:
+            self._answer_now = True
         if self.events.active:
             self.events.emit(
                 ev.LoopNoticed(self.agent_id, finding.summary, finding.stops, finding.tool_call_id)

@@ -152,11 +152,14 @@ def someone_can_answer(runtime: Runtime) -> bool:
 
 
 def compact_spec(tool: Tool) -> ToolSpec:
-    """``tool``'s spec in the compact profile: short description, required parameters only."""
+    """``tool``'s spec in the compact profile: short description, required parameters only
+    (and the optional ones it names in ``compact_parameters``)."""
     from subagents.models.base import ToolSpec
 
     description = tool.compact_description or first_sentence(tool.description)
-    return ToolSpec(tool.name, description, _required_only(tool.parameters))
+    return ToolSpec(
+        tool.name, description, _required_only(tool.parameters, tool.compact_parameters)
+    )
 
 
 def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_LIMIT) -> str:
@@ -172,9 +175,9 @@ def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_LIMIT) -> str:
     return f"{cut}..."
 
 
-def _required_only(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with only required properties (at every level), no titles, and each
-    description cut to its first sentence."""
+def _required_only(schema: dict[str, Any], also: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``schema`` with only required properties (at every level; at the top, those in
+    ``also`` too), no titles, and each description cut to its first sentence."""
     compact: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title":
@@ -182,9 +185,9 @@ def _required_only(schema: dict[str, Any]) -> dict[str, Any]:
         if key == "description" and isinstance(value, str):
             compact[key] = first_sentence(value)
         elif key == "properties" and isinstance(value, dict):
-            required = schema.get("required", ())
+            shown = {*schema.get("required", ()), *also}
             compact[key] = {
-                name: _compact_node(prop) for name, prop in value.items() if name in required
+                name: _compact_node(prop) for name, prop in value.items() if name in shown
             }
         elif key in ("items", "additionalProperties", "not"):
             compact[key] = _compact_node(value)

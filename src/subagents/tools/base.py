@@ -87,6 +87,9 @@ class Tool:
     compact_description: str | None = None
     """What the compact description profile shows (default: the description's first sentence;
     see :mod:`subagents.runtime.tool_menu`)."""
+    compact_parameters: tuple[str, ...] = ()
+    """Optional parameters the compact profile still shows (it shows the required ones): those
+    without which a feature cannot be asked for at all (Task's ``run_in_background``)."""
     _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
 
     @property

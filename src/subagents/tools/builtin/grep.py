@@ -227,9 +227,21 @@ def _compile(query: _Query, deadline: Deadline) -> LineMatcher:
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {exc}. Fix the pattern (Python re syntax; "
             "escape literal characters such as ( [ { . * + ? with a backslash)."
+            + _glob_hint(pattern)
         ) from exc
     except (OverflowError, RecursionError, ValueError, MemoryError) as exc:
         raise ToolError(f"The regular expression {pattern!r} is too complex: {exc}.") from exc
+
+
+def _glob_hint(pattern: str) -> str:
+    """What to say to a model that gave a file-name pattern (``src/**/*.py``) for the text to
+    search: small models mix up Grep and Glob."""
+    if "**" not in pattern and not pattern.startswith(("*.", "*/")):
+        return ""
+    return (
+        f" {pattern!r} looks like a pattern of file names: Glob finds files by name; Grep "
+        "searches inside them (give the files as `glob` and the text as `pattern`)."
+    )
 
 
 def _file_filter(
