@@ -17,7 +17,14 @@ from typing import Any
 
 __all__ = ["CORPUS", "TASKS", "Call", "EvalTask", "Outcome", "SessionView"]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "claude-code-agents"
+def _shared() -> Path:
+    """``../shared`` beside the clone (or beside the working directory, for a copy of the
+    eval run from elsewhere)."""
+    beside_clone = Path(__file__).resolve().parents[2] / "shared"
+    return beside_clone if beside_clone.is_dir() else Path.cwd().resolve().parent / "shared"
+
+
+CORPUS = _shared() / "corpus" / "claude-code-agents"
 CORPUS_REVIEWER = CORPUS / "voltagent" / "categories" / "04-quality-security" / "code-reviewer.md"
 
 

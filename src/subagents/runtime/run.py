@@ -13,13 +13,14 @@ A run is also what its sessions ask for what they cannot know alone: it is their
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
+from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import main_session_id
 from subagents.runtime.result import RunResult, RunStatus
@@ -119,7 +120,7 @@ class Run:
         if delegate_to is None:
             # a restart before its first checkpoint starts it over on the task's prompt
             session.opening_replayed = True
-        work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
+        work = handed_to(session, prompt, delegate_to) if delegate_to else _run(session, prompt)
         return await self._drive(session, with_stop_hooks(session, work))
 
     async def resume(self, recorder: Recorder, *, ended: bool) -> RunResult:
@@ -134,7 +135,7 @@ class Run:
         if main_record is None:  # stopped before the first step was written: start over
             session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
             session.recorder = recorder
-            return await self._drive(session, with_stop_hooks(session, session.run(task.prompt)))
+            return await self._drive(session, with_stop_hooks(session, _run(session, task.prompt)))
         session = self.builder.rebuilt(main_record, None, recorder)
         self.delegation.main = session
         self.delegation.adopt_background(session)
@@ -169,7 +170,7 @@ class Run:
         recorder.resume_task()
         session.recorder = recorder
         session.run_turns = 0
-        work = handed_to(session, prompt, delegate_to) if delegate_to else session.run(prompt)
+        work = handed_to(session, prompt, delegate_to) if delegate_to else _run(session, prompt)
         return await self._drive(session, with_stop_hooks(session, work))
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
@@ -323,3 +324,9 @@ def _unfinished(
         error=error,
         question=question,
     )
+
+
+def _run(session: Session, prompt: str) -> Coroutine[Any, Any, RunResult]:
+    """``session`` run on a person's ``prompt``, told which of the agents it may start the
+    prompt asks for by name (:mod:`subagents.runtime.mentions`)."""
+    return session.run(with_mentions(prompt, session.agent_types()))

@@ -1,0 +1,62 @@
+"""Agents a user's prompt asks for by name: ``@notes-reader``, "the notes-reader agent",
+"subagent plan".
+
+Claude Code runs an @-mentioned agent for sure. Asked in plain words ("Use the notes-reader
+agent to find ..."), a 1.5B model on two CPU cores did the work itself with its own Read in 7
+samples of 8; with one line after the prompt saying which agent was asked for, it started that
+agent in 8 of 8. So the main agent's prompt gets that line (:func:`with_mentions`), for the
+agents it may start: the person's words stay as they were, and the line says it is the
+harness's.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+__all__ = ["mentioned_agents", "with_mentions"]
+
+_MAX_PROMPT_CHARS = 100_000  # a longer prompt is searched in its first part only
+
+
+def mentioned_agents(prompt: str, names: Iterable[str]) -> list[str]:
+    """The agents of ``names`` that ``prompt`` asks for, in the order it names them."""
+    text = prompt[:_MAX_PROMPT_CHARS]
+    found: list[tuple[int, str]] = []
+    for name in names:
+        match = _pattern(name).search(text)
+        if match is not None:
+            found.append((match.start(), name))
+    return [name for _, name in sorted(found)]
+
+
+def with_mentions(prompt: str, names: Iterable[str]) -> str:
+    """``prompt`` with a line naming the agents it asks for, when it asks for any."""
+    asked = mentioned_agents(prompt, names)
+    if not asked:
+        return prompt
+    if len(asked) == 1:
+        line = (
+            f"(subagents: the user asked for the agent {asked[0]}: start it with the Task "
+            f'tool, subagent_type "{asked[0]}".)'
+        )
+    else:
+        types = " / ".join(f'"{name}"' for name in asked)
+        line = (
+            f"(subagents: the user asked for the agents {', '.join(asked)}: start each with "
+            f"the Task tool, subagent_type {types}.)"
+        )
+    return f"{prompt}\n\n{line}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern(name: str) -> re.Pattern[str]:
+    agent = re.escape(name)
+    edge_before, edge_after = r"(?<![\w@-])", r"(?![\w-])"
+    return re.compile(
+        rf"@{agent}{edge_after}"
+        rf"|{edge_before}{agent}{edge_after}\s+(?:sub-?)?agent\b"
+        rf"|\b(?:sub-?)?agent\s+(?:called\s+|named\s+)?{agent}{edge_after}",
+        re.IGNORECASE,
+    )
