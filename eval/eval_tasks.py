@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = ["CORPUS", "TASKS", "Call", "EvalTask", "Outcome", "SessionView"]
 
+
 def _shared() -> Path:
     """``../shared`` beside the clone (or beside the working directory, for a copy of the
     eval run from elsewhere)."""

