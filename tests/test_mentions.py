@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import UserMessage
-from subagents.runtime.mentions import mentioned_agents, with_mentions
+from subagents.runtime.mentions import mentioned_agents, subagent_opening, with_mentions
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
-from subagents.testing import ScriptedModel
+from subagents.testing import ScriptedModel, tool_call_response
 
 NAMES = ("notes-reader", "plan", "explore", "code-reviewer")
 
@@ -80,3 +80,46 @@ async def test_an_agent_it_may_not_start_is_not_named_to_it(tmp_path: Path) -> N
     await Runtime(cwd=tmp_path, model=main).run("Use the notes-reader agent to look.")
     (opening,) = main.requests[0].messages
     assert opening.content == "Use the notes-reader agent to look."
+
+
+async def test_a_lead_whose_file_says_to_start_an_agent_reads_the_line_too(
+    tmp_path: Path,
+) -> None:
+    """make eval (nested, in process): a lead whose instructions said to start the
+    notes-reader read the file itself with its own Read."""
+    reader = AgentDefinition(
+        name="notes-reader", description="Reads files.", system_prompt="You read files."
+    )
+    lead = AgentDefinition(
+        name="lead",
+        description="Coordinates work.",
+        system_prompt="For any question about a file, start the notes-reader agent.",
+        tools=["Task", "Read"],
+    )
+    ask_lead = {"description": "ask", "prompt": "Find the code word.", "subagent_type": "lead"}
+    main = ScriptedModel([tool_call_response("Task", ask_lead), "done"])
+    lead_model, reader_model = ScriptedModel(["asked"]), ScriptedModel(["read"])
+    await Runtime(
+        cwd=tmp_path,
+        model=main,
+        agents=[reader, lead],
+        agent_models={"lead": lead_model, "notes-reader": reader_model},
+    ).run("Ask the lead to find the code word.")
+    (opening,) = lead_model.requests[0].messages
+    assert opening.content == (
+        "Find the code word.\n\n(subagents: your instructions ask for the agent notes-reader: "
+        'start it with the Task tool, subagent_type "notes-reader".)'
+    )
+    assert not reader_model.requests  # the line asks; the lead decides
+
+
+def test_a_subagent_opening_names_each_agent_once_prompt_first() -> None:
+    names = ["plan", "notes-reader", "finder"]
+    opening = subagent_opening(
+        "Use the finder agent, then the plan agent.", "Start the notes-reader agent.", names
+    )
+    assert opening.endswith(
+        "(subagents: your instructions ask for the agents finder, plan, notes-reader: start "
+        'each with the Task tool, subagent_type "finder" / "plan" / "notes-reader".)'
+    )
+    assert subagent_opening("Read it.", "You read files.", names) == "Read it."

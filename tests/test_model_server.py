@@ -293,6 +293,25 @@ async def test_a_server_named_by_the_variable_gets_max_tokens_and_the_usual_key_
         assert sent.headers["authorization"] == f"Bearer {key or 'not-needed'}"
 
 
+async def test_a_local_server_gets_a_low_temperature_unless_one_is_set(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama-cpp-python's server samples at 0.8 when told nothing; a 1.5B model at 0.8 wrote
+    its calls in formats of its own making (make eval, server path)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    model = build_model("openai:qwen")
+    for settings in (ModelSettings(), ModelSettings(temperature=0.9)):
+        server.reply_text("ok")
+        await model.request(ModelRequest("s", [UserMessage("hi")], settings=settings))
+    await model.aclose()
+    assert [sent.json()["temperature"] for sent in server.requests] == [0.2, 0.9]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-hosted-0123")
+    hosted = build_model("openai:gpt-4o")
+    assert isinstance(hosted, OpenAIChatModel)
+    assert "temperature" not in hosted._params(ModelRequest("s", [UserMessage("hi")]))
+
+
 # -- through the command line -------------------------------------------------------------------
 
 

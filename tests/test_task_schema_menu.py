@@ -552,13 +552,7 @@ async def test_the_compact_profile_shortens_descriptions_and_hides_optional_para
     assert grep_compact.parameters["required"] == ["pattern"]
     assert "title" not in json.dumps(grep_compact.parameters)
     task = spec_named(compact.requests[0], "Task")
-    # an optional parameter without which a feature cannot be asked for at all is kept
-    assert set(task.parameters["properties"]) == {
-        "description",
-        "prompt",
-        "subagent_type",
-        "run_in_background",
-    }
+    assert set(task.parameters["properties"]) == {"description", "prompt", "subagent_type"}
     assert "- notes-reader: Reads notes.txt and reports what it says." in task.description
     assert "Use it for any question" not in task.description
     for spec in compact_specs:
@@ -607,6 +601,36 @@ async def test_a_hidden_optional_parameter_still_works_in_the_compact_profile(
     assert "offset" not in spec_named(main.requests[0], "Read").parameters["properties"]
     (read,) = results(main.requests[-1])
     assert not read.is_error and "line 9" in read.content and "line 8" not in read.content
+
+
+async def test_the_compact_profile_offers_run_in_background_when_the_prompt_asks_for_it(
+    tmp_path: Path,
+) -> None:
+    """Shown it unasked, a 1.5B model set it (make eval: 3 runs of 12), answered before its
+    subagent had and started it again; hidden, it could not start one when asked to."""
+    main = ScriptedModel(
+        [
+            tool_call_response(
+                "Task",
+                {
+                    "description": "read",
+                    "prompt": "Read notes.txt.",
+                    "subagent_type": "notes-reader",
+                    "run_in_background": True,
+                },
+            ),
+            "started",
+            "ok",
+        ]
+    )
+    child = ScriptedModel(["read it"])
+    settings = config(tmp_path, '[providers.test]\ntool_descriptions = "compact"\n')
+    ran = runtime(tmp_path, main, config=settings, agent_models={"notes-reader": child})
+    await ran.run("Start the notes-reader in the Background, then wait for it.")
+    task = spec_named(main.requests[0], "Task")
+    assert "run_in_background" in task.parameters["properties"]
+    assert "TaskOutput" in offered(main.requests[1])
+    assert child.requests  # it ran, in the background
 
 
 async def test_the_profile_follows_the_provider_of_each_sessions_model(tmp_path: Path) -> None:

@@ -212,6 +212,23 @@ async def test_grep_given_a_file_name_pattern_says_glob_finds_files(run: Run) ->
     )
 
 
+async def test_grep_reads_a_pattern_ending_with_its_files_as_text_and_files(run: Run) -> None:
+    """make eval: a 1.5B finder sent Grep {"pattern": "parse_invoice src/**/*.py"} (as one
+    writes a grep command), was told the expression was invalid, sent it twice more and was
+    stopped as a loop."""
+    by_glob = await run("Grep", pattern="def (main|helper) src/**/*.py")
+    assert by_glob.message.content.startswith(
+        "(The pattern 'def (main|helper) src/**/*.py' was read as the text 'def (main|helper)' "
+        "in the files src/**/*.py: give the text as `pattern` and the files as `glob`.)"
+    )
+    assert set(lines(by_glob)[2:]) == {"src/app.py", "src/util.py"}
+    # a valid expression is searched as it is, and an invalid text is not split
+    as_is = await run("Grep", pattern="helper src/*")
+    still_bad = await run("Grep", pattern="(unclosed src/**/*.py")
+    assert "was read as" not in as_is.message.content
+    assert still_bad.status == "error"
+
+
 async def test_walks_do_not_follow_links_out_of_the_workspace(run: Run, project: Path) -> None:
     outside = project.parent / f"{project.name}-outside"
     (outside / "sub").mkdir(parents=True)

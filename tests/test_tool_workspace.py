@@ -66,10 +66,48 @@ def test_escapes_are_refused(layout: tuple[Workspace, Path], path: str) -> None:
     assert "use a path inside it" in message
 
 
+def test_an_outside_path_whose_tail_is_in_the_workspace_is_named_in_the_refusal(
+    layout: tuple[Workspace, Path],
+) -> None:
+    """make eval: a 1.5B subagent in /tmp/eval/pass-path wrote /tmp/eval/docs/q3/summary.md
+    for docs/q3/summary.md, was refused, and gave up; told the path inside, a model can retry."""
+    workspace, outside = layout
+    dropped_part = workspace.root.parent / "a" / "file.txt"  # ../a/file.txt: outside
+    with pytest.raises(ToolError) as info:
+        workspace.resolve(dropped_part)
+    assert str(info.value).endswith("The workspace has a/file.txt: use that path.")
+    # a tail that leaves through a link, or names nothing here, is never offered
+    for path in (outside / "secret.txt", "/etc/passwd", outside / "link_out"):
+        with pytest.raises(ToolError) as info:
+            workspace.resolve(path)
+        assert "The workspace has" not in str(info.value)
+
+
 def test_missing_file_is_reported_when_it_must_exist(layout: tuple[Workspace, Path]) -> None:
     workspace, _ = layout
-    with pytest.raises(ToolError, match=r"a/nope\.txt does not exist"):
+    with pytest.raises(ToolError, match=r"a/nope\.txt does not exist") as info:
         workspace.resolve("a/nope.txt", must_exist=True)
+    assert str(info.value).endswith("check the path (LS or Glob list what is there).")
+
+
+def test_a_missing_file_whose_name_is_elsewhere_in_the_workspace_is_pointed_to(
+    layout: tuple[Workspace, Path],
+) -> None:
+    """make eval: a 1.5B main agent passed pointer.txt on for docs/pointer.txt, three times."""
+    workspace, outside = layout
+    root = workspace.root
+    with pytest.raises(ToolError) as info:
+        workspace.resolve("file.txt", must_exist=True)
+    assert str(info.value).endswith("the workspace has a/file.txt: use that path.")
+    for folder in ("x", "y", "z", "zz", ".hidden"):
+        (root / folder).mkdir()
+        (root / folder / "notes.md").write_text("n")
+    (outside / "notes.md").write_text("outside")  # behind link_out: never looked at
+    with pytest.raises(ToolError) as info:
+        workspace.resolve("a/notes.md", must_exist=True)
+    assert str(info.value).endswith(
+        "files of that name are at x/notes.md, y/notes.md, z/notes.md, ...: use one of these paths."
+    )
 
 
 def test_nul_character_is_refused(layout: tuple[Workspace, Path]) -> None:

@@ -412,10 +412,14 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
         if budget is not None:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = max(params["max_tokens"], budget + THINKING_ANSWER_TOKENS)
-        elif settings.temperature is not None:
+        else:
             # Newer SDKs dropped the sampling arguments from create(); the field still goes
             # in the body for the models and servers that accept it.
-            params["temperature"] = settings.temperature
+            temperature = settings.temperature
+            if temperature is None:
+                temperature = self.server.default_temperature
+            if temperature is not None:
+                params["temperature"] = temperature
         return params
 
     def _options(self, request: ModelRequest) -> dict[str, Any]:

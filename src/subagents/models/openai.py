@@ -293,8 +293,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
     their names on compatible servers (gpt-oss, DeepSeek, Qwen reason too); a
     ``frequency_penalty`` is sent as it is. A model or server that refuses either (HTTP 400/422
     naming it) gets the request again at once without it, and this model object stops sending
-    it. A request to a local server that sets no ``max_tokens`` asks for
-    :attr:`~subagents.models.server.Server.default_max_tokens`.
+    it. A request to a local server that sets no ``max_tokens`` or ``temperature`` asks for
+    :attr:`~subagents.models.server.Server.default_max_tokens` and
+    :attr:`~subagents.models.server.Server.default_temperature`.
 
     ``tool_calls="schema"`` (``[providers.NAME] tool_calls``) sends no ``tools``: every answer
     is constrained by ``response_format`` to a call of one offered tool or a reply, as
@@ -338,8 +339,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             if request.settings.tool_choice is not None:
                 params["tool_choice"] = request.settings.tool_choice
         settings = request.settings
-        if settings.temperature is not None:
-            params["temperature"] = settings.temperature
+        temperature = settings.temperature
+        if temperature is None:
+            temperature = self.server.default_temperature
+        if temperature is not None:
+            params["temperature"] = temperature
         max_tokens = settings.max_tokens or self.server.default_max_tokens
         if max_tokens is not None:
             # OpenAI's newer models only accept max_completion_tokens; compatible servers

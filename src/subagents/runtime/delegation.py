@@ -166,7 +166,7 @@ class Delegation:
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,
                     compact_description=self.runtime.task_tool_description(compact=True),
-                    compact_parameters=_TASK_COMPACT_PARAMETERS,
+                    background_parameters=_TASK_BACKGROUND_PARAMETERS,
                 ),
                 Tool(
                     name=TASK_OUTPUT_TOOL_NAME,
@@ -251,7 +251,7 @@ class Delegation:
             takes_context=True,
             timeout_seconds=base.timeout_seconds,
             read_only=True,
-            compact_parameters=_TASK_COMPACT_PARAMETERS,
+            background_parameters=_TASK_BACKGROUND_PARAMETERS,
         )
 
     # -- Task ----------------------------------------------------------------------------------
@@ -615,8 +615,20 @@ class Delegation:
         session's own run when it has no hooks: no coroutine in between)."""
         hooks = session.hooks
         if hooks is None or not hooks:
-            return session.run(prompt)
+            return session.run(self._opening(session, prompt))
         return self._run_hooked(session, hooks, prompt)
+
+    def _opening(self, session: Session, prompt: str) -> str:
+        """The subagent's first message: ``prompt``, and which agents it is asked to start
+        (:func:`subagents.runtime.mentions.subagent_opening`)."""
+        names = session.agent_types()
+        if not names:
+            return prompt
+        from subagents.runtime.mentions import subagent_opening
+
+        handle = self.handles.get(session.agent_id)
+        instructions = handle.definition.system_prompt if handle is not None else ""
+        return subagent_opening(prompt, instructions, names)
 
     async def _run_hooked(self, session: Session, hooks: Hooks, prompt: str) -> RunResult:
         parent_id = session.parent.agent_id if session.parent is not None else None
@@ -635,7 +647,7 @@ class Delegation:
             prompt = f"{prompt}\n\nAdditional context:\n{start.additional_context}"
         result: RunResult | None = None
         try:
-            result = await session.run(prompt)
+            result = await session.run(self._opening(session, prompt))
             for returns in range(MAX_STOP_HOOK_RETURNS):
                 verdict = await hooks.run(
                     HookPayload(
@@ -898,9 +910,7 @@ _TASK_USE_COMPACT = (
     "the complete prompt; it returns its answer (with run_in_background: at once, and "
     "TaskOutput gets the answer later)."
 )
-_TASK_COMPACT_PARAMETERS = ("run_in_background",)
-"""Task's optional parameter the compact profile shows: without it, a model constrained to
-the compact schema (llama.cpp's grammar) could not start a subagent in the background."""
+_TASK_BACKGROUND_PARAMETERS = ("run_in_background",)
 _AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
 _NONE_AVAILABLE = "\n- (none of the agents this agent may start is available here)"
 

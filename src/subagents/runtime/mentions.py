@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-__all__ = ["mentioned_agents", "with_mentions"]
+__all__ = ["mentioned_agents", "subagent_opening", "with_mentions"]
 
 _MAX_PROMPT_CHARS = 100_000  # a longer prompt is searched in its first part only
 
@@ -33,19 +33,35 @@ def mentioned_agents(prompt: str, names: Iterable[str]) -> list[str]:
 
 def with_mentions(prompt: str, names: Iterable[str]) -> str:
     """``prompt`` with a line naming the agents it asks for, when it asks for any."""
+    return _with_line(prompt, mentioned_agents(prompt, names), "the user asked for")
+
+
+def subagent_opening(prompt: str, instructions: str, names: Iterable[str]) -> str:
+    """A subagent's first message: its Task ``prompt``, with a line naming the agents that
+    prompt or the agent file's own ``instructions`` ask for ("start the notes-reader agent").
+
+    A lead agent whose file said to start the notes-reader read the file itself (``make
+    eval``, nested, in process); the same line the main agent gets makes it delegate.
+    """
+    names = list(names)
     asked = mentioned_agents(prompt, names)
+    asked += [name for name in mentioned_agents(instructions, names) if name not in asked]
+    return _with_line(prompt, asked, "your instructions ask for")
+
+
+def _with_line(prompt: str, asked: list[str], who: str) -> str:
     if not asked:
         return prompt
     if len(asked) == 1:
         line = (
-            f"(subagents: the user asked for the agent {asked[0]}: start it with the Task "
-            f'tool, subagent_type "{asked[0]}".)'
+            f"(subagents: {who} the agent {asked[0]}: start it with the Task tool, "
+            f'subagent_type "{asked[0]}".)'
         )
     else:
         types = " / ".join(f'"{name}"' for name in asked)
         line = (
-            f"(subagents: the user asked for the agents {', '.join(asked)}: start each with "
-            f"the Task tool, subagent_type {types}.)"
+            f"(subagents: {who} the agents {', '.join(asked)}: start each with the Task "
+            f"tool, subagent_type {types}.)"
         )
     return f"{prompt}\n\n{line}"
 

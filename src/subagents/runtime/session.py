@@ -65,7 +65,7 @@ from subagents.runtime.steps import (
     model_step,
     tool_step,
 )
-from subagents.runtime.tool_menu import ToolMenu, default_profile
+from subagents.runtime.tool_menu import ToolMenu, asks_for_background, default_profile
 from subagents.status import SessionStatus, session_status
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolRegistry
@@ -456,13 +456,23 @@ class Session:
             profile = (
                 default_profile(name) if context is None else context.description_profile(name)
             )
-            menu = self._menu = ToolMenu.of(self.tools, profile, chosen=self.names_its_tools)
+            menu = self._menu = ToolMenu.of(
+                self.tools,
+                profile,
+                chosen=self.names_its_tools,
+                background=asks_for_background(self._prompt()),
+            )
         if not menu.varies:
             return menu.everything
         context = self.context
         return menu.for_turn(
             background=context is not None and context.has_background(self.agent_id)
         )
+
+    def _prompt(self) -> str:
+        """What the session was asked to do: its first user message."""
+        first = next((m for m in self.messages if isinstance(m, UserMessage)), None)
+        return first.content if first is not None else ""
 
     def offered_names(self) -> list[str]:
         return [spec.name for spec in self._offered()]

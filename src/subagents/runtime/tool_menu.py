@@ -45,6 +45,7 @@ __all__ = [
     "LEFT_OUT_OF_SMALL_MENUS",
     "DescriptionProfile",
     "ToolMenu",
+    "asks_for_background",
     "compact_spec",
     "default_profile",
     "description_profile",
@@ -80,13 +81,19 @@ class ToolMenu:
 
     @classmethod
     def of(
-        cls, tools: ToolRegistry, profile: DescriptionProfile = "full", *, chosen: bool = False
+        cls,
+        tools: ToolRegistry,
+        profile: DescriptionProfile = "full",
+        *,
+        chosen: bool = False,
+        background: bool = False,
     ) -> ToolMenu:
         """The menu of ``tools`` in ``profile``; ``chosen``: the agent's file lists them, so
-        the compact profile shows them all."""
+        the compact profile shows them all; ``background``: the session's prompt asks for
+        work in the background (:func:`asks_for_background`)."""
         if profile == "compact":
             specs = tuple(
-                compact_spec(tool)
+                compact_spec(tool, background=background)
                 for tool in tools
                 if chosen or tool.name not in LEFT_OUT_OF_SMALL_MENUS
             )
@@ -97,8 +104,8 @@ class ToolMenu:
             return cls(specs, specs)
         # the background tools go last, so that the quiet menu is a prefix of the full one
         # and a provider's prompt cache survives them coming and going
-        background = tuple(spec for spec in specs if spec.name in BACKGROUND_TOOL_NAMES)
-        return cls(quiet + background, quiet)
+        late = tuple(spec for spec in specs if spec.name in BACKGROUND_TOOL_NAMES)
+        return cls(quiet + late, quiet)
 
     @property
     def varies(self) -> bool:
@@ -151,15 +158,29 @@ def someone_can_answer(runtime: Runtime) -> bool:
     return runtime.store is not None and runtime.headless != "allow"
 
 
-def compact_spec(tool: Tool) -> ToolSpec:
+def compact_spec(tool: Tool, *, background: bool = False) -> ToolSpec:
     """``tool``'s spec in the compact profile: short description, required parameters only
-    (and the optional ones it names in ``compact_parameters``)."""
+    (and its ``background_parameters`` when ``background``: the prompt asks for them)."""
     from subagents.models.base import ToolSpec
 
     description = tool.compact_description or first_sentence(tool.description)
-    return ToolSpec(
-        tool.name, description, _required_only(tool.parameters, tool.compact_parameters)
-    )
+    shown = tool.background_parameters if background else ()
+    return ToolSpec(tool.name, description, _required_only(tool.parameters, shown))
+
+
+def asks_for_background(prompt: str) -> bool:
+    """Whether ``prompt`` speaks of work in the background (``run_in_background`` included).
+
+    Shown ``run_in_background``, a 1.5B model constrained to the compact schema set it unasked
+    (``make eval``: 3 runs of 12 in process), then answered before the subagent had, and
+    started it again when its result came; without it, it cannot start one in the background
+    when asked to. So the compact profile offers it to a session whose prompt asks.
+    """
+    return _BACKGROUND.search(prompt[:_MAX_PROMPT_CHARS]) is not None
+
+
+_BACKGROUND = re.compile(r"background", re.IGNORECASE)
+_MAX_PROMPT_CHARS = 100_000
 
 
 def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_LIMIT) -> str:

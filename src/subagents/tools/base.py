@@ -87,9 +87,10 @@ class Tool:
     compact_description: str | None = None
     """What the compact description profile shows (default: the description's first sentence;
     see :mod:`subagents.runtime.tool_menu`)."""
-    compact_parameters: tuple[str, ...] = ()
-    """Optional parameters the compact profile still shows (it shows the required ones): those
-    without which a feature cannot be asked for at all (Task's ``run_in_background``)."""
+    background_parameters: tuple[str, ...] = ()
+    """Optional parameters that start work in the background (Task's ``run_in_background``):
+    the compact profile, which shows only required ones, shows these when the session's
+    prompt asks for work in the background (see :mod:`subagents.runtime.tool_menu`)."""
     _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
 
     @property

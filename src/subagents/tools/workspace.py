@@ -63,10 +63,12 @@ class Workspace:
         base = self.root if real.is_relative_to(self.root) else self.grant_of(real)
         if base is None:
             also = "".join(f" or inside {folder}" for folder in self.grants)
+            near = self._inside_match(real)
+            hint = f" The workspace has {near}: use that path." if near is not None else ""
             raise ToolError(
                 f"The path {_short(text)} is outside the workspace {self.root}; use a path "
                 f"inside it{also} "
-                "(relative paths are taken from the workspace root)."
+                f"(relative paths are taken from the workspace root).{hint}"
             )
         if _unresolved_link(real, base):
             raise ToolError(
@@ -75,10 +77,39 @@ class Workspace:
             )
         if must_exist and not real.exists():
             raise ToolError(
-                f"{self.display(real)} does not exist in the workspace {self.root}; check the "
-                "path (LS or Glob list what is there)."
+                f"{self.display(real)} does not exist in the workspace {self.root}; "
+                + self._where_else(real)
             )
         return real
+
+    def _where_else(self, missing: Path) -> str:
+        """What to do about a missing path: the files of the same name elsewhere in the
+        workspace, when there are any (a 1.5B model passed ``pointer.txt`` on for
+        ``docs/pointer.txt``, three times), else where to look."""
+        found = _files_named(self.root, missing.name)
+        if not found:
+            return "check the path (LS or Glob list what is there)."
+        if len(found) == 1:
+            return f"the workspace has {found[0]}: use that path."
+        listed = ", ".join(found[:_MAX_SAME_NAMES])
+        more = ", ..." if len(found) > _MAX_SAME_NAMES else ""
+        return f"files of that name are at {listed}{more}: use one of these paths."
+
+    def _inside_match(self, outside: Path) -> str | None:
+        """The longest tail of ``outside`` that names something in the workspace, relative.
+
+        A small model given the workspace's absolute path often writes one with a part
+        dropped or changed (``/tmp/work/docs/a.md`` for ``/tmp/work/project/docs/a.md``).
+        """
+        parts = outside.parts[1:]
+        for start in range(min(len(parts), _MAX_TAIL_TRIES)):
+            candidate = self.root.joinpath(*parts[start:])
+            if not os.path.lexists(candidate):
+                continue
+            real = Path(os.path.realpath(candidate))
+            if real.is_relative_to(self.root) and real != self.root:
+                return self.display(real)
+        return None
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root, for messages; ``.`` for the root itself."""
@@ -102,6 +133,30 @@ def _unresolved_link(real: Path, base: Path) -> bool:
         if current.is_symlink():
             return True
     return False
+
+
+_MAX_TAIL_TRIES = 32  # tails of an outside path looked for in the workspace
+_MAX_SAME_NAMES = 3  # files of a missing file's name that its error names
+_MAX_ENTRIES_SEEN = 20_000  # entries a search for them looks at, at most
+
+
+def _files_named(root: Path, name: str) -> list[str]:
+    """Files called ``name`` under ``root`` (relative, sorted; hidden folders and links not
+    entered), looking at no more than ``_MAX_ENTRIES_SEEN`` entries."""
+    if not name or name in (".", ".."):
+        return []
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        seen += len(dirs) + len(files)
+        if seen > _MAX_ENTRIES_SEEN:
+            break
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if name in files:
+            found.append(Path(folder, name).relative_to(root).as_posix())
+            if len(found) > _MAX_SAME_NAMES:
+                break
+    return sorted(found)
 
 
 # What Linux allows (NAME_MAX, PATH_MAX); a longer path fails in every file call anyway.

@@ -7,6 +7,7 @@ budget per call shared by all the files searched (see :class:`~._files.Deadline`
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,7 +149,11 @@ def make_grep_tool(*, time_budget_seconds: float = GREP_TIME_BUDGET_SECONDS) -> 
             multiline=multiline,
             include_ignored=include_ignored,
         )
-        return _grep(workspace_of(ctx), query, deadline, unreadable_files(ctx, grep))
+        split = _files_taken_out(query)
+        note = ""
+        if split is not None:
+            query, note = split
+        return note + _grep(workspace_of(ctx), query, deadline, unreadable_files(ctx, grep))
 
     grep = tool(name="Grep", description=_DESCRIPTION, read_only=True, idempotent=True)(grep_files)
     return grep
@@ -231,6 +236,34 @@ def _compile(query: _Query, deadline: Deadline) -> LineMatcher:
         ) from exc
     except (OverflowError, RecursionError, ValueError, MemoryError) as exc:
         raise ToolError(f"The regular expression {pattern!r} is too complex: {exc}.") from exc
+
+
+def _files_taken_out(query: _Query) -> tuple[_Query, str] | None:
+    """A pattern that is not a valid expression because it ends with the files to search
+    (``parse_invoice src/**/*.py``, as one writes a grep command), read as the text and the
+    files, with a note saying so; ``None`` for any other pattern."""
+    if query.glob is not None or query.path is not None:
+        return None
+    text, _, files = query.pattern.strip().rpartition(" ")
+    text = text.strip()
+    if not text or "*" not in files:
+        return None
+    import regex
+
+    try:
+        regex.compile(query.pattern)
+        return None  # valid as it is: searched as it is
+    except regex.error:
+        pass
+    try:
+        regex.compile(text)
+    except regex.error:
+        return None
+    note = (
+        f"(The pattern {query.pattern!r} was read as the text {text!r} in the files "
+        f"{files}: give the text as `pattern` and the files as `glob`.)\n"
+    )
+    return dataclasses.replace(query, pattern=text, glob=files), note
 
 
 def _glob_hint(pattern: str) -> str:
