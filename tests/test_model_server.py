@@ -28,7 +28,7 @@ from subagents.cli.app import app
 from subagents.cli.progress import ProgressPrinter
 from subagents.cli.servers import model_server
 from subagents.errors import ModelConfigurationError
-from subagents.messages import UserMessage
+from subagents.messages import AssistantMessage, ToolCall, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings
 from subagents.models.keys import missing_key_variable
 from subagents.models.openai import OpenAIChatModel
@@ -310,6 +310,24 @@ async def test_a_local_server_gets_a_low_temperature_unless_one_is_set(
     hosted = build_model("openai:gpt-4o")
     assert isinstance(hosted, OpenAIChatModel)
     assert "temperature" not in hosted._params(ModelRequest("s", [UserMessage("hi")]))
+
+
+def test_a_call_without_text_has_null_content_for_openai_and_empty_text_for_other_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama-cpp-python's server refuses an assistant turn with null content (HTTP 500)."""
+    call = AssistantMessage("", tool_calls=(ToolCall("c1", "Read", {"file_path": "a"}),))
+    request = ModelRequest("s", [UserMessage("hi"), call])
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-hosted-0123")
+    contents = []
+    for url in ("https://api.openai.com/v1", "http://127.0.0.1:8080/v1"):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        model = build_model("openai:qwen")
+        assert isinstance(model, OpenAIChatModel | TextToolCallModel)
+        inner = model.inner if isinstance(model, TextToolCallModel) else model
+        assert isinstance(inner, OpenAIChatModel)
+        contents.append(inner._params(request)["messages"][-1]["content"])
+    assert contents == [None, ""]
 
 
 # -- through the command line -------------------------------------------------------------------

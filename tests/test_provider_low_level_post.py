@@ -31,7 +31,7 @@ from subagents.models.base import (
     ToolSpec,
 )
 from subagents.models.openai import OpenAIChatModel
-from subagents.models.server import LOCAL_MAX_OUTPUT_TOKENS
+from subagents.models.server import LOCAL_MAX_OUTPUT_TOKENS, LOCAL_TEMPERATURE
 from subagents.runtime.session import Session
 from subagents.tools.base import ToolRegistry
 from subagents.tools.decorator import tool
@@ -106,7 +106,7 @@ def _result(index: int) -> ToolResultMessage:
 def _openai_call(index: int) -> dict[str, Any]:
     return {
         "role": "assistant",
-        "content": None,
+        "content": "",  # a local server: llama-cpp-python's refuses null
         "tool_calls": [
             {
                 "id": f"c{index}",
@@ -177,7 +177,8 @@ async def test_an_openai_stream_asks_for_a_stream_with_usage(
         "model": "gpt-test",
         "messages": [SYSTEM, HELLO],
         "tools": OPENAI_TOOLS,
-        "max_tokens": LOCAL_MAX_OUTPUT_TOKENS,  # a server on 127.0.0.1 is a local one
+        "temperature": LOCAL_TEMPERATURE,  # a server on 127.0.0.1 is a local one
+        "max_tokens": LOCAL_MAX_OUTPUT_TOKENS,
         "stream": True,
         "stream_options": {"include_usage": True},
     }

@@ -7,6 +7,7 @@ retries and the SDK's errors are :mod:`subagents.models.sdk`'s.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -74,9 +75,13 @@ def _with_system(system: str, converted: list[dict[str, Any]]) -> list[dict[str,
     return [{"role": "system", "content": system}, *converted] if system else converted
 
 
-def _openai_message(message: Message) -> dict[str, Any]:
+def _openai_message(message: Message, *, null_content: bool = True) -> dict[str, Any]:
+    """``message`` as the API takes it. ``null_content``: an assistant turn with calls and no
+    text has ``"content": null``, as OpenAI writes it; llama-cpp-python's server refuses
+    that (HTTP 500, "Input should be a valid string"), so other servers get ``""``."""
     if isinstance(message, AssistantMessage):
-        entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+        empty = None if null_content else ""
+        entry: dict[str, Any] = {"role": "assistant", "content": message.content or empty}
         if message.tool_calls:
             entry["tool_calls"] = [
                 {
@@ -323,7 +328,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         super().__init__(model_name, provider=provider, base_url=base_url, **options)
         self._refused: set[str] = set()  # optional parameters the server said it refuses
         self.tool_calls = tool_calls
-        self._history = HistoryCache(_openai_message)
+        self._history = HistoryCache(
+            functools.partial(_openai_message, null_content=self.server.kind == "hosted")
+        )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         """The request body, JSON-ready (see :meth:`_options` for its timeout)."""
