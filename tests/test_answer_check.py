@@ -266,10 +266,13 @@ async def test_a_call_shaped_whole_answer_is_a_call_cut_or_not(
 def run_the_issue_on_the_command_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *options: str
 ) -> Result:
-    """The issue as its user met it: a local server set by OPENAI_BASE_URL, no config, no
-    key, the main agent's first answer a runaway Task call written as text."""
+    """The issue as its user met it: a local server set by OPENAI_BASE_URL, no key, the
+    main agent's first answer a runaway Task call written as text. (Its user had no config
+    and auto mode; a local server's default is now schema turns, so auto is set here.)"""
     root = project(tmp_path)
     (root / ".git").mkdir()
+    (root / ".subagents").mkdir()
+    (root / ".subagents" / "config.toml").write_text('[providers.openai]\ntool_calls = "auto"\n')
     agents = root / ".claude" / "agents"
     agents.mkdir(parents=True)
     (agents / "notes-reader.md").write_text(

@@ -551,7 +551,8 @@ def test_subagents_chat_in_tmux(tmp_path: Path, isolated_home: Path) -> None:
         (root / ".subagents").mkdir()
         (root / ".subagents" / "config.toml").write_text(
             f'[subagents]\ndefault_model = "openai:fake-model"\n\n'
-            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n',
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n',
             encoding="utf-8",
         )
         for answer in ("Hello from the fake model.", "Still here."):
@@ -599,7 +600,8 @@ def test_chat_no_tui_then_continue_in_a_second_process(tmp_path: Path, isolated_
     with FakeOpenAIServer() as server:
         (root / ".subagents").mkdir()
         (root / ".subagents" / "config.toml").write_text(
-            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n',
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n',
             encoding="utf-8",
         )
         server.reply_stream(streamed("The sky is blue."))

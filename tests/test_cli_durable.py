@@ -126,7 +126,8 @@ class Project:
         config = root / ".subagents" / "config.toml"
         config.parent.mkdir()
         config.write_text(
-            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n\n'
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n\n'
             f'[models]\nhaiku = "{MODEL}"\n',
             encoding="utf-8",
         )

@@ -37,7 +37,8 @@ def repo(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     (root / ".git").mkdir(parents=True)
     write(
         root / ".subagents" / "config.toml",
-        f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n',
+        f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+        'tool_calls = "auto"\n',
     )
     return root
 

@@ -35,6 +35,7 @@ def project(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     (root / ".git").mkdir()
     (root / ".subagents" / "config.toml").write_text(
         f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+        'tool_calls = "auto"\n'
     )
     return root
 

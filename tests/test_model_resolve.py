@@ -161,7 +161,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 async def test_configured_compatible_provider_talks_to_its_base_url(
     server: FakeOpenAIServer,
 ) -> None:
-    providers = {"vllm": ProviderSettings(base_url=server.base_url, max_retries=0)}
+    settings = ProviderSettings(base_url=server.base_url, max_retries=0, tool_calls="auto")
+    providers = {"vllm": settings}
     model = build_model("vllm:qwen2.5-coder", providers=providers, env={})
     assert isinstance(model, OpenAIChatModel)
     server.reply_text("from vllm")

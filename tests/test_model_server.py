@@ -187,7 +187,7 @@ def test_the_variable_counts_only_where_config_leaves_base_url_unset() -> None:
     ("env", "settings", "mode", "needs"),
     [
         ({}, None, "native", "OPENAI_API_KEY"),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, None, "auto", None),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, None, "schema", None),
         ({"OPENAI_BASE_URL": "https://openrouter.ai/api/v1"}, None, "auto", None),
         ({"OPENAI_BASE_URL": "https://api.openai.com/v1"}, None, "native", "OPENAI_API_KEY"),
         # config wins over the variable, both ways
@@ -200,7 +200,7 @@ def test_the_variable_counts_only_where_config_leaves_base_url_unset() -> None:
         (
             {"OPENAI_BASE_URL": "https://api.openai.com/v1"},
             ProviderSettings(base_url="http://10.1.2.3:8000/v1"),
-            "auto",
+            "schema",
             None,
         ),
         # [providers.openai] tool_calls still chooses
@@ -281,7 +281,8 @@ async def test_a_server_named_by_the_variable_gets_max_tokens_and_the_usual_key_
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     else:
         monkeypatch.setenv("OPENAI_API_KEY", key)
-    for model in (build_model("openai:qwen"), OpenAIChatModel("qwen")):
+    auto = {"openai": ProviderSettings(tool_calls="auto")}  # the default here is schema
+    for model in (build_model("openai:qwen", providers=auto), OpenAIChatModel("qwen")):
         assert isinstance(model, OpenAIChatModel)
         server.reply_text("local answer")
         request = ModelRequest("s", [UserMessage("hi")], settings=ModelSettings(max_tokens=64))
@@ -320,9 +321,10 @@ def test_a_call_without_text_has_null_content_for_openai_and_empty_text_for_othe
     request = ModelRequest("s", [UserMessage("hi"), call])
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-hosted-0123")
     contents = []
+    native = {"openai": ProviderSettings(tool_calls="auto")}  # a local default is schema
     for url in ("https://api.openai.com/v1", "http://127.0.0.1:8080/v1"):
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        model = build_model("openai:qwen")
+        model = build_model("openai:qwen", providers=native)
         assert isinstance(model, OpenAIChatModel | TextToolCallModel)
         inner = model.inner if isinstance(model, TextToolCallModel) else model
         assert isinstance(inner, OpenAIChatModel)
@@ -363,16 +365,17 @@ def with_password(url: str) -> str:
 def test_run_against_the_server_of_openai_base_url_runs_a_call_written_as_text(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The issue's user: a local server set up as its guide says, no config, no key; the
-    model writes a Hermes ``<tool_call>`` as text, and it is run."""
+    """The issue's user: a local server set up as its guide says, no config, no key; turns
+    are constrained to a call or a reply, and a server that did not hold the model to that
+    gets a Hermes ``<tool_call>`` written as text, which is run."""
     root = project(tmp_path)
     (root / "notes.txt").write_text("the secret word is PINEAPPLE\n", encoding="utf-8")
     monkeypatch.setenv("OPENAI_BASE_URL", with_password(server.base_url))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("COLUMNS", "80")
     call = {"name": "Read", "arguments": {"file_path": "notes.txt"}}
-    server.reply_stream(streamed(f"<tool_call>\n{json.dumps(call)}\n</tool_call>"))
-    server.reply_stream(streamed("The secret word is PINEAPPLE."))
+    server.reply_text(f"<tool_call>\n{json.dumps(call)}\n</tool_call>")
+    server.reply_text(json.dumps({"reply": "The secret word is PINEAPPLE."}))
 
     prompt = "Find the secret word in notes.txt."
     result = CliRunner().invoke(
@@ -382,16 +385,16 @@ def test_run_against_the_server_of_openai_base_url_runs_a_call_written_as_text(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "The secret word is PINEAPPLE."
     first, second = (sent.json() for sent in server.requests)
-    assert "tools" in first  # auto: native calls offered, text calls read too
+    assert "tools" not in first and first["response_format"]["type"] == "json_schema"
     tool_result = second["messages"][-1]
-    assert tool_result["role"] == "tool" and "PINEAPPLE" in tool_result["content"]  # it ran
+    assert tool_result["role"] == "user" and "PINEAPPLE" in tool_result["content"]  # it ran
     for body in (first, second):
         assert "max_completion_tokens" not in body
     progress = result.stderr
     assert server.base_url in progress  # whole, at 80 columns
     assert (
         f"main runs on openai:qwen at {server.base_url} (from OPENAI_BASE_URL): a local server, "
-        "so no key needed, tool calls auto (calls written as text are read)"
+        "so no key needed, tool calls schema (each turn constrained to one call or a reply)"
     ) in flat(progress)
     assert PASSWORD not in result.stdout + progress
 
@@ -433,7 +436,7 @@ def test_agents_show_names_the_server_its_source_and_the_modes(
     assert code == 0
     assert (
         "openai:qwen at http://127.0.0.1:8080/v1 (from OPENAI_BASE_URL): a local server, so no "
-        "key needed, tool calls auto"
+        "key needed, tool calls schema"
     ) in flat(out)
     assert PASSWORD not in out
 
@@ -442,7 +445,11 @@ def test_agents_show_names_the_server_its_source_and_the_modes(
     assert PASSWORD not in out
     assert server["base_url"] == "http://127.0.0.1:8080/v1"
     assert server["base_url_from"] == "OPENAI_BASE_URL"
-    assert (server["kind"], server["key_needed"], server["tool_calls"]) == ("local", False, "auto")
+    assert (server["kind"], server["key_needed"], server["tool_calls"]) == (
+        "local",
+        False,
+        "schema",
+    )
     assert server["tool_calls_from"] is None and server["summary"].startswith("openai:qwen at")
 
 
@@ -502,13 +509,13 @@ def test_models_check_names_the_server_of_openai_base_url(
     assert text.exit_code == 0, text.stdout
     assert (
         f"openai:tiny at {server.base_url} (from OPENAI_BASE_URL): a local server, so no key "
-        "needed, tool calls auto"
+        "needed, tool calls schema"
     ) in flat(text.stdout)
-    assert 'tool_calls = "auto", in force now' in text.stdout
+    assert 'tool_calls = "native"' in text.stdout  # what this server's probe found
     parsed = json.loads(data.stdout)
     assert parsed["server"]["base_url"] == server.base_url
     assert parsed["server"]["base_url_from"] == "OPENAI_BASE_URL"
-    assert parsed["server"]["kind"] == "local" and parsed["configured"] == "auto"
+    assert parsed["server"]["kind"] == "local" and parsed["configured"] == "schema"
     assert PASSWORD not in text.stdout + data.stdout
 
 

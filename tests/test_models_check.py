@@ -58,7 +58,8 @@ def test_a_server_with_native_tool_calls_gets_native(
     code, out = check(project(tmp_path, native.base_url))
 
     assert code == 0
-    assert 'tool_calls = "auto", in force now, is the one to use' in out  # the default here
+    # a local server's default is schema turns; this server calls tools natively
+    assert '[providers.local]\ntool_calls = "native"' in out
     assert "called get_weather" in out and "2 calls in one answer" in out
 
 

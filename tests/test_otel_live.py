@@ -248,7 +248,10 @@ def test_run_otel_from_the_command_line(
     (root / ".git").mkdir(parents=True)
     config = root / ".subagents" / "config.toml"
     config.parent.mkdir()
-    config.write_text(f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n')
+    config.write_text(
+        f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+        'tool_calls = "auto"\n'
+    )
     server.reply_text("hello there")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     with http_receiver() as receiver:

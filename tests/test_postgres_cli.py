@@ -30,7 +30,10 @@ def test_a_run_recorded_in_postgres_is_listed_traced_and_checked(
     with FakeOpenAIServer() as server:
         config = root / ".subagents" / "config.toml"
         config.parent.mkdir()
-        config.write_text(f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n')
+        config.write_text(
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n'
+        )
         server.reply_text("hello from the model")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
         monkeypatch.setenv("SUBAGENTS_STORE", url)

@@ -184,3 +184,111 @@ async def test_a_lead_starting_the_same_subagent_again_and_again_is_made_to_answ
     assert result.output == "The lead could not find it."
     assert len(general.requests) == 4  # four starts, then the lead had to answer
     assert lead.requests[-1].settings.tool_choice == "none"
+
+
+# --- eval a5 (in process) and a6 (llama-cpp-python's server) -----------------------------------
+
+NOTES_READER = AgentDefinition(
+    name="notes-reader",
+    description="Reads files of the project and reports what they say.",
+    system_prompt="You read the files you are asked about and report what they say.",
+    tools=["Read", "Glob"],
+)
+
+
+def reader_task(prompt: str) -> dict[str, Any]:
+    return {"description": "Read a file", "prompt": prompt, "subagent_type": "notes-reader"}
+
+
+async def test_a_reader_given_a_file_name_without_its_folder_is_told_where_it_is(
+    tmp_path: Path,
+) -> None:
+    """Recorded (chain): the main agent asked for 'pointer.txt', the reader read
+    WORKSPACE/pointer.txt, heard only that it did not exist, and the main agent asked again,
+    three times. Told the path in the workspace, the reader reads it."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "pointer.txt").write_text("The code word is kept in docs/secret.txt.\n")
+
+    def follow_the_hint(request: ModelRequest) -> ModelResponse:
+        """The recorded first call; then, told a path, the call a model makes of it."""
+        made = sum(1 for m in request.messages if isinstance(m, AssistantMessage))
+        told = last_result(request)
+        if made == 0:
+            path = str(tmp_path / "pointer.txt")
+        elif made == 1 and told.endswith(": use that path."):
+            path = told.rsplit("the workspace has ", 1)[1].removesuffix(": use that path.")
+        else:
+            return text_response(told)
+        call = parse_tool_arguments("call_0", "Read", json.dumps({"file_path": path}))
+        return ModelResponse(tool_calls=(call,), stop_reason="tool_use")
+
+    following = FunctionModel(follow_the_hint, name="llamacpp:qwen2.5-coder-1.5b.gguf")
+    main = replay(
+        [("Task", reader_task("Read the file 'pointer.txt' and report what it says."))],
+        then=lambda request: last_result(request).split("\n\nagent_id")[0],
+    )
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": following}
+    ).run("docs/pointer.txt names another file. Ask the notes-reader agent which file it names.")
+    first_error = last_result(following.requests[1])
+    assert "pointer.txt does not exist" in first_error
+    assert first_error.endswith("the workspace has docs/pointer.txt: use that path.")
+    assert "docs/secret.txt" in result.output
+
+
+async def test_a_reader_that_dropped_a_part_of_the_workspace_path_is_told_the_path_inside(
+    tmp_path: Path,
+) -> None:
+    """Recorded (pass-path): the workspace was /tmp/eval/pass-path-1 and the reader asked for
+    /tmp/eval/docs/archive/2024/q3/summary.md: refused as outside, it gave up."""
+    workspace = tmp_path / "pass-path-1"
+    (workspace / "docs" / "archive" / "2024" / "q3").mkdir(parents=True)
+    (workspace / "docs" / "archive" / "2024" / "q3" / "summary.md").write_text("Total: 7,412\n")
+    dropped = tmp_path / "docs" / "archive" / "2024" / "q3" / "summary.md"
+    reader = replay([("Read", {"file_path": str(dropped)})], then=last_result)
+    main = replay(
+        [("Task", reader_task("Read docs/archive/2024/q3/summary.md and report the total."))],
+        then=lambda request: "done",
+    )
+    await Runtime(
+        cwd=workspace, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run("Ask the notes-reader agent to read docs/archive/2024/q3/summary.md.")
+    refused = last_result(reader.requests[1])
+    assert "is outside the workspace" in refused
+    assert refused.endswith("The workspace has docs/archive/2024/q3/summary.md: use that path.")
+
+
+async def test_a_finder_writing_grep_as_a_command_line_finds_the_file(tmp_path: Path) -> None:
+    """Recorded (search): Grep {"pattern": "parse_invoice src/**/*.py"} three times, each an
+    invalid expression, then stopped as a loop; its parent started it again."""
+    (tmp_path / "src" / "billing").mkdir(parents=True)
+    (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
+    finder = replay([("Grep", {"pattern": "parse_invoice src/**/*.py"})], then=last_result)
+    main = replay([("Task", FIND)], then=lambda request: last_result(request))
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}
+    ).run("Use the finder agent to find which Python file under src/ defines parse_invoice.")
+    assert result.status == "completed", result.error
+    assert "src/billing/invoices.py" in result.output
+    assert [name for name, _ in calls_of(result.messages)] == ["Task"]
+
+
+async def test_an_unasked_background_start_is_not_on_a_small_models_menu(tmp_path: Path) -> None:
+    """Recorded (corpus-agent, nested, pass-path, search): the main agent, its grammar built
+    from a Task schema with run_in_background, set it unasked, answered at once with the
+    'started in the background' text, and started the same agent again when its result came:
+    four times in 300 s. Without it on the menu, the same call runs in the foreground."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "vault.txt").write_text("The code word is KESTREL-09.\n")
+    reader = replay([("Read", {"file_path": "docs/vault.txt"})], then=last_result)
+    main = replay(
+        [("Task", reader_task("Find the code word in docs/vault.txt"))],
+        then=lambda request: last_result(request).split("\n\nagent_id")[0],
+    )
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run("Ask the notes-reader agent to find the code word in docs/vault.txt.")
+    (task,) = [spec for spec in main.requests[0].tools if spec.name == "Task"]
+    assert "run_in_background" not in task.parameters["properties"]
+    assert "KESTREL-09" in result.output
+    assert len(main.requests) == 2  # the call, then the answer: no second start

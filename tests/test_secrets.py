@@ -508,6 +508,7 @@ class HostileProject(Project):
         super().__init__(root, server, home)
         (root / ".subagents" / "config.toml").write_text(
             f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n'
             'api_key_env = "MY_LLM_CRED"\n',
             encoding="utf-8",
         )

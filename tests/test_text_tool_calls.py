@@ -526,7 +526,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def local_model(server: FakeOpenAIServer) -> AsyncIterator[OpenAIChatModel]:
-    model = build_model("local:qwen2.5", providers={"local": _local(server)}, env={})
+    settings = _local(server, tool_calls="auto")  # a local server's default is schema
+    model = build_model("local:qwen2.5", providers={"local": settings}, env={})
     assert isinstance(model, OpenAIChatModel) and model.tool_calls == "auto"
     yield model
     await model.aclose()
@@ -608,14 +609,16 @@ async def test_a_run_in_text_mode_through_the_sdk_sends_no_tools(
     [
         ("openai", None, "native"),
         ("anthropic", None, "native"),
-        ("openai", ProviderSettings(base_url="http://127.0.0.1:1/v1"), "auto"),
-        ("ollama", None, "auto"),
-        ("local", ProviderSettings(base_url="http://127.0.0.1:1/v1"), "auto"),
+        ("openai", ProviderSettings(base_url="http://127.0.0.1:1/v1"), "schema"),
+        ("ollama", None, "schema"),
+        ("local", ProviderSettings(base_url="http://127.0.0.1:1/v1"), "schema"),
+        ("local", ProviderSettings(base_url="https://models.example.com/v1"), "auto"),
+        ("anthropic", ProviderSettings(base_url="http://127.0.0.1:1"), "auto"),
         ("local", ProviderSettings(base_url="http://x/v1", tool_calls="native"), "native"),
         ("anthropic", ProviderSettings(tool_calls="text"), "text"),
     ],
 )
-def test_the_mode_defaults_to_auto_except_on_the_hosted_apis(
+def test_the_mode_is_native_on_the_hosted_apis_schema_on_local_servers_else_auto(
     provider: str, settings: ProviderSettings | None, mode: str
 ) -> None:
     assert tool_call_mode(provider, settings) == mode

@@ -288,7 +288,8 @@ def test_cli_run_ui_exit_when_done_shows_blocks_then_prints_the_answer(
     with FakeOpenAIServer() as server:
         (root / ".subagents").mkdir()
         (root / ".subagents" / "config.toml").write_text(
-            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n',
+            f'[providers.openai]\nbase_url = "{server.base_url}"\nmax_retries = 0\n'
+            'tool_calls = "auto"\n',
             encoding="utf-8",
         )
         server.reply_stream(

@@ -56,9 +56,13 @@ def config_text(endpoint: Endpoint, base_url: str) -> tuple[str, list[str]]:
     lines = ["[providers.weak]", f'base_url = "{base_url}"']
     lines.append(f'api_key_env = "{endpoint.api_key_env or _KEY_VARIABLE}"')
     lines.append(f"timeout_seconds = {endpoint.timeout_seconds}")
+    policy_mode = None
+    if endpoint.policy is not None:
+        # a policy scripts a server's native or text answers: read in auto mode unless it
+        # says otherwise (a server on 127.0.0.1 would otherwise get schema turns)
+        policy_mode = endpoint.policy.tool_calls or "auto"
     wanted = {
-        "tool_calls": endpoint.tool_calls
-        or (endpoint.policy.tool_calls if endpoint.policy else None),
+        "tool_calls": endpoint.tool_calls or policy_mode,
         "tool_descriptions": endpoint.tool_descriptions,
     }
     dropped = []

@@ -327,6 +327,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             base_url = OLLAMA_DEFAULT_BASE_URL
         super().__init__(model_name, provider=provider, base_url=base_url, **options)
         self._refused: set[str] = set()  # optional parameters the server said it refuses
+        self._schema_as_json_object = False  # the server takes a schema as json_object only
         self.tool_calls = tool_calls
         self._history = HistoryCache(
             functools.partial(_openai_message, null_content=self.server.kind == "hosted")
@@ -340,7 +341,10 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             request = text_mode_request(request)
         params: dict[str, Any] = {"model": self.model_name, "messages": self._messages(request)}
         if self.tool_calls == "schema":
-            params["response_format"] = schema_turns.response_format(request.callable_tools)
+            response_format = schema_turns.response_format(request.callable_tools)
+            if self._schema_as_json_object:
+                response_format = _as_json_object(response_format)
+            params["response_format"] = response_format
         elif request.tools:
             params["tools"] = to_openai_tools(request.tools)
             if request.settings.tool_choice is not None:
@@ -382,6 +386,11 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         try:
             return await self._post(_PATH, params, options, stream=stream)
         except Exception as exc:
+            if _refused_json_schema(exc, params):
+                # llama-cpp-python's server takes a schema only in its own form
+                self._schema_as_json_object = True
+                params["response_format"] = _as_json_object(params["response_format"])
+                return await self._post(_PATH, params, options, stream=stream)
             refused = _refused_parameter(exc, params)
             if refused is None:
                 raise
@@ -396,7 +405,7 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             completion = await self._create(params, options)
             response = _response_from_completion(completion, self.name)
             if self.tool_calls == "schema":
-                return _read_schema_turn(response)
+                return _read_schema_turn(response, request)
             return self._read_text_calls(response, request)
 
         return await self._request(attempt)
@@ -450,12 +459,14 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         return failure
 
 
-def _read_schema_turn(response: ModelResponse) -> ModelResponse:
+def _read_schema_turn(response: ModelResponse, request: ModelRequest) -> ModelResponse:
     """A schema-constrained answer read as the reply or tool call(s) it stands for."""
     if response.tool_calls:  # a server that called tools natively after all
         return response
     text, calls = schema_turns.read_turn(
-        response.text, truncated=response.stop_reason == "max_tokens"
+        response.text,
+        truncated=response.stop_reason == "max_tokens",
+        offered=[tool.name for tool in request.callable_tools],
     )
     response.text, response.tool_calls = text, calls
     if calls:
@@ -471,6 +482,26 @@ async def _whole(
     if complete.text:
         yield TextDelta(complete.text)
     yield ResponseCompleted(complete)
+
+
+def _refused_json_schema(exc: BaseException, params: Mapping[str, Any]) -> bool:
+    """Whether ``exc`` is the server refusing a ``json_schema`` response format (as
+    llama-cpp-python's does, with HTTP 500: "Input should be 'text' or 'json_object'")."""
+    import openai
+
+    response_format = params.get("response_format")
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return False
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500):
+        return False
+    message = error_message_from_body(exc.body, exc.message)
+    return "response_format" in message and "json_object" in message
+
+
+def _as_json_object(response_format: dict[str, Any]) -> dict[str, Any]:
+    """A ``json_schema`` response format in the form llama.cpp's servers also take."""
+    schema = response_format.get("json_schema", {}).get("schema", {})
+    return {"type": "json_object", "schema": schema}
 
 
 _OPTIONAL_PARAMETERS = ("reasoning_effort", "frequency_penalty")

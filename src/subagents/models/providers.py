@@ -64,8 +64,9 @@ class OpenAICompatibleProvider:
     ``base_url`` points elsewhere: ``openai`` (OpenAI's API: it needs a key, and its models
     call tools natively), ``ollama`` (a local server); ``None``: the server ``base_url``
     names. The key and ``tool_calls`` rules follow the server's kind
-    (:mod:`subagents.models.server`): only a hosted API needs a key; a local or remote
-    server's models may write their calls as text, which are read too."""
+    (:mod:`subagents.models.server`): only a hosted API needs a key; a local server's
+    models answer in turns constrained to a call or a reply; a remote server's may write
+    their calls as text, which are read too."""
 
     key_variable: str | None = None
     api: str | None = None
@@ -74,7 +75,11 @@ class OpenAICompatibleProvider:
         return self.api is not None and endpoint_kind(self.api, settings.base_url) == "hosted"
 
     def default_tool_calls(self, settings: ProviderSettings) -> ToolCallMode:
-        return "native" if self.needs_key(settings) else "auto"
+        if self.needs_key(settings):
+            return "native"
+        # constrained turns on a local server (see Server.default_tool_calls)
+        kind = endpoint_kind(self.api or "openai", settings.base_url)
+        return "schema" if kind == "local" else "auto"
 
     def build(
         self, provider: str, model_name: str, settings: ProviderSettings, key: ApiKey

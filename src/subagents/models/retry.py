@@ -28,6 +28,7 @@ import importlib
 import json
 import math
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
@@ -300,6 +301,9 @@ def error_message_from_body(body: object, fallback: str) -> str:
     return fallback
 
 
+_REQUEST_INVALID = re.compile(r"\b\d+ validation errors?\b")
+
+
 def status_failure(
     status_code: int,
     message: str,
@@ -312,6 +316,10 @@ def status_failure(
     should_retry = (_header(headers, "x-should-retry") or "").lower()
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"
+    elif _REQUEST_INVALID.search(message):
+        # the request itself was refused, whatever the status says (llama-cpp-python's
+        # server answers a body that fails its validation with HTTP 500)
+        retryable = False
     else:
         retryable = status_code in RETRYABLE_STATUS_CODES or (
             status_code >= 500 and status_code != 501

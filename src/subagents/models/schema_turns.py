@@ -185,7 +185,9 @@ def history_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
     return converted
 
 
-def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCall, ...]]:
+def read_turn(
+    text: str, *, truncated: bool = False, offered: Sequence[str] = ()
+) -> tuple[str, tuple[ToolCall, ...]]:
     """The reply text and tool calls an answer stands for; never raises.
 
     An answer that is not one of the forms gives one nameless call whose ``arguments_error``
@@ -195,6 +197,10 @@ def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCal
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
+    if body and not body.startswith(("{", "[")) and not truncated:
+        written = _calls_written_as_text(body, offered)
+        if written is not None:
+            return written
     try:
         decoded = json.loads(body)
     except json.JSONDecodeError as exc:
@@ -211,6 +217,20 @@ def read_turn(text: str, *, truncated: bool = False) -> tuple[str, tuple[ToolCal
         if isinstance(calls, list) and calls and all(isinstance(c, dict) for c in calls):
             return "", tuple(_call(call, text) for call in calls)
     return "", (_refused(text, "your answer was JSON but not one of the accepted forms"),)
+
+
+def _calls_written_as_text(
+    body: str, offered: Sequence[str]
+) -> tuple[str, tuple[ToolCall, ...]] | None:
+    """The calls of an answer that is not JSON at all, written in one of the text forms
+    (``<tool_call>...``): the server did not hold the model to the schema (some ignore
+    ``response_format``). ``None`` when it holds none: it is refused like any other form."""
+    from subagents.models.text_calls import find_text_tool_calls
+
+    found = find_text_tool_calls(body, offered) if offered else None
+    if found is None or not found.calls:
+        return None
+    return found.text, found.calls
 
 
 def _call(decoded: dict[str, Any], text: str) -> ToolCall:

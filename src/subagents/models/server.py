@@ -104,10 +104,19 @@ class Server:
     def default_tool_calls(self) -> ToolCallMode:
         """The ``tool_calls`` mode when ``[providers.NAME] tool_calls`` is unset: the hosted
         APIs' models always call tools natively (and may quote a call's text form in an
-        answer), other servers' models often write calls as text."""
+        answer); small models in this process, or on a local Chat Completions server, answer
+        in turns constrained to a call or a reply; other servers' models often write calls
+        as text.
+
+        A local server's small model, offered its tools through its own chat template
+        (Qwen2.5-Coder-1.5B behind llama-cpp-python's server), read a file and then made the
+        same call again, whatever the prompt said, until the loop guard stopped it: 0 of 12
+        tasks (``make eval``); in constrained turns it answers from what it read."""
         if self.kind == "hosted":
             return "native"
-        return "schema" if self.kind == "in-process" else "auto"
+        if self.kind == "in-process" or (self.kind == "local" and self.provider != "anthropic"):
+            return "schema"
+        return "auto"
 
     @property
     def default_description_profile(self) -> DescriptionProfile:
