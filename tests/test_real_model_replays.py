@@ -292,3 +292,39 @@ async def test_an_unasked_background_start_is_not_on_a_small_models_menu(tmp_pat
     assert "run_in_background" not in task.parameters["properties"]
     assert "KESTREL-09" in result.output
     assert len(main.requests) == 2  # the call, then the answer: no second start
+
+
+async def test_a_main_agent_starting_the_same_background_agent_again_is_made_to_answer(
+    tmp_path: Path,
+) -> None:
+    """Recorded (background, eval a8): asked for a background start and TaskOutput, the main
+    agent did both, then started the same agent in the background again, eleven times until
+    the time ran out: each start's text named a new agent_id, so no two results matched."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "later.txt").write_text("The code word is PLOVER-33.\n")
+    start = {**reader_task("Read the file docs/later.txt"), "run_in_background": True}
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        if request.settings.tool_choice == "none":
+            return text_response("The code word is PLOVER-33.")
+        made = sum(1 for m in request.messages if isinstance(m, AssistantMessage))
+        if made % 2 == 0:
+            call = parse_tool_arguments("call_0", "Task", json.dumps(start))
+        else:
+            started = last_result(request)
+            agent_id = started.split("agent_id ", 1)[1].split(".", 1)[0]
+            call = parse_tool_arguments("call_0", "TaskOutput", json.dumps({"agent_id": agent_id}))
+        return ModelResponse(tool_calls=(call,), stop_reason="tool_use")
+
+    main = FunctionModel(main_turn, name="llamacpp:qwen2.5-coder-1.5b.gguf")
+    reader = replay([("Read", {"file_path": "docs/later.txt"})], then=last_result)
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run(
+        "Start the notes-reader agent in the background (run_in_background) to read "
+        "docs/later.txt, then get its result with TaskOutput and tell me the code word."
+    )
+    assert result.status == "completed", result.error
+    assert result.output == "The code word is PLOVER-33."
+    starts = [name for name, _ in calls_of(result.messages) if name == "Task"]
+    assert len(starts) == 4  # the fourth start alike is the last: the next turn must answer

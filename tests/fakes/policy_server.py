@@ -109,6 +109,7 @@ class PolicyServer:
             f'[subagents]\ndefault_model = "policy:policy"\n'
             f'interrupted_tool_calls = "{interrupted}"\n\n'
             f'[providers.policy]\nbase_url = "{self.base_url}"\n'
+            'tool_calls = "auto"\n'  # it answers with native calls (127.0.0.1: schema else)
         )
 
     def __enter__(self) -> PolicyServer:

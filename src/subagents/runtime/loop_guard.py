@@ -29,6 +29,7 @@ never copies of arguments or results.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ _PREVIEW_CHARS = 120  # of the arguments, in notes, traces and the error
 _ANSWERS_LOOPED = "answers of the model repeated one passage"  # in the error (errors.py)
 _AGENT_ID_TRAILER = "\n\nagent_id: "  # how delegation's Task results end
 _ERROR_CHARS = 200  # of the error's first line
+_AGENT_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
 FindingKind = Literal["repeated_failure", "repeated_result", "loop_stopped", "answers_looped"]
 
@@ -302,12 +304,14 @@ def loop_trace(recorder: Recorder, session: Session, finding: LoopFinding) -> Re
 
 
 def _comparable(tool: str, content: str) -> str:
-    """``content`` as two results of ``tool`` are compared: a subagent's answer without the
-    line naming its agent_id (delegation's trailer), which differs for every subagent, so
-    that the same Task started again and answering the same is seen as a repeat."""
+    """``content`` as two results of ``tool`` are compared: a subagent's answer without its
+    agent_id (the trailer of its answer, or in the text of a start in the background), which
+    differs for every subagent, so that the same Task started again and answering the same
+    is seen as a repeat."""
     if tool not in DELEGATION_TOOL_NAMES:
         return content
-    return content.rpartition(_AGENT_ID_TRAILER)[0] or content
+    answer = content.rpartition(_AGENT_ID_TRAILER)[0] or content
+    return _AGENT_ID.sub("<agent_id>", answer)
 
 
 def _arguments_key(call: ToolCall) -> object:

@@ -258,12 +258,16 @@ class Session:
                 self.messages.append(
                     AssistantMessage(response.text, calls, reasoning=response.reasoning)
                 )
-                if not calls:
+                # an answer the loop guard asked for ends the session: a background result
+                # would only start the loop again (a model that kept starting one agent)
+                forced = settings.tool_choice == "none"
+                if not calls and not forced:
                     if self._inbox:  # a background result arrived while the model answered
                         continue
                     context = self.context
                     if context is not None and await context.settle_background(self.agent_id):
                         continue  # a background subagent finished: show the model its result
+                if not calls:
                     if response.stop_reason == "max_tokens":
                         output = f"{self._partial_output()}\n\n{CUT_OFF_MARK}".lstrip()
                         return await self._finish("failed", output, started, error=_CUT_OFF)
