@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import AssistantMessage, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
@@ -258,12 +260,15 @@ async def test_a_reader_that_dropped_a_part_of_the_workspace_path_is_told_the_pa
     assert refused.endswith("The workspace has docs/archive/2024/q3/summary.md: use that path.")
 
 
-async def test_a_finder_writing_grep_as_a_command_line_finds_the_file(tmp_path: Path) -> None:
-    """Recorded (search): Grep {"pattern": "parse_invoice src/**/*.py"} three times, each an
-    invalid expression, then stopped as a loop; its parent started it again."""
+@pytest.mark.parametrize("pattern", ["parse_invoice src/**/*.py", "src/**/*.py parse_invoice"])
+async def test_a_finder_writing_grep_as_a_command_line_finds_the_file(
+    tmp_path: Path, pattern: str
+) -> None:
+    """Recorded (search, evals a5 and a8): Grep with the files in the pattern, three times,
+    each an invalid expression, then stopped as a loop; its parent started it again."""
     (tmp_path / "src" / "billing").mkdir(parents=True)
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
-    finder = replay([("Grep", {"pattern": "parse_invoice src/**/*.py"})], then=last_result)
+    finder = replay([("Grep", {"pattern": pattern})], then=last_result)
     main = replay([("Task", FIND)], then=lambda request: last_result(request))
     result = await Runtime(
         cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}

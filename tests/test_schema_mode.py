@@ -200,6 +200,17 @@ def test_read_turn_forms() -> None:
     assert read_turn('<think>\nthe user wants {x}\n</think>\n{"reply": "x"}') == ("x", ())
     _, (other,) = read_turn('{"answer": 42}')
     assert "not one of the accepted forms" in (other.arguments_error or "")
+    # make eval (server, nested): llama-cpp-python's json_object grammar let a raw tab into
+    # a reply string, and the reply was refused three times as invalid JSON
+    assert read_turn('{"reply": "1\tThe code word is KESTREL-09.\nDone"}') == (
+        "1\tThe code word is KESTREL-09.\nDone",
+        (),
+    )
+    hermes = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "a"}}\n</tool_call>'
+    _, (written,) = read_turn(hermes, offered=["Read"])  # a server that did not constrain
+    assert written.name == "Read" and written.arguments == {"file_path": "a"}
+    _, (refused,) = read_turn("I should read the file first.", offered=["Read"])
+    assert "not valid JSON" in (refused.arguments_error or "")
 
 
 @given(st.text(max_size=300))

@@ -222,6 +222,11 @@ async def test_grep_reads_a_pattern_ending_with_its_files_as_text_and_files(run:
         "in the files src/**/*.py: give the text as `pattern` and the files as `glob`.)"
     )
     assert set(lines(by_glob)[2:]) == {"src/app.py", "src/util.py"}
+    files_first = await run("Grep", pattern="src/**/*.py def helper")
+    assert "was read as the text 'def helper' in the files src/**/*.py" in (
+        files_first.message.content
+    )
+    assert lines(files_first)[-1] == "src/util.py"
     # a valid expression is searched as it is, and an invalid text is not split
     as_is = await run("Grep", pattern="helper src/*")
     still_bad = await run("Grep", pattern="(unclosed src/**/*.py")

@@ -202,7 +202,7 @@ def read_turn(
         if written is not None:
             return written
     try:
-        decoded = json.loads(body)
+        decoded = json.loads(body, strict=False)  # a raw tab or newline in a string is fine
     except json.JSONDecodeError as exc:
         cut = " (it was cut off at the token limit)" if truncated else ""
         return "", (_refused(text, f"your answer was not valid JSON{cut}: {exc.msg}"),)

@@ -239,14 +239,18 @@ def _compile(query: _Query, deadline: Deadline) -> LineMatcher:
 
 
 def _files_taken_out(query: _Query) -> tuple[_Query, str] | None:
-    """A pattern that is not a valid expression because it ends with the files to search
-    (``parse_invoice src/**/*.py``, as one writes a grep command), read as the text and the
-    files, with a note saying so; ``None`` for any other pattern."""
+    """A pattern that is not a valid expression because it holds the files to search at one
+    end (``parse_invoice src/**/*.py``, as one writes a grep command, or ``src/**/*.py
+    parse_invoice``), read as the text and the files, with a note saying so; ``None`` for any
+    other pattern."""
     if query.glob is not None or query.path is not None:
         return None
-    text, _, files = query.pattern.strip().rpartition(" ")
+    pattern = query.pattern.strip()
+    text, _, files = pattern.rpartition(" ")
+    if "*" not in files:  # the files first?
+        files, _, text = pattern.partition(" ")
     text = text.strip()
-    if not text or "*" not in files:
+    if not text or "*" not in files or " " in files:
         return None
     import regex
 
