@@ -333,3 +333,31 @@ async def test_a_main_agent_starting_the_same_background_agent_again_is_made_to_
     assert result.output == "The code word is PLOVER-33."
     starts = [name for name, _ in calls_of(result.messages) if name == "Task"]
     assert len(starts) == 4  # the fourth start alike is the last: the next turn must answer
+
+
+async def test_a_main_agent_starting_one_delegation_again_is_made_to_answer_whatever_it_said(
+    tmp_path: Path,
+) -> None:
+    """Recorded (restricted, server path, eval a8): the main agent started reader-only with
+    one prompt again and again; each time the subagent worded its failure differently, so no
+    two results matched, until the time ran out."""
+    reader_only = AgentDefinition(
+        name="reader-only",
+        description="Reads files of the project. It cannot change anything.",
+        system_prompt="You read files and report what they say.",
+        tools=["Read"],
+    )
+    ask = {
+        "description": "Create a file named out.txt containing hello.",
+        "prompt": "Create a file named out.txt containing hello.",
+        "subagent_type": "reader-only",
+    }
+    answers = iter(f"I cannot write files (attempt {n})." for n in range(1, 100))
+    reader = replay([], then=lambda request: next(answers))
+    main = replay([("Task", ask)] * 20, then=lambda request: "reader-only cannot write files.")
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[reader_only], agent_models={"reader-only": reader}
+    ).run("Ask the reader-only agent to create a file named out.txt containing hello.")
+    assert result.status == "completed", result.error
+    assert result.output == "reader-only cannot write files."
+    assert len(reader.requests) == 4 and not (tmp_path / "out.txt").exists()

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from subagents._preview import preview, shorten
 from subagents.errors import LoopDetectedError
-from subagents.tools.names import DELEGATION_TOOL_NAMES
+from subagents.tools.names import DELEGATION_TOOL_NAMES, TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
@@ -310,6 +310,11 @@ def _comparable(tool: str, content: str) -> str:
     is seen as a repeat."""
     if tool not in DELEGATION_TOOL_NAMES:
         return content
+    if tool == TASK_TOOL_NAME:
+        # the same delegation started again is the repeat, whatever the subagent answered:
+        # a small model's subagent words the same finding differently each time (make eval:
+        # a main agent started one reader with one prompt until the time ran out)
+        return ""
     answer = content.rpartition(_AGENT_ID_TRAILER)[0] or content
     return _AGENT_ID.sub("<agent_id>", answer)
 
