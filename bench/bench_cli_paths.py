@@ -163,6 +163,12 @@ def percentile(samples: list[float], fraction: float) -> float:
 def _project(root: Path, name: str) -> Path:
     project = root / name
     (project / ".git").mkdir(parents=True)  # the project root: discovery stops here
+    # the bench server answers as a hosted API does (a server on 127.0.0.1 would otherwise
+    # get schema-constrained turns)
+    (project / ".subagents").mkdir()
+    (project / ".subagents" / "config.toml").write_text(
+        '[providers.openai]\ntool_calls = "native"\n', encoding="utf-8"
+    )
     return project
 
 

@@ -197,6 +197,11 @@ def test_a_framework_json_file_on_disk_is_active(tmp_path: Path) -> None:
 # -- running against the agent's own endpoint -------------------------------------------------
 
 
+def schema_reply(text: str) -> str:
+    """A reply as a server on 127.0.0.1 is asked to write it (schema-constrained turns)."""
+    return json.dumps({"reply": text})
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as fake:
@@ -223,7 +228,7 @@ async def test_a_subagent_runs_on_its_endpoint_with_the_key_from_its_variable(
 ) -> None:
     assert not looks_like_secret_name(KEY_VARIABLE)  # so only our own handling can hide it
     monkeypatch.setenv(KEY_VARIABLE, KEY)
-    server.reply_text(f"three papers found (the server saw {KEY})")
+    server.reply_text(schema_reply(f"three papers found (the server saw {KEY})"))
     main = ScriptedModel(
         [
             tool_call_response("Bash", {"command": "env"}),
@@ -260,7 +265,7 @@ async def test_the_agent_runs_as_the_main_agent_on_its_endpoint(
     project: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_VARIABLE, KEY)
-    server.reply_text("main answer from the endpoint")
+    server.reply_text(schema_reply("main answer from the endpoint"))
     runtime = Runtime(cwd=project)
 
     result = await runtime.run("hello", agent="researcher")
@@ -295,7 +300,7 @@ async def test_without_api_key_env_no_key_is_sent_not_even_openais(
     (tmp_path / ".git").mkdir()
     agent = framework_agent(llm_config={"model": "local-model", "endpoint": server.base_url})
     write(tmp_path / ".subagents" / "agents" / "researcher.json", json.dumps(agent))
-    server.reply_text("ok")
+    server.reply_text(schema_reply("ok"))
 
     runtime = Runtime(cwd=tmp_path)
     await runtime.run("hello", agent="researcher")
@@ -311,7 +316,7 @@ def test_the_cli_runs_the_agent_on_its_endpoint_and_never_prints_its_key(
     from subagents.cli.app import app
 
     monkeypatch.setenv(KEY_VARIABLE, KEY)
-    server.reply_text(f"the server echoes {KEY}")
+    server.reply_text(schema_reply(f"the server echoes {KEY}"))
 
     result = CliRunner().invoke(
         app, ["run", "hello", "--agent", "researcher", "--json", "--cwd", str(project)]
@@ -339,7 +344,7 @@ async def test_a_paused_endpoint_subagent_resumes_on_its_endpoint_in_a_new_runti
     write(project / ".subagents" / "agents" / "researcher.json", json.dumps(agent))
     write_call = {"file_path": "notes.md", "content": "three papers"}
     server.reply_tool_calls([("call_w", "Write", json.dumps(write_call))])
-    server.reply_text("notes written")
+    server.reply_text(schema_reply("notes written"))
 
     with open_store(project / ".subagents" / "state.db") as store:
         first = Runtime(

@@ -178,7 +178,7 @@ async def test_configured_compatible_provider_talks_to_its_base_url(
 async def test_ollama_with_configured_base_url(server: FakeOpenAIServer) -> None:
     providers = {"ollama": ProviderSettings(base_url=server.base_url)}
     model = build_model("ollama:llama3", providers=providers, env={})
-    server.reply_text("local")
+    server.reply_text('{"reply": "local"}')  # a local server: a schema-constrained turn
     response = await model.request(ModelRequest(system="s", messages=[UserMessage("hi")]))
     assert isinstance(model, OpenAIChatModel)
     await model.aclose()
