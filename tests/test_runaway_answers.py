@@ -110,6 +110,40 @@ async def test_a_server_that_refuses_the_penalty_is_asked_again_without_it(
     assert "frequency_penalty" not in server.requests[2].json()  # not sent to it again
 
 
+@pytest.mark.parametrize(
+    "runaway",
+    [
+        pytest.param(" ", id="whitespace"),
+        pytest.param(LOOP, id="a sentence"),
+    ],
+)
+async def test_a_schema_turn_that_runs_away_is_stopped_early_and_asked_again(
+    tmp_path: Path, server: FakeOpenAIServer, runaway: str
+) -> None:
+    """A grammar keeps a small model inside JSON, not out of a loop: whitespace forever
+    after a call, or one passage forever inside a string. The turn is streamed so that it is
+    stopped (not waited out to ``max_tokens`` while the server serves no one else)."""
+    call = '{"tool": "Read", "arguments": {"file_path": "notes.txt"}}'
+    opening = call if runaway == " " else '{"reply": "'
+    server.reply_stream([chunk({"content": opening}), *[chunk({"content": runaway})] * 20_000])
+    server.reply_text('{"reply": "done"}')
+    model = OpenAIChatModel(
+        "qwen", base_url=server.base_url, tool_calls="schema", timeout_seconds=10, max_retries=0
+    )
+    try:
+        result = await streaming_runtime(tmp_path, model).run("read notes.txt")
+    finally:
+        await model.aclose()
+    assert result.status == "completed" and result.output == "done"
+    first, again = (request.json() for request in server.requests)
+    assert first["stream"] is True and server.unused_replies == 0
+    if runaway == " ":  # the call was whole before the whitespace: it ran
+        assert again["messages"][-1]["content"].startswith('<tool_response name="Read"')
+    else:  # the loop is named and the turn asked again with a penalty
+        assert again["frequency_penalty"] == LOOP_PENALTY
+        assert "repeats 'Use this tool" in again["messages"][-1]["content"]
+
+
 async def test_a_local_server_is_asked_for_a_bounded_answer(
     server: FakeOpenAIServer, local: OpenAIChatModel
 ) -> None:

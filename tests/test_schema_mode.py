@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
-from fakes.openai_server import FakeOpenAIServer
+from fakes.openai_server import FakeOpenAIServer, chunk
 from fakes.schema_server import SchemaEnforcingServer
 from subagents.cli.app import app
 from subagents.messages import (
@@ -159,10 +159,13 @@ def test_a_tool_the_agent_does_not_have_is_refused_as_a_tool_error(
     assert "not available to this agent" in error["content"]
 
 
-async def test_schema_mode_sends_no_tools_and_streams_the_reply_whole(
+async def test_schema_mode_sends_no_tools_and_yields_the_reply_once_read(
     loose_server: FakeOpenAIServer,
 ) -> None:
-    loose_server.reply_text('{"reply": "hello there"}')
+    loose_server.reply_stream(
+        [chunk({"content": piece}) for piece in ('{"reply', '": "hello', ' there"}')]
+        + [chunk(finish_reason="stop")]
+    )
     model = OpenAIChatModel("m", base_url=loose_server.base_url, tool_calls="schema")
     read = ToolSpec("Read", "Read a file.", {"type": "object", "properties": {}})
 
@@ -170,7 +173,7 @@ async def test_schema_mode_sends_no_tools_and_streams_the_reply_whole(
 
     await model.aclose()
     (body,) = (request.json() for request in loose_server.requests)
-    assert "tools" not in body and "stream" not in body
+    assert "tools" not in body and body["stream"] is True
     assert body["response_format"]["json_schema"]["strict"] is True
     assert body["messages"][0]["content"].startswith("sys\n\n# How to answer")
     assert "## Read\nRead a file.\nArguments: none, send {}." in body["messages"][0]["content"]
@@ -198,6 +201,11 @@ def test_read_turn_forms() -> None:
     _, (nameless,) = read_turn('{"tool": null, "arguments": {}}')
     assert nameless.name == "" and '"tool" must be the name' in (nameless.arguments_error or "")
     assert read_turn('<think>\nthe user wants {x}\n</think>\n{"reply": "x"}') == ("x", ())
+    # a reply cut at the token limit is a cut reply (judged as any cut answer), even mid-escape
+    assert read_turn('{"reply": "caf\\u00', truncated=True) == ("caf", ())
+    assert read_turn('{"reply": "done"  \n\n  ', truncated=True) == ("done", ())
+    _, (uncut,) = read_turn('{"reply": "caf')
+    assert uncut.arguments_error is not None  # not cut: not a reply
     _, (other,) = read_turn('{"answer": 42}')
     assert "not one of the accepted forms" in (other.arguments_error or "")
     # make eval (server, nested): llama-cpp-python's json_object grammar let a raw tab into

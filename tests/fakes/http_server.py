@@ -75,7 +75,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server.owner.record(RecordedRequest(self.command, self.path, headers, body))
+        request = RecordedRequest(self.command, self.path, headers, body)
+        owner = self.server.owner
+        reply = owner.shaped(request, owner.record(request))
         if reply.delay_seconds and self.server.owner.released.wait(reply.delay_seconds):
             self._drop()
             return
@@ -193,6 +195,11 @@ class FakeHTTPServer:
     def unused_replies(self) -> int:
         with self._lock:
             return len(self._planned)
+
+    def shaped(self, request: RecordedRequest, reply: PlannedReply) -> PlannedReply:
+        """``reply`` in the form ``request`` asks for (a provider's fake streams a planned
+        body to a request that asks for a stream, as its server would)."""
+        return reply
 
     def record(self, request: RecordedRequest) -> PlannedReply:
         with self._lock:

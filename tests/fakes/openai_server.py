@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakes.http_server import FakeHTTPServer, PlannedReply, sse_frame
+from fakes.http_server import FakeHTTPServer, PlannedReply, RecordedRequest, sse_frame
 
-__all__ = ["FakeOpenAIServer", "chunk", "completion", "usage"]
+__all__ = ["FakeOpenAIServer", "chunk", "completion", "streamed", "usage"]
 
 
 def usage(prompt: int = 11, completion_tokens: int = 7, cached: int = 0) -> dict[str, Any]:
@@ -68,10 +68,40 @@ def chunk(
     return body
 
 
+def streamed(body: dict[str, Any], *, with_usage: bool) -> list[dict[str, Any]]:
+    """The chunks a server streams for the chat.completion ``body``."""
+    (choice,) = body["choices"]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("content"):
+        delta["content"] = message["content"]
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [
+            {"index": index, **call} for index, call in enumerate(message["tool_calls"])
+        ]
+    chunks = [chunk(delta), chunk(finish_reason=choice["finish_reason"])]
+    if with_usage:
+        chunks.append(chunk(usage_body=body["usage"]))
+    return chunks
+
+
 class FakeOpenAIServer(FakeHTTPServer):
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def shaped(self, request: RecordedRequest, reply: PlannedReply) -> PlannedReply:
+        body = reply.json_body
+        if reply.status != 200 or not isinstance(body, dict):
+            return reply
+        if body.get("object") != "chat.completion" or not request.json().get("stream"):
+            return reply
+        with_usage = bool((request.json().get("stream_options") or {}).get("include_usage"))
+        frames = [sse_frame(item) for item in streamed(body, with_usage=with_usage)]
+        frames.append(sse_frame("[DONE]"))
+        return PlannedReply(
+            sse_frames=frames, headers=reply.headers, delay_seconds=reply.delay_seconds
+        )
 
     def reply_text(self, text: str, **kwargs: Any) -> None:
         self.plan(PlannedReply(json_body=completion(text, **kwargs)))

@@ -8,7 +8,7 @@ retries and the SDK's errors are :mod:`subagents.models.sdk`'s.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,6 @@ from subagents.models.base import (
     ResponseCompleted,
     StopReason,
     StreamEvent,
-    TextDelta,
     ToolSpec,
 )
 from subagents.models.retry import Failure, MalformedResponseError, error_message_from_body
@@ -304,8 +303,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
     ``tool_calls="schema"`` (``[providers.NAME] tool_calls``) sends no ``tools``: every answer
     is constrained by ``response_format`` to a call of one offered tool or a reply, as
-    :mod:`subagents.models.schema_turns` describes. Such a turn is never streamed (its text is
-    JSON until read): :meth:`stream` yields the whole reply at once.
+    :mod:`subagents.models.schema_turns` describes. Such a turn is streamed from the server,
+    so that a runaway answer is stopped early, but its text is JSON until read: :meth:`stream`
+    yields the reply once, read, with the response.
     ``tool_calls`` (``[providers.NAME] tool_calls``): ``"auto"`` also reads tool calls written
     in an answer's text when it has no native one, ``"text"`` sends no ``tools`` and reads
     calls from the text only (:mod:`subagents.models.text_tools`).
@@ -399,14 +399,13 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         return await self._post(_PATH, params, options, stream=stream)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
+        if self.tool_calls == "schema":
+            return await _last_response(self.stream(request))
         params, options = self._params(request), self._options(request)
 
         async def attempt() -> ModelResponse:
             completion = await self._create(params, options)
-            response = _response_from_completion(completion, self.name)
-            if self.tool_calls == "schema":
-                return _read_schema_turn(response, request)
-            return self._read_text_calls(response, request)
+            return self._read_text_calls(_response_from_completion(completion, self.name), request)
 
         return await self._request(attempt)
 
@@ -427,11 +426,19 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
         return await self._request(attempt)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        if self.tool_calls == "schema":
-            return _whole(lambda: self.request(request))
         params, options = self._params(request), self._options(request)
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
+        if self.tool_calls == "schema":
+            # streamed though its JSON is shown only once read: a small model that runs away
+            # inside the constrained reply (whitespace, one value over and over) is stopped at
+            # once, and a server that writes one answer at a time is free again
+            return self._stream(
+                lambda: self._create(params, options, stream=True),
+                _ChunkAssembler,
+                lambda response: _read_schema_turn(response, request),
+                raw_text=False,
+            )
         return self._stream(
             lambda: self._create(params, options, stream=True),
             _ChunkAssembler,
@@ -474,14 +481,12 @@ def _read_schema_turn(response: ModelResponse, request: ModelRequest) -> ModelRe
     return response
 
 
-async def _whole(
-    request: Callable[[], Awaitable[ModelResponse]],
-) -> AsyncGenerator[StreamEvent, None]:
-    """A stream of one answer received whole (requested when the stream is first read)."""
-    complete = await request()
-    if complete.text:
-        yield TextDelta(complete.text)
-    yield ResponseCompleted(complete)
+async def _last_response(events: AsyncIterator[StreamEvent]) -> ModelResponse:
+    """The response a stream ends with."""
+    async for event in events:
+        if isinstance(event, ResponseCompleted):
+            return event.response
+    raise MalformedResponseError("the stream ended without a response")
 
 
 def _refused_json_schema(exc: BaseException, params: Mapping[str, Any]) -> bool:

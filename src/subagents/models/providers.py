@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ModelConfigurationError
-from subagents.models.server import endpoint_kind
+from subagents.models.server import endpoint_kind, find_server
 
 if TYPE_CHECKING:
     from subagents.models.base import Model
@@ -75,11 +75,9 @@ class OpenAICompatibleProvider:
         return self.api is not None and endpoint_kind(self.api, settings.base_url) == "hosted"
 
     def default_tool_calls(self, settings: ProviderSettings) -> ToolCallMode:
-        if self.needs_key(settings):
-            return "native"
-        # constrained turns on a local server (see Server.default_tool_calls)
-        kind = endpoint_kind(self.api or "openai", settings.base_url)
-        return "schema" if kind == "local" else "auto"
+        if self.api is None and settings.base_url is None:
+            return "auto"  # no server named: whatever answers may write its calls as text
+        return find_server(self.api or "openai", settings.base_url, {}).default_tool_calls
 
     def build(
         self, provider: str, model_name: str, settings: ProviderSettings, key: ApiKey

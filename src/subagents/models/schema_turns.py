@@ -62,6 +62,8 @@ _REF_PREFIX = "#/$defs/"
 _ARGUMENT_KEYS = ("arguments", "parameters", "input")
 _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)  # reasoning models' preamble
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_REPLY_OPENING = re.compile(r'\{\s*"reply"\s*:\s*"')
+_LONGEST_ESCAPE = 6
 _FORMS = (
     'answer with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call '
     'one of the tools listed in the instructions, or {"reply": "<text>"} to answer'
@@ -204,6 +206,9 @@ def read_turn(
     try:
         decoded = json.loads(body, strict=False)  # a raw tab or newline in a string is fine
     except json.JSONDecodeError as exc:
+        reply = _cut_reply(body) if truncated else None
+        if reply is not None:
+            return reply, ()
         cut = " (it was cut off at the token limit)" if truncated else ""
         return "", (_refused(text, f"your answer was not valid JSON{cut}: {exc.msg}"),)
     except RecursionError:
@@ -217,6 +222,28 @@ def read_turn(
         if isinstance(calls, list) and calls and all(isinstance(c, dict) for c in calls):
             return "", tuple(_call(call, text) for call in calls)
     return "", (_refused(text, "your answer was JSON but not one of the accepted forms"),)
+
+
+def _cut_reply(body: str) -> str | None:
+    """The text of a reply cut off at the token limit (``{"reply": "as far as it got``),
+    so that it is judged as any cut answer is (a loop in it asked again, a cut final answer
+    said to be cut); ``None`` for another form."""
+    opening = _REPLY_OPENING.match(body)
+    if opening is None:
+        return None
+    rest = body[opening.end() :]
+    try:
+        whole, _ = json.JSONDecoder(strict=False).raw_decode('"' + rest)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return str(whole)  # the string ended; the object around it did not
+    for unfinished in range(_LONGEST_ESCAPE):  # the cut may fall inside an escape
+        try:
+            return str(json.loads('"' + rest[: len(rest) - unfinished] + '"', strict=False))
+        except json.JSONDecodeError:
+            continue
+    return None
 
 
 def _calls_written_as_text(

@@ -347,13 +347,18 @@ class SDKModel(Generic[ClientT]):
         open_stream: Callable[[], Awaitable[Any]],
         assembler: Callable[[], StreamAssembler],
         finish: Callable[[ModelResponse], ModelResponse] = lambda response: response,
+        *,
+        raw_text: bool = True,
     ) -> AsyncIterator[StreamEvent]:
         """The events of the SDK stream ``open_stream()`` opens, read by a new ``assembler()``
         per attempt: text as it comes, then the response (passed through ``finish``). Each
         event resets the read timeout, so only a silence of ``timeout_seconds`` ends it. Text
         caught in a loop (:class:`~subagents.models.repetition.RunawayWatch`) ends the stream
         there, closing the connection so that the server stops writing, and the answer is
-        finished as if cut off at its token limit."""
+        finished as if cut off at its token limit.
+
+        ``raw_text=False``: the text streamed is not for a reader as it comes (a schema
+        turn's JSON); only the finished response's text is yielded, before the response."""
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
             stream = await open_stream()
@@ -363,11 +368,15 @@ class SDKModel(Generic[ClientT]):
                 async for event in stream:
                     text = assembly.add(event)
                     if text:
-                        yield TextDelta(text)
+                        if raw_text:
+                            yield TextDelta(text)
                         if runaway.feed(text) is not None:
                             assembly.cut_short()
                             break
-            yield ResponseCompleted(finish(assembly.finish(self.name)))
+            response = finish(assembly.finish(self.name))
+            if not raw_text and response.text:
+                yield TextDelta(response.text)
+            yield ResponseCompleted(response)
 
         return stream_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
