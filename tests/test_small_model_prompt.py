@@ -12,6 +12,7 @@ an upper bound of what Qwen reads. ``make eval`` reports the count Qwen's own se
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,26 @@ async def test_the_first_request_in_process_is_at_most_1500_tokens(
     request = await first_request(tmp_path, "llamacpp:/models/qwen2.5-coder-1.5b.gguf")
     tokens = count_tokens(as_schema_turns_read_it(request))
     assert 300 < tokens <= LIMIT, tokens
+
+
+async def test_a_project_with_a_whole_agent_collection_stays_under_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count_tokens: Any, corpus_dir: Path
+) -> None:
+    """The 158 agents of a public collection in .claude/agents: the compact Task tool lists
+    the first ones with a sentence, more by name, and says how many it left out; the one the
+    person names is pointed out to the model whichever it is."""
+    shutil.copytree(corpus_dir, tmp_path / ".claude" / "agents")
+    (tmp_path / ".git").mkdir()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    model = FunctionModel(lambda request: text_response("done"), name="openai:qwen")
+    runtime = Runtime(cwd=tmp_path, model=model)
+    last = sorted(record.definition.name for record in runtime.inventory.active())[-1]
+    await runtime.run(f"Ask the {last} agent what it thinks.")
+    request = model.requests[0]
+    assert count_tokens(as_schema_turns_read_it(request)) <= LIMIT
+    (task,) = (spec for spec in request.tools if spec.name == "Task")
+    assert "more agents, not listed here" in task.description
+    assert f"asked for the agent {last}" in request.messages[0].content  # type: ignore[union-attr]
 
 
 async def test_a_hosted_model_keeps_the_full_descriptions(

@@ -55,16 +55,17 @@ def check_command(
         provider = resolved.partition(":")[0]
         build = _builder(config, resolved, timeout)
         settings = config.providers.get(provider)
+        found = model_server(resolved, config.providers)
         if provider == "llamacpp" and (settings is None or settings.base_url is None):
             # in-process: no server, no native calls
             build("schema")  # a missing file or package is reported before any probe
             check = asyncio.run(check_in_process_model(build, timeout_seconds=timeout))
         else:
             build("native")  # a missing key or an unknown provider is reported before any probe
-            check = asyncio.run(check_model(build, timeout_seconds=timeout))
+            local = found is not None and found.server.kind == "local"
+            check = asyncio.run(check_model(build, timeout_seconds=timeout, local=local))
     redactor = Redactor(known_credentials(config))
     configured = tool_call_mode(provider, settings)
-    found = model_server(resolved, config.providers)
     server = redactor.value(found.to_dict()) if found is not None else None
     if as_json:
         data = redactor.value({**check.to_dict(), "provider": provider})
@@ -114,6 +115,12 @@ _ADVICE = {
     "tool calls in its answers.",
 }
 
+_LOCAL_SCHEMA_ADVICE = (
+    "the server enforces JSON schemas: each turn is constrained to one tool call or a reply, "
+    "which holds a small local model to its tools better than its own tool-call template; "
+    'native calls work too, if its model is a strong one: tool_calls = "native"'
+)
+
 
 def _print(
     check: ModelCheck,
@@ -148,11 +155,12 @@ def _print(
             "and API key in config.toml."
         )
         return
+    advice = _ADVICE[mode]
+    if mode == "schema" and check.status("native tool calls") == "yes":
+        advice = _LOCAL_SCHEMA_ADVICE
     if mode == configured or (mode == "native" and configured == "auto"):
         # "auto" is native calls, and calls written as text read too: right for such a model
-        console.print(
-            f'\ntool_calls = "{configured}", in force now, is the one to use: {_ADVICE[mode]}'
-        )
+        console.print(f'\ntool_calls = "{configured}", in force now, is the one to use: {advice}')
         return
-    console.print(f"\nRecommended ({_ADVICE[mode]}) Add to .subagents/config.toml:\n")
+    console.print(f"\nRecommended ({advice}) Add to .subagents/config.toml:\n")
     console.print(quote_markup(_snippet(provider, mode) or ""), highlight=False)

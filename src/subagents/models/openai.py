@@ -492,15 +492,11 @@ async def _last_response(events: AsyncIterator[StreamEvent]) -> ModelResponse:
 def _refused_json_schema(exc: BaseException, params: Mapping[str, Any]) -> bool:
     """Whether ``exc`` is the server refusing a ``json_schema`` response format (as
     llama-cpp-python's does, with HTTP 500: "Input should be 'text' or 'json_object'")."""
-    import openai
-
     response_format = params.get("response_format")
     if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
         return False
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500):
-        return False
-    message = error_message_from_body(exc.body, exc.message)
-    return "response_format" in message and "json_object" in message
+    message = _refusal_message(exc, (400, 422, 500))
+    return message is not None and "response_format" in message and "json_object" in message
 
 
 def _as_json_object(response_format: dict[str, Any]) -> dict[str, Any]:
@@ -516,9 +512,16 @@ _OPTIONAL_PARAMETERS = ("reasoning_effort", "frequency_penalty")
 def _refused_parameter(exc: BaseException, params: Mapping[str, Any]) -> str | None:
     """The optional parameter of ``params`` that ``exc`` (HTTP 400/422) says the model or
     server does not take, if it names one."""
+    message = _refusal_message(exc, (400, 422))
+    if message is None:
+        return None
+    return next((p for p in _OPTIONAL_PARAMETERS if p in params and p in message), None)
+
+
+def _refusal_message(exc: BaseException, statuses: tuple[int, ...]) -> str | None:
+    """The error message of ``exc`` when it is the server's answer with one of ``statuses``."""
     import openai
 
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in statuses:
         return None
-    message = error_message_from_body(exc.body, exc.message)
-    return next((p for p in _OPTIONAL_PARAMETERS if p in params and p in message), None)
+    return error_message_from_body(exc.body, exc.message)

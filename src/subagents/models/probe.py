@@ -13,7 +13,8 @@ Five small requests, each bounded by a timeout and none retried:
 
 From the results, :func:`recommend` picks ``[providers.NAME] tool_calls``: ``native`` when the
 model calls tools natively, else ``schema`` when the server enforces JSON schemas and a schema
-turn gave a valid call, else ``text`` (the model writes its calls in its answer).
+turn gave a valid call, else ``text`` (the model writes its calls in its answer). On a local
+server ``schema`` comes first when it works, as it does by default there.
 """
 
 from __future__ import annotations
@@ -94,28 +95,34 @@ class ModelCheck:
         }
 
 
-def recommend(check: ModelCheck) -> ToolCallMode | None:
-    """The ``tool_calls`` setting the results call for; ``None`` when unreachable."""
+def recommend(check: ModelCheck, *, local: bool = False) -> ToolCallMode | None:
+    """The ``tool_calls`` setting the results call for; ``None`` when unreachable.
+
+    ``local``: the server is on this machine or its network, where small models run: schema
+    turns come first when they work (the default there, see
+    :attr:`~subagents.models.server.Server.default_tool_calls`), native calls next."""
     if check.status("reachable") != "yes":
         return None
+    schema = check.status("JSON schema") == "yes" and check.status("schema tool call") == "yes"
+    if local and schema:
+        return "schema"
     if check.status("native tool calls") == "yes":
         return "native"
-    if check.status("JSON schema") == "yes" and check.status("schema tool call") == "yes":
-        return "schema"
-    return "text"
+    return "schema" if schema else "text"
 
 
 async def check_model(
-    build: Callable[[ToolCallMode], Model], *, timeout_seconds: float
+    build: Callable[[ToolCallMode], Model], *, timeout_seconds: float, local: bool = False
 ) -> ModelCheck:
-    """Probe the model ``build(mode)`` makes; ``build`` is called once per mode needed."""
+    """Probe the model ``build(mode)`` makes; ``build`` is called once per mode needed;
+    ``local`` as :func:`recommend` takes it."""
     native = build("native")
     check = ModelCheck(native.name)
     try:
         await _probe_all(check, native, build, timeout_seconds)
     finally:
         await close_model(native)
-    check.recommendation = recommend(check)
+    check.recommendation = recommend(check, local=local)
     return check
 
 

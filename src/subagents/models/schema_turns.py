@@ -64,6 +64,7 @@ _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)  # reasoning models
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _REPLY_OPENING = re.compile(r'\{\s*"reply"\s*:\s*"')
 _LONGEST_ESCAPE = 6
+_MAX_SHOWN_CHOICES = 12
 _FORMS = (
     'answer with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call '
     'one of the tools listed in the instructions, or {"reply": "<text>"} to answer'
@@ -150,12 +151,20 @@ def _argument_lines(tool: Any) -> list[str]:
     return lines
 
 
+def _choices(values: list[Any]) -> str:
+    """An enum in words; a long one (the agents of a large collection) by its first values,
+    since the schema holds the model to the rest anyway."""
+    shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in values[:_MAX_SHOWN_CHOICES])
+    more = len(values) - _MAX_SHOWN_CHOICES
+    return f"one of {shown}" + (f" and {more} more" if more > 0 else "")
+
+
 def _kind(spec: Any, depth: int = 0) -> str:
     """A property's type in a few words."""
     if not isinstance(spec, dict) or depth > 2:
         return "any"
     if "enum" in spec and isinstance(spec["enum"], list):
-        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in spec["enum"])
+        return _choices(spec["enum"])
     for choice in ("anyOf", "oneOf"):
         if isinstance(spec.get(choice), list):
             return " or ".join(_kind(branch, depth + 1) for branch in spec[choice])

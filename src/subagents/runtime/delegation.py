@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
 __all__ = [
+    "COMPACT_LISTING_CHARS",
     "DELEGATION_TOOL_NAMES",
     "MAX_STOP_HOOK_RETURNS",
     "Delegation",
@@ -581,7 +582,7 @@ class Delegation:
                     # a restarted parent runs its stored Task call again, which starts a
                     # child not in the store anew; a background child's call has its result
                     session.opening_replayed = not handle.background
-                    result = await self._run_with_hooks(session, prompt)
+                    result = await self._run_with_hooks(handle, prompt)
         except RunPaused:
             raise  # not finished: the run waits for a person, and resumes this session later
         except asyncio.CancelledError:
@@ -610,27 +611,16 @@ class Delegation:
             handle.delivered = True
         return spawn
 
-    def _run_with_hooks(self, session: Session, prompt: str) -> Awaitable[RunResult]:
-        """``session`` run on ``prompt`` between its SubagentStart and SubagentStop hooks (the
-        session's own run when it has no hooks: no coroutine in between)."""
-        hooks = session.hooks
+    def _run_with_hooks(self, handle: SubagentHandle, prompt: str) -> Awaitable[RunResult]:
+        """The subagent run on ``prompt`` between its SubagentStart and SubagentStop hooks
+        (the session's own run when it has no hooks: no coroutine in between)."""
+        hooks = handle.session.hooks
         if hooks is None or not hooks:
-            return session.run(self._opening(session, prompt))
-        return self._run_hooked(session, hooks, prompt)
+            return handle.session.run(_opening(handle, prompt))
+        return self._run_hooked(handle, hooks, prompt)
 
-    def _opening(self, session: Session, prompt: str) -> str:
-        """The subagent's first message: ``prompt``, and which agents it is asked to start
-        (:func:`subagents.runtime.mentions.subagent_opening`)."""
-        names = session.agent_types()
-        if not names:
-            return prompt
-        from subagents.runtime.mentions import subagent_opening
-
-        handle = self.handles.get(session.agent_id)
-        instructions = handle.definition.system_prompt if handle is not None else ""
-        return subagent_opening(prompt, instructions, names)
-
-    async def _run_hooked(self, session: Session, hooks: Hooks, prompt: str) -> RunResult:
+    async def _run_hooked(self, handle: SubagentHandle, hooks: Hooks, prompt: str) -> RunResult:
+        session = handle.session
         parent_id = session.parent.agent_id if session.parent is not None else None
         start = await hooks.run(
             HookPayload(
@@ -647,7 +637,7 @@ class Delegation:
             prompt = f"{prompt}\n\nAdditional context:\n{start.additional_context}"
         result: RunResult | None = None
         try:
-            result = await session.run(self._opening(session, prompt))
+            result = await session.run(_opening(handle, prompt))
             for returns in range(MAX_STOP_HOOK_RETURNS):
                 verdict = await hooks.run(
                     HookPayload(
@@ -881,20 +871,52 @@ def task_tool_description(active: list[AgentDefinition], *, compact: bool = Fals
     """What the model is told about the Task tool: how to use it and the agents on offer.
 
     ``compact`` (the compact description profile, see :mod:`subagents.runtime.tool_menu`):
-    one sentence on use, and each agent's first sentence.
+    one sentence on use, and each agent's first sentence while they fit in
+    :data:`COMPACT_LISTING_CHARS`; the agents after that by name only, as many as fit, then
+    how many more there are. A small model's whole first request must stay small (a project
+    with the 158 agents of a public collection listed 16 kB of them); an agent the person
+    names is pointed out to the model anyway (:mod:`subagents.runtime.mentions`).
     """
-    from subagents.runtime.tool_menu import first_sentence
-
     if compact:
-        lines = [_TASK_USE_COMPACT, "", _AGENTS_HEADING]
-        for definition in active:
-            summary = first_sentence(definition.description)
-            lines.append(f"- {definition.name}: {summary}")
-        return "\n".join(lines)
+        return "\n".join([_TASK_USE_COMPACT, "", _AGENTS_HEADING, *_compact_listing(active)])
     lines = [_TASK_USE, "", _AGENTS_HEADING]
     for definition in active:
         lines.append(f"- {definition.name}: {definition.description.strip()}")
     return "\n".join(lines)
+
+
+COMPACT_LISTING_CHARS = 1_600
+"""The characters of the compact Task description's agent listing."""
+_SUMMARIES_SHARE = 0.6  # of the listing given to agents with their first sentence
+
+
+def _compact_listing(active: list[AgentDefinition]) -> list[str]:
+    """The lines of the compact agent listing (see :func:`task_tool_description`)."""
+    from subagents.runtime.tool_menu import first_sentence
+
+    lines: list[str] = []
+    used = 0
+    for index, definition in enumerate(active):
+        line = f"- {definition.name}: {first_sentence(definition.description)}"
+        if used + len(line) > COMPACT_LISTING_CHARS * _SUMMARIES_SHARE and index:
+            return lines + _names_only(active[index:], COMPACT_LISTING_CHARS - used)
+        lines.append(line)
+        used += len(line) + 1
+    return lines
+
+
+def _names_only(rest: list[AgentDefinition], room: int) -> list[str]:
+    names: list[str] = []
+    for definition in rest:
+        room -= len(definition.name) + 2
+        if room < 0:
+            break
+        names.append(definition.name)
+    lines = [f"- also: {', '.join(names)}"] if names else []
+    unlisted = len(rest) - len(names)
+    if unlisted:
+        lines.append(f"- and {unlisted} more agents, not listed here")
+    return lines
 
 
 _TASK_USE = (
@@ -1059,3 +1081,14 @@ def _task_schema(types: tuple[str, ...]) -> dict[str, Any]:
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema shown to models, as for every tool; built once per input model."""
     return input_schema(model)
+
+
+def _opening(handle: SubagentHandle, prompt: str) -> str:
+    """The subagent's first message: ``prompt``, and which agents it is asked to start
+    (:func:`subagents.runtime.mentions.subagent_opening`)."""
+    names = handle.session.agent_types()
+    if not names:
+        return prompt
+    from subagents.runtime.mentions import subagent_opening
+
+    return subagent_opening(prompt, handle.definition.system_prompt, names)
