@@ -118,7 +118,7 @@ def _run_path(
                 folder.mkdir()
                 if proxy is not None:
                     proxy.log = folder / "exchanges.jsonl"
-                row = _run_task(task, path, model, env, scratch / folder.name, folder)
+                row = _run_task(task, path, model, env, scratch / folder.name, folder, gguf)
                 rows.append(row)
                 mark = "ok  " if row.success else "FAIL"
                 print(
@@ -135,7 +135,13 @@ def _run_path(
 
 
 def _run_task(
-    task: EvalTask, path: str, model: str, env: dict[str, str], workspace: Path, folder: Path
+    task: EvalTask,
+    path: str,
+    model: str,
+    env: dict[str, str],
+    workspace: Path,
+    folder: Path,
+    gguf: Path,
 ) -> Row:
     missing = [needed for needed in task.needs if not needed.is_file()]
     if missing:
@@ -176,8 +182,10 @@ def _run_task(
         why=why or "",
         requests=sum(s.usage.get("requests", 0) for s in sessions),
         seconds=round(seconds, 1),
-        prompt_tokens=sum(s.usage.get("input_tokens", 0) for s in sessions),
-        first_prompt_tokens=_first_prompt_tokens(folder, main),
+        prompt_tokens=sum(s.usage.get("input_tokens", 0) for s in sessions)
+        or sum(_counted_prompts(folder, gguf)),
+        first_prompt_tokens=_first_prompt_tokens(folder, main)
+        or next(iter(_counted_prompts(folder, gguf)), 0),
         folder=str(folder),
     )
 
@@ -258,6 +266,34 @@ def _first_prompt_tokens(folder: Path, main: list[SessionView]) -> int:
         if usage:
             return int(usage.get("prompt_tokens", 0))
     return 0
+
+
+_CHATML_TOKENS = 5  # <|im_start|>, the role, "\n" ... <|im_end|>, "\n" around each message
+_tokenizers: dict[Path, Any] = {}
+
+
+def _counted_prompts(folder: Path, gguf: Path) -> list[int]:
+    """The prompt tokens of each request the server answered, counted with the model's own
+    tokenizer over its chat template's messages: llama-cpp-python's server sends no usage
+    in a stream, and schema turns are streamed."""
+    log = folder / "exchanges.jsonl"
+    if not log.is_file():
+        return []
+    if gguf not in _tokenizers:
+        from llama_cpp import Llama
+
+        _tokenizers[gguf] = Llama(model_path=str(gguf), vocab_only=True, verbose=False)
+    tokenizer = _tokenizers[gguf]
+    counts = []
+    for line in log.read_text().splitlines():
+        exchange = json.loads(line)
+        if exchange.get("status") != 200:
+            continue
+        messages = exchange["request"].get("messages", [])
+        texts = [str(message.get("content") or "") for message in messages]
+        tokens = sum(len(tokenizer.tokenize(t.encode(), add_bos=False)) for t in texts)
+        counts.append(tokens + _CHATML_TOKENS * (len(messages) + 1))
+    return counts
 
 
 def _usage_of(answer: Any) -> dict[str, Any] | None:
