@@ -9,6 +9,7 @@ every request after the first tool call.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import socket
 import subprocess
@@ -103,3 +104,29 @@ async def test_the_history_of_a_call_read_from_text_is_taken_by_the_server(
         await model.aclose()
     assert response.stop_reason in ("end_turn", "max_tokens", "tool_use")
     assert inner.server.kind == "local"
+
+
+async def test_two_agents_streaming_at_once_both_get_their_answers(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This server stops a stream when another request comes in (``interrupt_requests``, on
+    by default): a subagent in the background and its parent stopped each other's streamed
+    schema turns until both gave up (``make eval``). The model learns from the first cut
+    stream that the server serves one request at a time, and sends them so."""
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    model = OpenAIChatModel("smollm2", tool_calls="schema", max_retries=3)
+    settings = ModelSettings(max_tokens=48, temperature=0)
+
+    def ask(question: str) -> ModelRequest:
+        return ModelRequest("Answer briefly.", [UserMessage(question)], (READ,), settings)
+
+    try:
+        first, second = await asyncio.gather(
+            model.request(ask("Tell me about the sea.")),
+            model.request(ask("Tell me about the mountains.")),
+        )
+    finally:
+        await model.aclose()
+    for response in (first, second):
+        assert response.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    assert model._one_at_a_time is not None  # a stream was cut, and the lesson kept

@@ -329,9 +329,32 @@ async def test_the_same_task_answered_the_same_way_is_a_repeat_whatever_its_agen
         assert runtime.store is not None
         runtime.store.close()
     tasks = results_named(result.messages, "Task")
-    assert len(tasks) == 4 and len({t.content.rpartition("agent_id: ")[2] for t in tasks}) == 4
+    assert len(tasks) == 4
+    # made again right after it answered: its answer again, no new subagent run
+    again = [t.content.startswith("Not started again") for t in tasks]
+    assert again == [False, True, True, True]
+    assert all("The secret word is plum" in t.content for t in tasks)
+    assert len(result.subagents) == 1
     noted = ["got the same result each time" in t.content for t in tasks]
     assert noted == [False, False, True, True]
+
+
+async def test_the_same_task_after_other_work_runs_anew(tmp_path: Path) -> None:
+    """The tests run again after a fix, the notes read again after an edit: a Task made
+    again once something else was done starts its subagent again."""
+    task = {"description": "find it", "prompt": "Read notes.txt.", "subagent_type": "notes-reader"}
+    edit = ("Write", {"file_path": "other.txt", "content": "x"})
+    runtime = notes_runtime(
+        tmp_path, scripted(("Task", task), edit, ("Task", task)), open_store(tmp_path / "s.db")
+    )
+    try:
+        result = await runtime.run(PROMPT)
+    finally:
+        assert runtime.store is not None
+        runtime.store.close()
+    tasks = results_named(result.messages, "Task")
+    assert [t.content.startswith("Not started again") for t in tasks] == [False, False]
+    assert len(result.subagents) == 2
 
 
 async def test_a_call_whose_result_changed_is_not_a_repeat(tmp_path: Path) -> None:

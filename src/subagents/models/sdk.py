@@ -17,6 +17,7 @@ keeps only its wire format (messages out, answers and stream events in, its own 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import importlib
@@ -40,6 +41,7 @@ from subagents.models.base import (
 from subagents.models.repetition import RunawayWatch
 from subagents.models.retry import (
     Failure,
+    MalformedResponseError,
     RetryPolicy,
     Sleep,
     call_with_retries,
@@ -240,6 +242,10 @@ class SDKModel(Generic[ClientT]):
         self._api_key = key.value
         self._key_source = api_key_source or key.source
         self._policy = self._retry_policy(max_retries, sleep)
+        self._streams_started = 0
+        self._one_at_a_time: asyncio.Lock | None = None
+        """Set once the server cut a stream short as another request came in: its requests
+        go one at a time from then on (see :meth:`_stream`)."""
 
     @property
     def name(self) -> str:
@@ -338,9 +344,19 @@ class SDKModel(Generic[ClientT]):
 
     async def _request(self, attempt: Callable[[], Awaitable[ModelResponse]]) -> ModelResponse:
         """``attempt()`` (one call of the SDK, its answer read), retried as its errors say."""
+
+        async def in_turn() -> ModelResponse:
+            async with self._turn():
+                return await attempt()
+
         return await call_with_retries(
-            attempt, classify=self._classify, policy=self._policy, what=f"{self.name} request"
+            in_turn, classify=self._classify, policy=self._policy, what=f"{self.name} request"
         )
+
+    def _turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Where a request waits for its turn: nowhere, until the server showed that it
+        serves one request at a time."""
+        return self._one_at_a_time or contextlib.nullcontext()
 
     def _stream(
         self,
@@ -358,25 +374,40 @@ class SDKModel(Generic[ClientT]):
         finished as if cut off at its token limit.
 
         ``raw_text=False``: the text streamed is not for a reader as it comes (a schema
-        turn's JSON); only the finished response's text is yielded, before the response."""
+        turn's JSON); only the finished response's text is yielded, before the response.
+
+        A stream that ends unfinished while another request of this model was sent is a
+        server that serves one request at a time and stops a stream for the next one
+        (llama-cpp-python's, by default): from then on this model's requests wait for each
+        other, and the cut one is tried again as any malformed answer is. (A subagent in the
+        background and its parent otherwise stopped each other's streams until both gave up.)
+        """
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
-            stream = await open_stream()
-            assembly = assembler()
-            runaway = RunawayWatch()
-            async with stream:
-                async for event in stream:
-                    text = assembly.add(event)
-                    if text:
-                        if raw_text:
-                            yield TextDelta(text)
-                        if runaway.feed(text) is not None:
-                            assembly.cut_short()
-                            break
-            response = finish(assembly.finish(self.name))
-            if not raw_text and response.text:
-                yield TextDelta(response.text)
-            yield ResponseCompleted(response)
+            async with self._turn():
+                self._streams_started += 1
+                mine = self._streams_started
+                stream = await open_stream()
+                assembly = assembler()
+                runaway = RunawayWatch()
+                async with stream:
+                    async for event in stream:
+                        text = assembly.add(event)
+                        if text:
+                            if raw_text:
+                                yield TextDelta(text)
+                            if runaway.feed(text) is not None:
+                                assembly.cut_short()
+                                break
+                try:
+                    response = finish(assembly.finish(self.name))
+                except MalformedResponseError:
+                    if self._streams_started > mine and self._one_at_a_time is None:
+                        self._one_at_a_time = asyncio.Lock()
+                    raise
+                if not raw_text and response.text:
+                    yield TextDelta(response.text)
+                yield ResponseCompleted(response)
 
         return stream_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"

@@ -274,6 +274,10 @@ class Delegation:
         rebound = None if resume else self._rebind(parent, ctx.tool_call_id, description)
         if rebound is None:
             self._check_task_call(parent, description, prompt, subagent_type, resume)
+            if not resume:
+                done = self._same_task_just_done(parent, ctx.tool_call_id, subagent_type, prompt)
+                if done is not None:
+                    return _not_started_again(done)
         if resume:
             handle = self._handle_for_resume(resume, parent, subagent_type)
             handle.description = description
@@ -358,6 +362,50 @@ class Delegation:
         the run created), so that its Task calls start subagents without asking the store
         whether an earlier process started them."""
         self._new_in_store.add(session.agent_id)
+
+    def _same_task_just_done(
+        self, parent: Session, call_id: str, subagent_type: str, prompt: str
+    ) -> SubagentHandle | None:
+        """The subagent that ``parent``'s previous turn started with this same Task (type and
+        prompt), when it finished well: nothing ran in between that could change its answer.
+
+        A small model given a subagent's answer often starts the same Task again instead of
+        answering (a 1.5B model: up to three times a run, each one more subagent run); a
+        Task made again after other work (the tests run anew after a fix) is run anew."""
+        from subagents.definitions.validate import normalise_name
+        from subagents.messages import AssistantMessage
+
+        turns = [m for m in parent.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+        if len(turns) < 2 or call_id not in {call.id for call in turns[-1].tool_calls}:
+            return None
+        wanted = (normalise_name(subagent_type), prompt.strip())
+        before: set[str] = set()
+        for turn in reversed(turns[:-1]):  # the turns just before that made this same Task
+            same = {
+                call.id
+                for call in turn.tool_calls
+                if call.name == TASK_TOOL_NAME
+                and not call.arguments.get("resume")
+                and (
+                    normalise_name(str(call.arguments.get("subagent_type", ""))),
+                    str(call.arguments.get("prompt", "")).strip(),
+                )
+                == wanted
+            }
+            if not same:
+                break
+            before |= same
+        return next(
+            (
+                handle
+                for handle in self.handles.values()
+                if handle.parent is parent
+                and handle.session.parent_tool_call_id in before
+                and handle.result is not None
+                and handle.result.success
+            ),
+            None,
+        )
 
     def _check_task_call(
         self, parent: Session, description: str, prompt: str, subagent_type: str, resume: str | None
@@ -985,6 +1033,17 @@ def _trailer(handle: SubagentHandle) -> str:
     return (
         f'agent_id: {agent_id} (pass resume="{agent_id}" and '
         f'subagent_type="{handle.definition.name}" to the Task tool to continue it)'
+    )
+
+
+def _not_started_again(done: SubagentHandle) -> str:
+    """The answer to a Task made again right after the same one finished."""
+    assert done.result is not None
+    return (
+        f"Not started again: this is the Task you made last turn, and its agent "
+        f"{done.session.agent_id} ({done.definition.name}) already answered:\n\n"
+        f"{done.result.summary}\n\nUse that answer: reply to the user, or go on with the "
+        "next step of the work."
     )
 
 
