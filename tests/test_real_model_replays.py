@@ -184,7 +184,9 @@ async def test_a_lead_starting_the_same_subagent_again_and_again_is_made_to_answ
     ).run("Ask the lead agent to find the code word in docs/vault.txt.")
     assert result.status == "completed", result.error
     assert result.output == "The lead could not find it."
-    assert len(general.requests) == 4  # four starts, then the lead had to answer
+    # one start: each Task made again got its answer back, then the lead had to answer
+    assert len(general.requests) == 1
+    assert len(lead.requests) == 5
     assert lead.requests[-1].settings.tool_choice == "none"
 
 
@@ -238,11 +240,12 @@ async def test_a_reader_given_a_file_name_without_its_folder_is_told_where_it_is
     assert "docs/secret.txt" in result.output
 
 
-async def test_a_reader_that_dropped_a_part_of_the_workspace_path_is_told_the_path_inside(
+async def test_a_reader_that_dropped_a_part_of_the_workspace_path_reads_the_file_inside(
     tmp_path: Path,
 ) -> None:
-    """Recorded (pass-path): the workspace was /tmp/eval/pass-path-1 and the reader asked for
-    /tmp/eval/docs/archive/2024/q3/summary.md: refused as outside, it gave up."""
+    """Recorded (pass-path, evals a8 and b1): the workspace was /tmp/eval/pass-path-1 and the
+    reader asked for /tmp/eval/docs/archive/2024/q3/summary.md: refused as outside, it gave
+    up; told the path inside, it answered with the error, three times."""
     workspace = tmp_path / "pass-path-1"
     (workspace / "docs" / "archive" / "2024" / "q3").mkdir(parents=True)
     (workspace / "docs" / "archive" / "2024" / "q3" / "summary.md").write_text("Total: 7,412\n")
@@ -255,9 +258,12 @@ async def test_a_reader_that_dropped_a_part_of_the_workspace_path_is_told_the_pa
     await Runtime(
         cwd=workspace, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
     ).run("Ask the notes-reader agent to read docs/archive/2024/q3/summary.md.")
-    refused = last_result(reader.requests[1])
-    assert "is outside the workspace" in refused
-    assert refused.endswith("The workspace has docs/archive/2024/q3/summary.md: use that path.")
+    read = last_result(reader.requests[1])
+    assert read.startswith(
+        f"({dropped} is outside the workspace; this is docs/archive/2024/q3/summary.md, "
+        "the file it names there)\n"
+    )
+    assert read.endswith("1\tTotal: 7,412")
 
 
 @pytest.mark.parametrize("pattern", ["parse_invoice src/**/*.py", "src/**/*.py parse_invoice"])
@@ -360,4 +366,7 @@ async def test_a_main_agent_starting_one_delegation_again_is_made_to_answer_what
     ).run("Ask the reader-only agent to create a file named out.txt containing hello.")
     assert result.status == "completed", result.error
     assert result.output == "reader-only cannot write files."
-    assert len(reader.requests) == 4 and not (tmp_path / "out.txt").exists()
+    # one start, its answer given back to each start alike, until the main agent had to answer
+    assert len(reader.requests) == 1 and not (tmp_path / "out.txt").exists()
+    starts = [name for name, _ in calls_of(result.messages) if name == "Task"]
+    assert len(starts) == 4

@@ -81,6 +81,9 @@ def test_an_outside_path_whose_tail_is_in_the_workspace_is_named_in_the_refusal(
         with pytest.raises(ToolError) as info:
             workspace.resolve(path)
         assert "The workspace has" not in str(info.value)
+        assert workspace.meant_inside(str(path)) is None
+    assert workspace.meant_inside(str(dropped_part)) == "a/file.txt"
+    assert workspace.meant_inside("a/file.txt") is None  # inside already: nothing to mean
 
 
 def test_missing_file_is_reported_when_it_must_exist(layout: tuple[Workspace, Path]) -> None:

@@ -82,6 +82,17 @@ class Workspace:
             )
         return real
 
+    def meant_inside(self, path: str) -> str | None:
+        """The workspace path ``path`` stands for when it is outside the workspace but its
+        tail names something inside (see :meth:`_inside_match`); ``None`` otherwise."""
+        try:
+            real = Path(os.path.realpath(self.root / path))
+        except (OSError, ValueError):
+            return None
+        if real.is_relative_to(self.root) or self.grant_of(real) is not None:
+            return None
+        return self._inside_match(real)
+
     def _where_else(self, missing: Path) -> str:
         """What to do about a missing path: the files of the same name elsewhere in the
         workspace, when there are any (a 1.5B model passed ``pointer.txt`` on for

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
@@ -10,7 +11,7 @@ from subagents.errors import ToolError
 from subagents.tools.base import ToolContext
 from subagents.tools.builtin._files import cut_line, plural, require_text_file
 from subagents.tools.decorator import tool
-from subagents.tools.workspace import workspace_of
+from subagents.tools.workspace import Workspace, workspace_of
 
 __all__ = ["DEFAULT_READ_LIMIT", "MAX_READ_OUTPUT_CHARS", "read_tool"]
 
@@ -36,7 +37,7 @@ def read_file(
     ] = None,
 ) -> str:
     workspace = workspace_of(ctx)
-    path = require_text_file(workspace, file_path)
+    path, note = _readable(workspace, file_path)
     shown = workspace.display(path)
     first = max(offset or 1, 1)
     count = limit or DEFAULT_READ_LIMIT
@@ -55,14 +56,14 @@ def read_file(
             numbered.append(entry)
             size += len(entry) + 1
     if total == 0:
-        return f"(the file {shown} exists but is empty)"
+        return f"{note}(the file {shown} exists but is empty)"
     if first > total:
         raise ToolError(
             f"{shown} has only {plural(total, 'line')}, so offset {first} is past its end; use "
             f"an offset between 1 and {total}."
         )
     last = first + len(numbered) - 1
-    body = "\n".join(numbered)
+    body = note + "\n".join(numbered)
     if last < total:
         reason = (
             f"the output reached {MAX_READ_OUTPUT_CHARS} characters"
@@ -74,6 +75,21 @@ def read_file(
             f"call Read with offset={last + 1})"
         )
     return body
+
+
+def _readable(workspace: Workspace, file_path: str) -> tuple[Path, str]:
+    """The file to read, and a note when it is not the path as written: an absolute path
+    outside the workspace whose tail names a file inside it is read there. A 1.5B subagent
+    given the workspace's path wrote it with the last folder dropped, was told the right
+    path, and answered with the error instead of reading again (make eval)."""
+    try:
+        return require_text_file(workspace, file_path), ""
+    except ToolError:
+        meant = workspace.meant_inside(file_path)
+        if meant is None:
+            raise
+    note = f"({file_path} is outside the workspace; this is {meant}, the file it names there)\n"
+    return require_text_file(workspace, meant), note
 
 
 read_tool = tool(name="Read", description=_DESCRIPTION, read_only=True, idempotent=True)(read_file)
