@@ -28,7 +28,12 @@ from subagents.testing import FunctionModel, text_response
 Turn = tuple[str, dict[str, Any]]
 
 
-def replay(turns: Sequence[Turn], *, then: Callable[[ModelRequest], str]) -> FunctionModel:
+def replay(
+    turns: Sequence[Turn],
+    *,
+    then: Callable[[ModelRequest], str],
+    name: str = "llamacpp:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+) -> FunctionModel:
     """A model making the recorded ``turns`` in order, one call each, as llama.cpp returned
     them (the same ``call_0`` id); on a turn that must answer, or once they run out, ``then``."""
 
@@ -40,7 +45,7 @@ def replay(turns: Sequence[Turn], *, then: Callable[[ModelRequest], str]) -> Fun
         call = parse_tool_arguments("call_0", name, json.dumps(arguments))
         return ModelResponse(tool_calls=(call,), stop_reason="tool_use")
 
-    return FunctionModel(turn, name="llamacpp:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    return FunctionModel(turn, name=name)
 
 
 def last_result(request: ModelRequest) -> str:
@@ -370,3 +375,27 @@ async def test_a_main_agent_starting_one_delegation_again_is_made_to_answer_what
     assert len(reader.requests) == 1 and not (tmp_path / "out.txt").exists()
     starts = [name for name, _ in calls_of(result.messages) if name == "Task"]
     assert len(starts) == 4
+
+
+@pytest.mark.parametrize(
+    ("model_name", "compact"),
+    [("llamacpp:qwen2.5-coder-1.5b.gguf", True), ("openai:gpt-5", False)],
+)
+async def test_a_subagents_answer_ends_with_what_its_parent_can_do_next(
+    tmp_path: Path, model_name: str, compact: bool
+) -> None:
+    """Recorded (eval b1: two-parallel, nested, corpus-agent): told to pass resume "to the
+    Task tool to continue it", a small main agent, whose compact Task shows no resume, made
+    the same Task again after each answer. A small model's parent is told the subagent has
+    finished; a hosted one's keeps how to resume it."""
+    (tmp_path / "notes.txt").write_text("The code word is KESTREL-09.\n")
+    reader = replay([("Read", {"file_path": "notes.txt"})], then=last_result)
+    main = replay([("Task", reader_task("Read notes.txt."))], then=last_result, name=model_name)
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run("Ask the notes-reader agent for the code word in notes.txt.")
+    assert result.status == "completed", result.error
+    assert "KESTREL-09" in result.output
+    finished = "(the subagent has finished; its answer is above. If it answers the user's "
+    assert (finished in result.output) is compact
+    assert ('resume="' in result.output) is not compact

@@ -1029,10 +1029,22 @@ def _status_of(handle: SubagentHandle) -> str:
 
 
 def _trailer(handle: SubagentHandle) -> str:
+    """The end of a subagent's result: its agent_id, and how to continue it where its parent
+    can (it is shown Task's ``resume``); else what to do with the answer.
+
+    The compact profile shows no ``resume``: told to pass it "to the Task tool", a 1.5B main
+    agent started the same Task again in 6 samples of 6; told the subagent had finished and
+    to reply when its answer does, it replied in 6 of 6 (and in 4 of 4 of three other runs'
+    turns alike)."""
     agent_id = handle.session.agent_id
+    if handle.parent.offers_argument(TASK_TOOL_NAME, "resume"):
+        return (
+            f'agent_id: {agent_id} (pass resume="{agent_id}" and '
+            f'subagent_type="{handle.definition.name}" to the Task tool to continue it)'
+        )
     return (
-        f'agent_id: {agent_id} (pass resume="{agent_id}" and '
-        f'subagent_type="{handle.definition.name}" to the Task tool to continue it)'
+        f"agent_id: {agent_id} (the subagent has finished; its answer is above. If it answers "
+        "the user's request, reply to the user now.)"
     )
 
 
@@ -1043,7 +1055,8 @@ def _not_started_again(done: SubagentHandle) -> str:
         f"Not started again: this is the Task you made last turn, and its agent "
         f"{done.session.agent_id} ({done.definition.name}) already answered:\n\n"
         f"{done.result.summary}\n\nUse that answer: reply to the user, or go on with the "
-        "next step of the work."
+        "next step of the work. If it is not what you needed, call Task with a prompt that "
+        "says what to do differently."
     )
 
 

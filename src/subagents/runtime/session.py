@@ -481,6 +481,13 @@ class Session:
     def offered_names(self) -> list[str]:
         return [spec.name for spec in self._offered()]
 
+    def offers_argument(self, tool: str, argument: str) -> bool:
+        """Whether the model sees ``argument`` among ``tool``'s (the compact profile shows
+        required ones only)."""
+        spec = next((spec for spec in self._offered() if spec.name == tool), None)
+        properties = spec.parameters.get("properties") if spec is not None else None
+        return isinstance(properties, dict) and argument in properties
+
     def agent_types(self) -> list[str]:
         """The agent types this session may start, when it has the Task tool."""
         context = self.context

@@ -136,14 +136,14 @@ BUILTIN_TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "Glob",
-        "description": "Find files by name pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. `*` "
-        "matches within one folder name, `**` across folders. Returns matching file "
-        "paths relative to the workspace root, most recently modified first, at "
-        "most 100. `path` is the folder to search (default: the workspace root). "
-        "Like ripgrep, it skips files that .gitignore, .ignore or .git/info/exclude "
-        "exclude and hidden files (names starting with '.'), unless "
-        "`include_ignored` is true or the pattern or `path` names such a folder "
-        "itself (e.g. `.github/**/*.yml`). Use Grep to search file contents.",
+        "description": "Find files by name pattern, e.g. `**/*.py`. `*` matches within one folder "
+        "name, `**` across folders. Returns matching file paths relative to the "
+        "workspace root, most recently modified first, at most 100. `path` is the "
+        "folder to search (default: the workspace root). Like ripgrep, it skips "
+        "files that .gitignore, .ignore or .git/info/exclude exclude and hidden "
+        "files (names starting with '.'), unless `include_ignored` is true or the "
+        "pattern or `path` names such a folder itself (e.g. `.github/**/*.yml`). "
+        "Use Grep to search file contents.",
         "parameters": {
             "additionalProperties": False,
             "properties": {

@@ -32,8 +32,8 @@ GLOB_TIME_BUDGET_SECONDS = 20.0
 """How long one Glob call may spend matching paths before it stops with an error."""
 
 _DESCRIPTION = """\
-Find files by name pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. `*` matches within one \
-folder name, `**` across folders. Returns matching file paths relative to the workspace root, \
+Find files by name pattern, e.g. `**/*.py`. `*` matches within one folder name, `**` across \
+folders. Returns matching file paths relative to the workspace root, \
 most recently modified first, at most 100. `path` is the folder to search (default: the \
 workspace root). Like ripgrep, it skips files that .gitignore, .ignore or .git/info/exclude \
 exclude and hidden files (names starting with '.'), unless `include_ignored` is true or the \
