@@ -112,6 +112,47 @@ def test_a_delegation_completes_in_schema_mode(repo: Path, server: SchemaEnforci
     assert "The secret word is PAPAYA." in main_again["messages"][-1]["content"]
 
 
+def test_two_delegations_from_one_answer_run_both(
+    repo: Path, server: SchemaEnforcingServer
+) -> None:
+    """One call per answer left a small model no way to start two subagents at once, as a
+    user asked (make eval: it gave one agent both files): Task calls may go together."""
+    write(repo / ".subagents" / "config.toml", config(server.base_url))
+    tasks = [
+        {"description": f"read {name}", "prompt": f"Read {name}.", "subagent_type": "notes-reader"}
+        for name in ("alpha.txt", "beta.txt")
+    ]
+    server.answer({"calls": [{"tool": "Task", "arguments": task} for task in tasks]})
+    server.answer({"reply": "read"})  # each child, in whichever order they ask
+    server.answer({"reply": "read"})
+    server.answer({"reply": "both read"})
+
+    code, out, err = run(repo, "Start two notes-reader agents at once: alpha.txt and beta.txt.")
+
+    assert code == 0, err
+    assert json.loads(out)["output"] == "both read"
+    assert server.refused == [] and server.unused_answers == 0
+    main = server.requests[0].json()
+    assert "To start several Task calls at once" in main["messages"][0]["content"]
+    children = sorted(request.json()["messages"][-1]["content"] for request in server.requests[1:3])
+    assert children == ["Read alpha.txt.", "Read beta.txt."]
+    answer, results = server.requests[3].json()["messages"][-2:]
+    assert len(json.loads(answer["content"])["calls"]) == 2  # the history keeps the form
+    assert results["content"].count('<tool_response name="Task">') == 2
+
+
+def test_several_calls_at_once_are_offered_for_delegations_only() -> None:
+    task = ToolSpec("Task", "", {"type": "object", "properties": {}}, parallel=True)
+    read = ToolSpec("Read", "", {"type": "object", "properties": {}})
+    validator = Draft202012Validator(turn_schema([read, task]))
+    call = {"tool": "Task", "arguments": {}}
+    assert validator.is_valid({"calls": [call, call]})
+    assert not validator.is_valid({"calls": [call]})  # one call has its own form
+    assert not validator.is_valid({"calls": [call] * 5})
+    assert not validator.is_valid({"calls": [{"tool": "Read", "arguments": {}}] * 2})
+    assert not any("calls" in b["properties"] for b in turn_schema([read])["anyOf"])
+
+
 @pytest.fixture
 def loose_server() -> Iterator[FakeOpenAIServer]:
     """A server that takes ``response_format`` but does not enforce it."""
@@ -201,6 +242,9 @@ def test_read_turn_forms() -> None:
     _, (nameless,) = read_turn('{"tool": null, "arguments": {}}')
     assert nameless.name == "" and '"tool" must be the name' in (nameless.arguments_error or "")
     assert read_turn('<think>\nthe user wants {x}\n</think>\n{"reply": "x"}') == ("x", ())
+    many = {"calls": [{"tool": "Task", "arguments": {}}] * 5}
+    _, (refused,) = read_turn(json.dumps(many))
+    assert "you made 5 calls at once; make at most 4" in (refused.arguments_error or "")
     # a reply cut at the token limit is a cut reply (judged as any cut answer), even mid-escape
     assert read_turn('{"reply": "caf\\u00', truncated=True) == ("caf", ())
     assert read_turn('{"reply": "done"  \n\n  ', truncated=True) == ("done", ())

@@ -26,11 +26,14 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
 
 @dataclass(slots=True, frozen=True)
 class ToolSpec:
-    """What a model is told about one tool: its name, description and JSON Schema input."""
+    """What a model is told about one tool: its name, description and JSON Schema input;
+    ``parallel``: several calls of it in one answer are worth making (delegations), which a
+    schema-constrained turn offers a form for (:mod:`subagents.models.schema_turns`)."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+    parallel: bool = False
 
 
 @dataclass(slots=True, frozen=True)

@@ -49,6 +49,7 @@ from subagents.models.tool_arguments import (
 )
 
 __all__ = [
+    "MAX_CALLS_AT_ONCE",
     "SCHEMA_NAME",
     "history_messages",
     "read_turn",
@@ -65,6 +66,8 @@ _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _REPLY_OPENING = re.compile(r'\{\s*"reply"\s*:\s*"')
 _LONGEST_ESCAPE = 6
 _MAX_SHOWN_CHOICES = 12
+MAX_CALLS_AT_ONCE = 4
+"""The most calls one schema-constrained answer may make."""
 _FORMS = (
     'answer with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call '
     'one of the tools listed in the instructions, or {"reply": "<text>"} to answer'
@@ -94,6 +97,9 @@ def turn_schema(tools: Sequence[Any]) -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
+    several = [branch for branch, tool in zip(branches, tools, strict=True) if tool.parallel]
+    if several:
+        branches.append(_several_calls(several))
     branches.append(
         {
             "type": "object",
@@ -106,6 +112,25 @@ def turn_schema(tools: Sequence[Any]) -> dict[str, Any]:
     if definitions:
         schema["$defs"] = definitions
     return schema
+
+
+def _several_calls(branches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The form of an answer making several calls of the tools worth calling at once: two
+    to :data:`MAX_CALLS_AT_ONCE` (one call has its own form)."""
+    call = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    return {
+        "type": "object",
+        "properties": {
+            "calls": {
+                "type": "array",
+                "items": call,
+                "minItems": 2,
+                "maxItems": MAX_CALLS_AT_ONCE,
+            }
+        },
+        "required": ["calls"],
+        "additionalProperties": False,
+    }
 
 
 def response_format(tools: Sequence[Any]) -> dict[str, Any]:
@@ -124,6 +149,13 @@ def turn_instructions(tools: Sequence[Any]) -> str:
         "Call one tool per answer; its result comes back in the next message. When the task "
         'is done, give the final answer as {"reply": "..."}.',
     ]
+    several = [tool.name for tool in tools if tool.parallel]
+    if several:
+        example = ", ".join(f'{{"tool": "{several[0]}", "arguments": {{...}}}}' for _ in "ab")
+        lines.append(
+            f"To start several {' or '.join(several)} calls at once (different work that can "
+            f'go on at the same time), answer {{"calls": [{example}]}}.'
+        )
     if tools:
         lines += ["", "# Tools"]
         for tool in tools:
@@ -229,6 +261,9 @@ def read_turn(
             return "", (_call(decoded, text),)
         calls = decoded.get("calls")
         if isinstance(calls, list) and calls and all(isinstance(c, dict) for c in calls):
+            if len(calls) > MAX_CALLS_AT_ONCE:
+                problem = f"you made {len(calls)} calls at once; make at most {MAX_CALLS_AT_ONCE}"
+                return "", (_refused(text, problem),)
             return "", tuple(_call(call, text) for call in calls)
     return "", (_refused(text, "your answer was JSON but not one of the accepted forms"),)
 
@@ -287,17 +322,25 @@ def _refused(text: str, problem: str) -> ToolCall:
 
 
 def _answer_text(message: AssistantMessage) -> str:
+    """An answer as the model would have written it in a schema turn."""
+    calls = message.tool_calls
+    if len(calls) > 1 and not message.content and all(call.name for call in calls):
+        return json.dumps({"calls": [_call_object(call) for call in calls]}, ensure_ascii=False)
     parts = [json.dumps({"reply": message.content}, ensure_ascii=False)] if message.content else []
-    for call in message.tool_calls:
+    for call in calls:
         if call.arguments_error is not None and not call.name and call.raw_arguments:
             parts.append(call.raw_arguments)  # the answer that was refused, as written
             continue
-        try:
-            arguments = json.loads(arguments_text(call))
-        except json.JSONDecodeError:
-            arguments = call.raw_arguments
-        parts.append(json.dumps({"tool": call.name, "arguments": arguments}, ensure_ascii=False))
+        parts.append(json.dumps(_call_object(call), ensure_ascii=False))
     return "\n".join(parts) or json.dumps({"reply": ""})
+
+
+def _call_object(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = json.loads(arguments_text(call))
+    except json.JSONDecodeError:
+        arguments = call.raw_arguments
+    return {"tool": call.name, "arguments": arguments}
 
 
 def _add_user(converted: list[dict[str, Any]], content: str) -> None:

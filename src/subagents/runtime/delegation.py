@@ -168,6 +168,7 @@ class Delegation:
                     read_only=True,
                     compact_description=self.runtime.task_tool_description(compact=True),
                     background_parameters=_TASK_BACKGROUND_PARAMETERS,
+                    parallel=True,
                 ),
                 Tool(
                     name=TASK_OUTPUT_TOOL_NAME,
@@ -253,6 +254,7 @@ class Delegation:
             timeout_seconds=base.timeout_seconds,
             read_only=True,
             background_parameters=_TASK_BACKGROUND_PARAMETERS,
+            parallel=True,
         )
 
     # -- Task ----------------------------------------------------------------------------------

@@ -44,7 +44,11 @@ from subagents.models.base import (
     ResponseCompleted,
     ToolSpec,
 )
-from subagents.models.tool_arguments import bound_tool_calls, refuse_repairs_of_cut_calls
+from subagents.models.tool_arguments import (
+    arguments_text,
+    bound_tool_calls,
+    refuse_repairs_of_cut_calls,
+)
 from subagents.runtime import events as ev
 from subagents.runtime.answer_check import (
     AnswerProblem,
@@ -303,7 +307,22 @@ def _clean_calls(session: Session, response: ModelResponse) -> tuple[ToolCall, .
         response.stop_reason,
         lambda name: cut_call_may_run(name, tools),
     )
-    return _unique_ids(session, repair_tool_names(calls, tools))
+    return _unique_ids(session, _without_repeats(repair_tool_names(calls, tools)))
+
+
+def _without_repeats(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """``calls`` without a call identical to an earlier one of the same answer (a small model
+    offered several Task calls at once started the same subagent twice): one run answers."""
+    if len(calls) < 2:
+        return calls
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for call in calls:
+        key = (call.name, arguments_text(call))
+        if key not in seen:
+            seen.add(key)
+            kept.append(call)
+    return calls if len(kept) == len(calls) else tuple(kept)
 
 
 def _unique_ids(session: Session, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:

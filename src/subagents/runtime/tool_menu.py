@@ -165,7 +165,7 @@ def compact_spec(tool: Tool, *, background: bool = False) -> ToolSpec:
 
     description = tool.compact_description or first_sentence(tool.description)
     shown = tool.background_parameters if background else ()
-    return ToolSpec(tool.name, description, _required_only(tool.parameters, shown))
+    return ToolSpec(tool.name, description, _required_only(tool.parameters, shown), tool.parallel)
 
 
 def asks_for_background(prompt: str) -> bool:

@@ -91,6 +91,9 @@ class Tool:
     """Optional parameters that start work in the background (Task's ``run_in_background``):
     the compact profile, which shows only required ones, shows these when the session's
     prompt asks for work in the background (see :mod:`subagents.runtime.tool_menu`)."""
+    parallel: bool = False
+    """Several calls of it in one answer are worth making (Task: subagents that work at the
+    same time); a model constrained to one call per answer is offered a form for them."""
     _spec: ToolSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -105,7 +108,7 @@ class Tool:
         if self._spec is None:
             from subagents.models.base import ToolSpec
 
-            self._spec = ToolSpec(self.name, self.description, self.parameters)
+            self._spec = ToolSpec(self.name, self.description, self.parameters, self.parallel)
         return self._spec
 
 
