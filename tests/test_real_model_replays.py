@@ -399,3 +399,20 @@ async def test_a_subagents_answer_ends_with_what_its_parent_can_do_next(
     finished = "(the subagent has finished; its answer is above. If it answers the user's "
     assert (finished in result.output) is compact
     assert ('resume="' in result.output) is not compact
+
+
+async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
+    tmp_path: Path,
+) -> None:
+    """Recorded (search, in process, eval b3): the finder grepped for src/parse_invoice.py
+    to find where parse_invoice is defined, found nothing, and said so."""
+    (tmp_path / "src" / "billing").mkdir(parents=True)
+    (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
+    finder = replay([("Grep", {"pattern": "src/parse_invoice.py"})], then=last_result)
+    main = replay([("Task", FIND)], then=lambda request: "done")
+    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
+        "Use the finder agent to find which Python file under src/ defines parse_invoice."
+    )
+    told = last_result(finder.requests[1])
+    assert told.startswith("No matches for 'src/parse_invoice.py'")
+    assert "to find a definition, search for its name, e.g. pattern 'parse_invoice'" in told

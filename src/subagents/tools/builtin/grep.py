@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,8 +216,26 @@ def _grep(
     if not hits:
         ignored = search.skipped_note()
         skipped += f"\n{ignored}" if ignored else ""
-        return f"No matches for {query.pattern!r} in {where}.{skipped}"
+        return f"No matches for {query.pattern!r} in {where}.{skipped}{_path_hint(query.pattern)}"
     return _render(hits, workspace, query.output_mode, query.head_limit) + skipped
+
+
+def _path_hint(pattern: str) -> str:
+    """What to search for instead when a pattern that matched nothing is a file's name or
+    path: Grep reads contents (a 1.5B finder grepped for ``src/parse_invoice.py`` to find
+    where ``parse_invoice`` is defined, found nothing, and said so)."""
+    found = _FILE_NAME.fullmatch(pattern.strip())
+    if found is None:
+        return ""
+    stem = found.group("stem")
+    return (
+        f"\n{pattern.strip()!r} looks like a file name: Grep searches the contents of files "
+        f"(to find a definition, search for its name, e.g. pattern {stem!r}); Glob finds "
+        "files by name."
+    )
+
+
+_FILE_NAME = re.compile(r"(?:[\w.*-]+/)*(?P<stem>\w[\w-]*)\.[A-Za-z]{1,5}")
 
 
 def _compile(query: _Query, deadline: Deadline) -> LineMatcher:
