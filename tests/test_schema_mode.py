@@ -28,7 +28,12 @@ from subagents.messages import (
 )
 from subagents.models.base import ModelRequest, ToolSpec
 from subagents.models.openai import OpenAIChatModel
-from subagents.models.schema_turns import history_messages, read_turn, turn_schema
+from subagents.models.schema_turns import (
+    history_messages,
+    read_turn,
+    turn_instructions,
+    turn_schema,
+)
 
 MODEL = "local:qwen2.5-1.5b-instruct"
 runner = CliRunner()
@@ -479,3 +484,30 @@ def test_hoisted_definition_names_suit_grammar_converters() -> None:
     text = json.dumps(schema)
     assert '"#/$defs/t0-Node"' in text and '"#/$defs/t1-Node"' in text
     assert '"#/$defs/Node"' not in text
+
+
+@pytest.mark.parametrize(
+    ("prompt", "offered_at_once"),
+    [
+        ("Start two notes-reader agents at the same time: alpha.txt and beta.txt.", True),
+        ("Read docs/later.txt in the background, then get its result with TaskOutput.", False),
+    ],
+)
+async def test_several_calls_at_once_are_offered_when_the_prompt_asks(
+    tmp_path: Path, prompt: str, offered_at_once: bool
+) -> None:
+    """Offered always, a 1.5B main agent paired a start in the background with a second
+    agent told to "get the result" of the first (eval b3): only a prompt that asks for work
+    at the same time gets the form."""
+    from subagents.definitions.model import AgentDefinition
+    from subagents.runtime.runtime import Runtime
+    from subagents.testing import FunctionModel, text_response
+
+    (tmp_path / ".git").mkdir()
+    reader = AgentDefinition(name="notes-reader", description="Reads files.", system_prompt="x")
+    model = FunctionModel(lambda request: text_response("done"), name="llamacpp:small.gguf")
+    await Runtime(cwd=tmp_path, model=model, agents=[reader]).run(prompt)
+    (task,) = (spec for spec in model.requests[0].tools if spec.name == "Task")
+    assert task.parallel is offered_at_once
+    instructions = turn_instructions(model.requests[0].tools)
+    assert ("To start several Task calls at once" in instructions) is offered_at_once

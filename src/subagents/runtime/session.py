@@ -65,7 +65,12 @@ from subagents.runtime.steps import (
     model_step,
     tool_step,
 )
-from subagents.runtime.tool_menu import ToolMenu, asks_for_background, default_profile
+from subagents.runtime.tool_menu import (
+    ToolMenu,
+    asks_for_background,
+    asks_for_work_at_once,
+    default_profile,
+)
 from subagents.status import SessionStatus, session_status
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolRegistry
@@ -465,6 +470,7 @@ class Session:
                 profile,
                 chosen=self.names_its_tools,
                 background=asks_for_background(self._prompt()),
+                at_once=asks_for_work_at_once(self._prompt()),
             )
         if not menu.varies:
             return menu.everything

@@ -46,6 +46,7 @@ __all__ = [
     "DescriptionProfile",
     "ToolMenu",
     "asks_for_background",
+    "asks_for_work_at_once",
     "compact_spec",
     "default_profile",
     "description_profile",
@@ -87,13 +88,15 @@ class ToolMenu:
         *,
         chosen: bool = False,
         background: bool = False,
+        at_once: bool = False,
     ) -> ToolMenu:
         """The menu of ``tools`` in ``profile``; ``chosen``: the agent's file lists them, so
         the compact profile shows them all; ``background``: the session's prompt asks for
-        work in the background (:func:`asks_for_background`)."""
+        work in the background (:func:`asks_for_background`); ``at_once``: for work at the
+        same time (:func:`asks_for_work_at_once`)."""
         if profile == "compact":
             specs = tuple(
-                compact_spec(tool, background=background)
+                compact_spec(tool, background=background, at_once=at_once)
                 for tool in tools
                 if chosen or tool.name not in LEFT_OUT_OF_SMALL_MENUS
             )
@@ -158,14 +161,16 @@ def someone_can_answer(runtime: Runtime) -> bool:
     return runtime.store is not None and runtime.headless != "allow"
 
 
-def compact_spec(tool: Tool, *, background: bool = False) -> ToolSpec:
+def compact_spec(tool: Tool, *, background: bool = False, at_once: bool = False) -> ToolSpec:
     """``tool``'s spec in the compact profile: short description, required parameters only
-    (and its ``background_parameters`` when ``background``: the prompt asks for them)."""
+    (and its ``background_parameters`` when ``background``: the prompt asks for them);
+    several calls at once only when ``at_once`` (the prompt asks for work at the same time)."""
     from subagents.models.base import ToolSpec
 
     description = tool.compact_description or first_sentence(tool.description)
     shown = tool.background_parameters if background else ()
-    return ToolSpec(tool.name, description, _required_only(tool.parameters, shown), tool.parallel)
+    parameters = _required_only(tool.parameters, shown)
+    return ToolSpec(tool.name, description, parameters, tool.parallel and at_once)
 
 
 def asks_for_background(prompt: str) -> bool:
@@ -180,6 +185,20 @@ def asks_for_background(prompt: str) -> bool:
 
 
 _BACKGROUND = re.compile(r"background", re.IGNORECASE)
+
+
+def asks_for_work_at_once(prompt: str) -> bool:
+    """Whether ``prompt`` asks for work done at the same time (several subagents at once).
+
+    Offered several Task calls in one answer, a 1.5B model used the form for every
+    delegation: two alike (run once), or a start in the background paired with a second
+    agent asked to "get the result of" the first (``make eval``, background). So the compact
+    profile offers it to a session whose prompt asks for it.
+    """
+    return _AT_ONCE.search(prompt[:_MAX_PROMPT_CHARS]) is not None
+
+
+_AT_ONCE = re.compile(r"same time|at once|parallel|concurrent|simultaneous", re.IGNORECASE)
 _MAX_PROMPT_CHARS = 100_000
 
 
