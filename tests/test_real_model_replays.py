@@ -209,40 +209,46 @@ def reader_task(prompt: str) -> dict[str, Any]:
     return {"description": "Read a file", "prompt": prompt, "subagent_type": "notes-reader"}
 
 
-async def test_a_reader_given_a_file_name_without_its_folder_is_told_where_it_is(
+async def test_a_reader_given_a_file_name_without_its_folder_reads_the_one_file_of_that_name(
     tmp_path: Path,
 ) -> None:
     """Recorded (chain): the main agent asked for 'pointer.txt', the reader read
     WORKSPACE/pointer.txt, heard only that it did not exist, and the main agent asked again,
-    three times. Told the path in the workspace, the reader reads it."""
+    three times. Told the path in the workspace (eval b4, in process), the reader answered
+    with the error. The one file of that name is read, and the reader is told so."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "pointer.txt").write_text("The code word is kept in docs/secret.txt.\n")
-
-    def follow_the_hint(request: ModelRequest) -> ModelResponse:
-        """The recorded first call; then, told a path, the call a model makes of it."""
-        made = sum(1 for m in request.messages if isinstance(m, AssistantMessage))
-        told = last_result(request)
-        if made == 0:
-            path = str(tmp_path / "pointer.txt")
-        elif made == 1 and told.endswith(": use that path."):
-            path = told.rsplit("the workspace has ", 1)[1].removesuffix(": use that path.")
-        else:
-            return text_response(told)
-        call = parse_tool_arguments("call_0", "Read", json.dumps({"file_path": path}))
-        return ModelResponse(tool_calls=(call,), stop_reason="tool_use")
-
-    following = FunctionModel(follow_the_hint, name="llamacpp:qwen2.5-coder-1.5b.gguf")
+    reader = replay([("Read", {"file_path": str(tmp_path / "pointer.txt")})], then=last_result)
     main = replay(
         [("Task", reader_task("Read the file 'pointer.txt' and report what it says."))],
         then=lambda request: last_result(request).split("\n\nagent_id")[0],
     )
     result = await Runtime(
-        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": following}
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
     ).run("docs/pointer.txt names another file. Ask the notes-reader agent which file it names.")
-    first_error = last_result(following.requests[1])
-    assert "pointer.txt does not exist" in first_error
-    assert first_error.endswith("the workspace has docs/pointer.txt: use that path.")
+    read = last_result(reader.requests[1])
+    assert read.startswith(
+        f"({tmp_path / 'pointer.txt'} does not exist; this is docs/pointer.txt, the file of "
+        "that name there)"
+    )
     assert "docs/secret.txt" in result.output
+
+
+async def test_a_missing_file_whose_name_several_files_have_is_still_refused(
+    tmp_path: Path,
+) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.txt").write_text(f"{folder}\n")
+    reader = replay([("Read", {"file_path": "notes.txt"})], then=last_result)
+    main = replay([("Task", reader_task("Read notes.txt."))], then=lambda request: "done")
+    await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run("Ask the notes-reader agent to read notes.txt.")
+    refused = last_result(reader.requests[1])
+    assert refused.endswith(
+        "files of that name are at a/notes.txt, b/notes.txt: use one of these paths."
+    )
 
 
 async def test_a_reader_that_dropped_a_part_of_the_workspace_path_reads_the_file_inside(
@@ -266,7 +272,7 @@ async def test_a_reader_that_dropped_a_part_of_the_workspace_path_reads_the_file
     read = last_result(reader.requests[1])
     assert read.startswith(
         f"({dropped} is outside the workspace; this is docs/archive/2024/q3/summary.md, "
-        "the file it names there)\n"
+        "the file of that name there)\n"
     )
     assert read.endswith("1\tTotal: 7,412")
 

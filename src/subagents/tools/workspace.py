@@ -83,15 +83,22 @@ class Workspace:
         return real
 
     def meant_inside(self, path: str) -> str | None:
-        """The workspace path ``path`` stands for when it is outside the workspace but its
-        tail names something inside (see :meth:`_inside_match`); ``None`` otherwise."""
+        """The workspace path ``path`` stands for when it names nothing there: outside the
+        workspace with a tail that names something inside (see :meth:`_inside_match`), or
+        missing with the one file of its name elsewhere in the workspace; ``None``
+        otherwise."""
         try:
             real = Path(os.path.realpath(self.root / path))
         except (OSError, ValueError):
             return None
-        if real.is_relative_to(self.root) or self.grant_of(real) is not None:
+        if self.grant_of(real) is not None:
             return None
-        return self._inside_match(real)
+        if not real.is_relative_to(self.root):
+            return self._inside_match(real)
+        if real.exists():
+            return None
+        found = _files_named(self.root, real.name)
+        return found[0] if len(found) == 1 else None
 
     def _where_else(self, missing: Path) -> str:
         """What to do about a missing path: the files of the same name elsewhere in the

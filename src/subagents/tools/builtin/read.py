@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -79,16 +80,19 @@ def read_file(
 
 def _readable(workspace: Workspace, file_path: str) -> tuple[Path, str]:
     """The file to read, and a note when it is not the path as written: an absolute path
-    outside the workspace whose tail names a file inside it is read there. A 1.5B subagent
-    given the workspace's path wrote it with the last folder dropped, was told the right
-    path, and answered with the error instead of reading again (make eval)."""
+    outside the workspace whose tail names a file inside it, or a missing path whose name
+    only one file of the workspace has, is read there. Told the right path, a 1.5B subagent
+    (the workspace's path with its last folder dropped; ``pointer.txt`` for
+    ``docs/pointer.txt``) answered with the error instead of reading again (make eval)."""
     try:
         return require_text_file(workspace, file_path), ""
     except ToolError:
         meant = workspace.meant_inside(file_path)
         if meant is None:
             raise
-    note = f"({file_path} is outside the workspace; this is {meant}, the file it names there)\n"
+    missing = Path(os.path.realpath(workspace.root / file_path)).is_relative_to(workspace.root)
+    where = "does not exist" if missing else "is outside the workspace"
+    note = f"({file_path} {where}; this is {meant}, the file of that name there)\n"
     return require_text_file(workspace, meant), note
 
 
