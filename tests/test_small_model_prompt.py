@@ -116,7 +116,7 @@ async def test_a_project_with_a_whole_agent_collection_stays_under_the_limit(
     assert count_tokens(as_schema_turns_read_it(request)) <= LIMIT
     (task,) = (spec for spec in request.tools if spec.name == "Task")
     assert "more agents, not listed here" in task.description
-    assert f"asked for the agent {last}" in request.messages[0].content  # type: ignore[union-attr]
+    assert f"asked for the agent {last}" in request.messages[0].content
 
 
 async def test_a_hosted_model_keeps_the_full_descriptions(

@@ -482,11 +482,15 @@ def _read_schema_turn(response: ModelResponse, request: ModelRequest) -> ModelRe
 
 
 async def _last_response(events: AsyncIterator[StreamEvent]) -> ModelResponse:
-    """The response a stream ends with."""
+    """The response a stream ends with (read to its end, so that it lets go of what it
+    holds: a server's turn, its connection)."""
+    response = None
     async for event in events:
         if isinstance(event, ResponseCompleted):
-            return event.response
-    raise MalformedResponseError("the stream ended without a response")
+            response = event.response
+    if response is None:
+        raise MalformedResponseError("the stream ended without a response")
+    return response
 
 
 def _refused_json_schema(exc: BaseException, params: Mapping[str, Any]) -> bool:

@@ -405,9 +405,10 @@ class SDKModel(Generic[ClientT]):
                     if self._streams_started > mine and self._one_at_a_time is None:
                         self._one_at_a_time = asyncio.Lock()
                     raise
-                if not raw_text and response.text:
-                    yield TextDelta(response.text)
-                yield ResponseCompleted(response)
+            # the server's turn is over: a reader that stops at the response holds nothing
+            if not raw_text and response.text:
+                yield TextDelta(response.text)
+            yield ResponseCompleted(response)
 
         return stream_with_retries(
             attempt, classify=self._classify, policy=self._policy, what=f"{self.name} stream"
