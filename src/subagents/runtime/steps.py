@@ -45,7 +45,6 @@ from subagents.models.base import (
     ToolSpec,
 )
 from subagents.models.tool_arguments import (
-    arguments_text,
     bound_tool_calls,
     refuse_repairs_of_cut_calls,
 )
@@ -62,7 +61,7 @@ from subagents.store.records import RecordFields
 from subagents.tools.base import ToolContext
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 from subagents.tools.name_repair import repair_tool_names
-from subagents.tools.names import ASK_HUMAN_TOOL_NAME, DELEGATION_TOOL_NAMES
+from subagents.tools.names import ASK_HUMAN_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.models.retry import RetryNotice
@@ -307,23 +306,7 @@ def _clean_calls(session: Session, response: ModelResponse) -> tuple[ToolCall, .
         response.stop_reason,
         lambda name: cut_call_may_run(name, tools),
     )
-    return _unique_ids(session, _without_repeats(repair_tool_names(calls, tools)))
-
-
-def _without_repeats(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
-    """``calls`` without a delegation identical to an earlier one of the same answer (a small
-    model offered several Task calls at once started the same subagent twice): one run
-    answers. Other tools' calls alike may mean to run twice, and do."""
-    if len(calls) < 2:
-        return calls
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for call in calls:
-        key = (call.name, arguments_text(call))
-        if call.name not in DELEGATION_TOOL_NAMES or key not in seen:
-            seen.add(key)
-            kept.append(call)
-    return calls if len(kept) == len(calls) else tuple(kept)
+    return _unique_ids(session, repair_tool_names(calls, tools))
 
 
 def _unique_ids(session: Session, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
