@@ -313,6 +313,16 @@ async def test_identical_successful_calls_get_a_note_from_the_third_but_never_st
     assert "You have made this exact call 4 times" in reads[3].content
 
 
+async def run_with_store(tmp_path: Path, main: FunctionModel) -> Any:
+    """The notes-reader project run on ``PROMPT`` with a store (Task results name agents)."""
+    runtime = notes_runtime(tmp_path, main, open_store(tmp_path / "s.db"))
+    try:
+        return await runtime.run(PROMPT)
+    finally:
+        assert runtime.store is not None
+        runtime.store.close()
+
+
 async def test_the_same_task_answered_the_same_way_is_a_repeat_whatever_its_agent_id(
     tmp_path: Path,
 ) -> None:
@@ -320,14 +330,7 @@ async def test_the_same_task_answered_the_same_way_is_a_repeat_whatever_its_agen
     llama.cpp started the same delegation again and again, and the guard never saw a repeat."""
     (tmp_path / "notes.txt").write_text("The secret word is plum.\n")
     task = {"description": "find it", "prompt": "Read notes.txt.", "subagent_type": "notes-reader"}
-    runtime = notes_runtime(
-        tmp_path, scripted(*[("Task", task)] * 4), open_store(tmp_path / "s.db")
-    )
-    try:
-        result = await runtime.run(PROMPT)
-    finally:
-        assert runtime.store is not None
-        runtime.store.close()
+    result = await run_with_store(tmp_path, scripted(*[("Task", task)] * 4))
     tasks = results_named(result.messages, "Task")
     assert len(tasks) == 4
     # made again right after it answered: its answer again, no new subagent run
@@ -344,14 +347,7 @@ async def test_the_same_task_after_other_work_runs_anew(tmp_path: Path) -> None:
     again once something else was done starts its subagent again."""
     task = {"description": "find it", "prompt": "Read notes.txt.", "subagent_type": "notes-reader"}
     edit = ("Write", {"file_path": "other.txt", "content": "x"})
-    runtime = notes_runtime(
-        tmp_path, scripted(("Task", task), edit, ("Task", task)), open_store(tmp_path / "s.db")
-    )
-    try:
-        result = await runtime.run(PROMPT)
-    finally:
-        assert runtime.store is not None
-        runtime.store.close()
+    result = await run_with_store(tmp_path, scripted(("Task", task), edit, ("Task", task)))
     tasks = results_named(result.messages, "Task")
     assert [t.content.startswith("Not started again") for t in tasks] == [False, False]
     assert len(result.subagents) == 2
