@@ -89,13 +89,13 @@ class Workspace:
         otherwise."""
         try:
             real = Path(os.path.realpath(self.root / path))
-        except (OSError, ValueError):
-            return None
-        if self.grant_of(real) is not None:
-            return None
-        if not real.is_relative_to(self.root):
-            return self._inside_match(real)
-        if real.exists():
+            if self.grant_of(real) is not None:
+                return None
+            if not real.is_relative_to(self.root):
+                return self._inside_match(real)
+            if real.exists():
+                return None
+        except (OSError, ValueError):  # a name too long for the system names nothing
             return None
         found = _files_named(self.root, real.name)
         return found[0] if len(found) == 1 else None
