@@ -11,6 +11,7 @@ its grammar allows a reply only.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -402,9 +403,114 @@ async def test_a_subagents_answer_ends_with_what_its_parent_can_do_next(
     ).run("Ask the notes-reader agent for the code word in notes.txt.")
     assert result.status == "completed", result.error
     assert "KESTREL-09" in result.output
-    finished = "(the subagent has finished; its answer is above. If it answers the user's "
+    finished = (
+        '(the subagent has finished; its answer is above. The user asked: "Ask the '
+        'notes-reader agent for the code word in notes.txt." If a step of that is still to do, '
+        "do it now; otherwise reply to the user.)"
+    )
     assert (finished in result.output) is compact
     assert ('resume="' in result.output) is not compact
+
+
+CHAIN = (
+    "docs/pointer.txt names another file. Ask the notes-reader agent which file it names, then "
+    "ask the notes-reader to read that file, and tell me the code word in it."
+)
+
+
+async def test_after_the_first_step_of_two_the_main_agent_is_reminded_of_the_second(
+    tmp_path: Path,
+) -> None:
+    """Recorded (chain, both paths, eval c1): told to reply "if it answers the user's
+    request", the main agent replied with the first step's answer (the file's name) 4 times of
+    4; told again what the user asked, it started the second step 4 of 4. Its second turn
+    here is the real model's, made after the reminder."""
+    (tmp_path / "docs" / "inner").mkdir(parents=True)
+    (tmp_path / "docs" / "pointer.txt").write_text(
+        "The code word is kept in docs/inner/secret.txt.\n"
+    )
+    (tmp_path / "docs" / "inner" / "secret.txt").write_text("The code word is GANNET-71.\n")
+    pointer = reader_task("Read the file 'pointer.txt' and report which file it names.")
+    secret = reader_task("Read the file 'inner/secret.txt' and report what it says.")
+
+    def reader_turn(request: ModelRequest) -> ModelResponse:
+        if any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return text_response(last_result(request))
+        named = re.match(r"Read the file '([^']+)'", request.messages[0].content)
+        assert named is not None
+        call = parse_tool_arguments("call_0", "Read", json.dumps({"file_path": named[1]}))
+        return ModelResponse(tool_calls=(call,), stop_reason="tool_use")
+
+    reader = FunctionModel(reader_turn, name="llamacpp:qwen2.5-coder-1.5b.gguf")
+
+    def main_turn(request: ModelRequest) -> str:
+        told = last_result(request)
+        assert f'The user asked: "{CHAIN}" If a step of that is still to do, do it now' in told
+        return told.split("\n\nagent_id:")[0]
+
+    main = replay([("Task", pointer), ("Task", secret)], then=main_turn)
+    result = await Runtime(
+        cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
+    ).run(CHAIN)
+    assert result.status == "completed", result.error
+    assert "GANNET-71" in result.output
+
+
+async def test_a_small_models_subagent_is_given_the_users_own_words(tmp_path: Path) -> None:
+    """Recorded (write-file, server, eval c1): the main agent gave the scribe the Write tool's
+    description as its prompt, and the scribe wrote "Hello, world!" to file.txt. With the
+    user's words beside the prompt it wrote notes/todo.txt in 4 samples of 4 (0 of 4 without);
+    its call here is the real model's, made with them."""
+    asked = "Ask the scribe agent to create the file notes/todo.txt containing exactly: buy milk"
+    garbled = {
+        "description": "Create the file notes/todo.txt containing exactly: buy milk",
+        "prompt": "Write a file in the workspace, replacing it if it exists; missing parent "
+        "folders are created.",
+        "subagent_type": "scribe",
+    }
+    scribe = replay(
+        [("Write", {"file_path": "notes/todo.txt", "content": "buy milk"})], then=last_result
+    )
+    main = replay([("Task", garbled)], then=last_result)
+    await Runtime(
+        cwd=tmp_path,
+        model=main,
+        agents=[SCRIBE],
+        agent_models={"scribe": scribe},
+        permission_mode="acceptEdits",
+    ).run(asked)
+    opening = scribe.requests[0].messages[0].content
+    assert opening == (
+        f'{garbled["prompt"]}\n\n(subagents: for context, the user\'s own words: "{asked}")'
+    )
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "buy milk"
+    lines = main.requests[0].messages[0].content.splitlines()
+    assert lines[-1].endswith(", and pass the request on in the prompt, in the user's words.)")
+
+
+async def test_a_hosted_models_subagent_gets_its_task_prompt_alone(tmp_path: Path) -> None:
+    """Claude Code's behaviour where models write their own briefs: no quoted user's words,
+    and the mention line does not ask for them."""
+    scribe = replay([], then=lambda request: "done", name="openai:gpt-5")
+    main = replay([("Task", SCRIBE_TASK)], then=last_result, name="openai:gpt-5")
+    await Runtime(cwd=tmp_path, model=main, agents=[SCRIBE], agent_models={"scribe": scribe}).run(
+        "Ask the scribe agent to write notes/todo.txt."
+    )
+    assert scribe.requests[0].messages[0].content == SCRIBE_TASK["prompt"]
+    assert "user's words" not in main.requests[0].messages[0].content
+
+
+SCRIBE = AgentDefinition(
+    name="scribe",
+    description="Writes files with the content it is given.",
+    system_prompt="You write the file you are asked to write, with exactly the content given.",
+    tools=["Write"],
+)
+SCRIBE_TASK = {
+    "description": "Write the todo file",
+    "prompt": "Write notes/todo.txt containing: buy milk",
+    "subagent_type": "scribe",
+}
 
 
 async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(

@@ -25,6 +25,7 @@ from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.hooks import HookPayload, Hooks
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
+from subagents.runtime.requests import reminder, users_words, with_users_words
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
 from subagents.tools.base import Tool, ToolContext
@@ -1037,17 +1038,16 @@ def _trailer(handle: SubagentHandle) -> str:
     The compact profile shows no ``resume``: told to pass it "to the Task tool", a 1.5B main
     agent started the same Task again in 6 samples of 6; told the subagent had finished and
     to reply when its answer does, it replied in 6 of 6 (and in 4 of 4 of three other runs'
-    turns alike)."""
+    turns alike), but after the first step of a two-step request too: the line also says what
+    the parent was asked (:func:`subagents.runtime.requests.reminder`)."""
     agent_id = handle.session.agent_id
     if handle.parent.offers_argument(TASK_TOOL_NAME, "resume"):
         return (
             f'agent_id: {agent_id} (pass resume="{agent_id}" and '
             f'subagent_type="{handle.definition.name}" to the Task tool to continue it)'
         )
-    return (
-        f"agent_id: {agent_id} (the subagent has finished; its answer is above. If it answers "
-        "the user's request, reply to the user now.)"
-    )
+    finished = "the subagent has finished; its answer is above."
+    return f"agent_id: {agent_id} ({finished} {reminder(handle.parent)})"
 
 
 def _not_started_again(done: SubagentHandle) -> str:
@@ -1158,11 +1158,15 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _opening(handle: SubagentHandle, prompt: str) -> str:
-    """The subagent's first message: ``prompt``, and which agents it is asked to start
-    (:func:`subagents.runtime.mentions.subagent_opening`)."""
-    names = handle.session.agent_types()
-    if not names:
-        return prompt
-    from subagents.runtime.mentions import subagent_opening
+    """The subagent's first message: ``prompt``, which agents it is asked to start
+    (:func:`subagents.runtime.mentions.subagent_opening`), and on the compact profile the
+    user's own words (:func:`subagents.runtime.requests.with_users_words`)."""
+    session = handle.session
+    names = session.agent_types()
+    if names:
+        from subagents.runtime.mentions import subagent_opening
 
-    return subagent_opening(prompt, handle.definition.system_prompt, names)
+        prompt = subagent_opening(prompt, handle.definition.system_prompt, names)
+    if session.description_profile() == "compact":
+        prompt = with_users_words(prompt, users_words(handle.parent))
+    return prompt

@@ -31,9 +31,13 @@ def mentioned_agents(prompt: str, names: Iterable[str]) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-def with_mentions(prompt: str, names: Iterable[str]) -> str:
-    """``prompt`` with a line naming the agents it asks for, when it asks for any."""
-    return _with_line(prompt, mentioned_agents(prompt, names), "the user asked for")
+def with_mentions(prompt: str, names: Iterable[str], *, pass_words_on: bool = False) -> str:
+    """``prompt`` with a line naming the agents it asks for, when it asks for any;
+    ``pass_words_on`` (small models) has the line ask for the user's words in the Task prompt:
+    a 1.5B main agent turned "tell me the total it reports" into "report the total number
+    of words" in 2 samples of 4, and in 1 of 4 when asked so."""
+    asked = mentioned_agents(prompt, names)
+    return _with_line(prompt, asked, "the user asked for", pass_words_on=pass_words_on)
 
 
 def subagent_opening(prompt: str, instructions: str, names: Iterable[str]) -> str:
@@ -49,21 +53,23 @@ def subagent_opening(prompt: str, instructions: str, names: Iterable[str]) -> st
     return _with_line(prompt, asked, "your instructions ask for")
 
 
-def _with_line(prompt: str, asked: list[str], who: str) -> str:
+def _with_line(prompt: str, asked: list[str], who: str, *, pass_words_on: bool = False) -> str:
     if not asked:
         return prompt
     if len(asked) == 1:
         line = (
             f"(subagents: {who} the agent {asked[0]}: start it with the Task tool, "
-            f'subagent_type "{asked[0]}".)'
+            f'subagent_type "{asked[0]}"'
         )
+        words = ", and pass the request on in the prompt, in the user's words"
     else:
         types = " / ".join(f'"{name}"' for name in asked)
         line = (
             f"(subagents: {who} the agents {', '.join(asked)}: start each with the Task "
-            f"tool, subagent_type {types}.)"
+            f"tool, subagent_type {types}"
         )
-    return f"{prompt}\n\n{line}"
+        words = ", and pass each its part of the request in the prompt, in the user's words"
+    return f"{prompt}\n\n{line}{words if pass_words_on else ''}.)"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -301,6 +301,7 @@ def handed_to(session: Session, prompt: str, agent: str) -> Awaitable[RunResult]
     from subagents.messages import AssistantMessage, ToolCall, UserMessage
 
     session.messages.append(UserMessage(prompt))
+    session.request = prompt
     arguments = {"description": f"@{agent}", "prompt": prompt, "subagent_type": agent}
     call = ToolCall(f"handoff_{len(session.messages)}", TASK_TOOL_NAME, arguments)
     session.messages.append(AssistantMessage("", (call,)))
@@ -329,4 +330,5 @@ def _unfinished(
 def _run(session: Session, prompt: str) -> Coroutine[Any, Any, RunResult]:
     """``session`` run on a person's ``prompt``, told which of the agents it may start the
     prompt asks for by name (:mod:`subagents.runtime.mentions`)."""
-    return session.run(with_mentions(prompt, session.agent_types()))
+    compact = session.description_profile() == "compact"
+    return session.run(with_mentions(prompt, session.agent_types(), pass_words_on=compact))

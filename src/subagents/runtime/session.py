@@ -53,6 +53,7 @@ from subagents.runtime.loop_guard import (
     resume_note,
 )
 from subagents.runtime.pause import DeliveredDecision, HumanQuestion, RunPaused, WaitPoint
+from subagents.runtime.requests import own_words
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.snapshot import snapshot_of
 from subagents.runtime.steps import (
@@ -66,6 +67,7 @@ from subagents.runtime.steps import (
     tool_step,
 )
 from subagents.runtime.tool_menu import (
+    DescriptionProfile,
     ToolMenu,
     asks_for_background,
     asks_for_work_at_once,
@@ -142,6 +144,7 @@ class Session:
     # (tool name, stored form of its arguments) a person approved, whose arguments lost a
     # secret to redaction: the model's identical new call runs without asking again
     approved_again: set[tuple[str, str]] = field(default_factory=set)
+    _request: str = ""  # what run() was last asked, in the asker's words (see `request`)
     _inbox: list[str] = field(default_factory=list)
     _menu: ToolMenu | None = None  # the tool specs offered, built at the first request
     # trace records not yet committed: the steps' and those others add (add_trace)
@@ -204,6 +207,7 @@ class Session:
     async def run(self, prompt: str) -> RunResult:
         """Add ``prompt`` as a user message and run until a final answer or the turn limit."""
         self.messages.append(UserMessage(prompt))
+        self.request = prompt
         self.run_turns = 0
         return await self._run_loop(resuming=False)
 
@@ -461,13 +465,9 @@ class Session:
         """The tool specs this turn offers the model (see :mod:`subagents.runtime.tool_menu`)."""
         menu = self._menu
         if menu is None:
-            context, name = self.context, self.model.name
-            profile = (
-                default_profile(name) if context is None else context.description_profile(name)
-            )
             menu = self._menu = ToolMenu.of(
                 self.tools,
-                profile,
+                self.description_profile(),
                 chosen=self.names_its_tools,
                 background=asks_for_background(self._prompt()),
                 at_once=asks_for_work_at_once(self._prompt()),
@@ -478,6 +478,22 @@ class Session:
         return menu.for_turn(
             background=context is not None and context.has_background(self.agent_id)
         )
+
+    def description_profile(self) -> DescriptionProfile:
+        """How tools are described to this session's model; "compact" also has the harness
+        keep the user's words in view (:mod:`subagents.runtime.requests`)."""
+        context, name = self.context, self.model.name
+        return default_profile(name) if context is None else context.description_profile(name)
+
+    @property
+    def request(self) -> str:
+        """What the session was last asked, without the harness's lines (its first message
+        when it was resumed from the store)."""
+        return self._request or own_words(self._prompt())
+
+    @request.setter
+    def request(self, prompt: str) -> None:
+        self._request = own_words(prompt)
 
     def _prompt(self) -> str:
         """What the session was asked to do: its first user message."""
