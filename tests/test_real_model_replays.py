@@ -516,8 +516,10 @@ SCRIBE_TASK = {
 async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
     tmp_path: Path,
 ) -> None:
-    """Recorded (search, in process, eval b3): the finder grepped for src/parse_invoice.py
-    to find where parse_invoice is defined, found nothing, and said so."""
+    """Recorded (search, in process, eval b3 and c2): the finder grepped for
+    src/parse_invoice.py to find where parse_invoice is defined, found nothing, and said so;
+    told what to search for instead, it made the same call twice more and made an answer up.
+    It is shown the lines that hold the name."""
     (tmp_path / "src" / "billing").mkdir(parents=True)
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
     finder = replay([("Grep", {"pattern": "src/parse_invoice.py"})], then=last_result)
@@ -527,4 +529,14 @@ async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
     )
     told = last_result(finder.requests[1])
     assert told.startswith("No matches for 'src/parse_invoice.py'")
-    assert "to find a definition, search for its name, e.g. pattern 'parse_invoice'" in told
+    assert told.endswith(
+        "'src/parse_invoice.py' looks like a file name: Grep searches the contents of files; "
+        "Glob finds files by name. The lines that hold its name without the extension, "
+        "'parse_invoice':\nsrc/billing/invoices.py:1:def parse_invoice(text): ..."
+    )
+    (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse(text): ...\n")
+    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
+        "Use the finder agent to find which Python file under src/ defines parse_invoice."
+    )
+    told = last_result(finder.requests[-1])
+    assert told.endswith("Its name without the extension, 'parse_invoice', is in no file either.")

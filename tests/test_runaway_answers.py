@@ -144,6 +144,32 @@ async def test_a_schema_turn_that_runs_away_is_stopped_early_and_asked_again(
         assert "repeats 'Use this tool" in again["messages"][-1]["content"]
 
 
+@pytest.mark.parametrize(
+    ("opening", "runaway"),
+    [
+        pytest.param('{"reply": "The bug: add subtracts.\\n```', "\\n", id="inside the string"),
+        pytest.param('{"reply": "The bug: add subtracts.\\n```"', " ", id="after the string"),
+    ],
+)
+async def test_a_reply_written_whole_then_whitespace_until_stopped_is_the_answer(
+    tmp_path: Path, server: FakeOpenAIServer, opening: str, runaway: str
+) -> None:
+    """Recorded (corpus-agent, server, eval c2): the main agent wrote its whole answer, then
+    newlines inside the reply's string until the watch stopped it; read as cut off, the run
+    failed with the right answer in it. Whitespace is no more of an answer."""
+    server.reply_stream([chunk({"content": opening}), *[chunk({"content": runaway})] * 20_000])
+    model = OpenAIChatModel(
+        "qwen", base_url=server.base_url, tool_calls="schema", timeout_seconds=10, max_retries=0
+    )
+    try:
+        result = await streaming_runtime(tmp_path, model).run("what is the bug?")
+    finally:
+        await model.aclose()
+    assert result.status == "completed", result.error
+    assert result.output == "The bug: add subtracts.\n```"
+    assert len(server.requests) == 1
+
+
 async def test_a_local_server_is_asked_for_a_bounded_answer(
     server: FakeOpenAIServer, local: OpenAIChatModel
 ) -> None:

@@ -29,11 +29,13 @@ from subagents.messages import (
 from subagents.models.base import ModelRequest, ToolSpec
 from subagents.models.openai import OpenAIChatModel
 from subagents.models.schema_turns import (
+    finished_reply,
     history_messages,
     read_turn,
     turn_instructions,
     turn_schema,
 )
+from subagents.runtime.requests import own_words
 
 MODEL = "local:qwen2.5-1.5b-instruct"
 runner = CliRunner()
@@ -140,7 +142,7 @@ def test_two_delegations_from_one_answer_run_both(
     main = server.requests[0].json()
     assert "To start several Task calls at once" in main["messages"][0]["content"]
     children = sorted(request.json()["messages"][-1]["content"] for request in server.requests[1:3])
-    assert children == ["Read alpha.txt.", "Read beta.txt."]
+    assert [own_words(child) for child in children] == ["Read alpha.txt.", "Read beta.txt."]
     answer, results = server.requests[3].json()["messages"][-2:]
     assert len(json.loads(answer["content"])["calls"]) == 2  # the history keeps the form
     assert results["content"].count('<tool_response name="Task">') == 2
@@ -354,6 +356,18 @@ _tool_messages = st.lists(
     ),
     max_size=12,
 )
+
+
+@given(
+    st.text(max_size=200).map(str.rstrip),
+    st.sampled_from(["", '"', '"}', '"' + " " * 80, " " * 80, "\\n" * 40]),
+)
+def test_a_cut_reply_is_finished_when_its_string_ended_or_whitespace_ran_on(
+    words: str, end: str
+) -> None:
+    text = '{"reply": "' + json.dumps(words)[1:-1] + end
+    assert finished_reply(text) is (end != "")
+    assert finished_reply(text.replace('"reply"', '"tool"', 1)) is False
 
 
 @given(_tool_messages)

@@ -30,6 +30,7 @@ Wire = Literal["native", "schema", "text"]
 _AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
 _SECRET = re.compile(r"secret word is:?\s*\**([a-z]{4,})", re.IGNORECASE)
 _ERROR = re.compile(r'^\s*error\b|\[[\w-]+ failed\]|status="error"', re.IGNORECASE | re.MULTILINE)
+_HARNESS_LINE = re.compile(r"\n\n\(subagents: [^\n]*\)")
 _LOOP_NOTE = re.compile(r"do something different|made this exact call", re.IGNORECASE)
 _NAMED_AGENT = re.compile(r"\bUse the ([A-Za-z0-9_-]+) subagent")
 _DESCRIBED_AGENT = re.compile(r"\bAsk the subagent that (.+?) to find")
@@ -122,8 +123,9 @@ class Request:
 
     @property
     def is_main_agent(self) -> bool:
-        """The main agent's prompt asks for a subagent; a subagent's prompt does not."""
-        return "subagent" in self.instruction
+        """The main agent's prompt asks for a subagent; a subagent's prompt does not (the
+        harness's lines after it may quote the user's)."""
+        return "subagent" in _HARNESS_LINE.sub("", self.instruction)
 
     @property
     def latest(self) -> str:

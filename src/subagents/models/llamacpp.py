@@ -347,6 +347,9 @@ class LlamaCppModel:
             )
             if response.tool_calls:
                 response.stop_reason = "tool_use"
+            elif truncated and schema_turns.finished_reply(generation.text):
+                response.stop_reason = "end_turn"
+                response.text = response.text.rstrip()
         return response
 
 

@@ -51,6 +51,7 @@ from subagents.models.tool_arguments import (
 __all__ = [
     "MAX_CALLS_AT_ONCE",
     "SCHEMA_NAME",
+    "finished_reply",
     "history_messages",
     "read_turn",
     "response_format",
@@ -65,6 +66,8 @@ _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)  # reasoning models
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _REPLY_OPENING = re.compile(r'\{\s*"reply"\s*:\s*"')
 _LONGEST_ESCAPE = 6
+_WHITESPACE_RUN = 64  # trailing whitespace of a reply that means the model had nothing more
+_TRAILING_BLANKS = re.compile(r"(?:\s|\\[nrt])+\Z")  # raw, or escaped in the JSON string
 _MAX_SHOWN_CHOICES = 12
 MAX_CALLS_AT_ONCE = 4
 """The most calls one schema-constrained answer may make."""
@@ -236,10 +239,7 @@ def read_turn(
     An answer that is not one of the forms gives one nameless call whose ``arguments_error``
     says what was wrong, keeping the answer as ``raw_arguments`` for the history.
     """
-    body = _THINKING.sub("", text, count=1).strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
+    body = _body(text)
     if body and not body.startswith(("{", "[")) and not truncated:
         written = _calls_written_as_text(body, offered)
         if written is not None:
@@ -266,6 +266,31 @@ def read_turn(
                 return "", (_refused(text, problem),)
             return "", tuple(_call(call, text) for call in calls)
     return "", (_refused(text, "your answer was JSON but not one of the accepted forms"),)
+
+
+def _body(text: str) -> str:
+    """An answer without its thinking and the code fence around it."""
+    body = _THINKING.sub("", text, count=1).strip()
+    fenced = _FENCE.match(body)
+    return fenced.group(1).strip() if fenced else body
+
+
+def finished_reply(text: str) -> bool:
+    """Whether a reply stopped at the token limit, or by a stream's runaway watch, holds all
+    its words: its string ended and only the object's close is missing, or it ends in a run
+    of whitespace the model wrote until it was stopped (eval c2: a main agent wrote its
+    whole answer, then newlines inside the string for 48 s, and the run failed as cut off)."""
+    body = _body(text)
+    opening = _REPLY_OPENING.match(body)
+    if opening is None:
+        return False
+    rest = body[opening.end() :]
+    try:
+        json.JSONDecoder(strict=False).raw_decode('"' + rest)
+    except json.JSONDecodeError:
+        blanks = _TRAILING_BLANKS.search(text)
+        return blanks is not None and len(blanks.group()) >= _WHITESPACE_RUN
+    return True
 
 
 def _cut_reply(body: str) -> str | None:

@@ -71,6 +71,7 @@ def reminder(session: Session) -> str:
 
 
 def _quoted(words: str) -> str:
+    words = " ".join(words.split())  # on one line, as the harness's lines are
     if len(words) <= MAX_QUOTED_CHARS:
         return f'"{words}"'
     return f'"{words[:MAX_QUOTED_CHARS]}..." (its first {MAX_QUOTED_CHARS} characters)'

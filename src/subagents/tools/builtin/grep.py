@@ -10,7 +10,7 @@ import bisect
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -216,23 +216,43 @@ def _grep(
     if not hits:
         ignored = search.skipped_note()
         skipped += f"\n{ignored}" if ignored else ""
-        return f"No matches for {query.pattern!r} in {where}.{skipped}{_path_hint(query.pattern)}"
+        missed = f"No matches for {query.pattern!r} in {where}.{skipped}"
+        return missed + _by_its_name(workspace, query, deadline, unreadable)
     return _render(hits, workspace, query.output_mode, query.head_limit) + skipped
 
 
-def _path_hint(pattern: str) -> str:
-    """What to search for instead when a pattern that matched nothing is a file's name or
-    path: Grep reads contents (a 1.5B finder grepped for ``src/parse_invoice.py`` to find
-    where ``parse_invoice`` is defined, found nothing, and said so)."""
-    found = _FILE_NAME.fullmatch(pattern.strip())
+_NAME_MATCHES_SHOWN = 20
+
+
+def _by_its_name(
+    workspace: Workspace,
+    query: _Query,
+    deadline: Deadline,
+    unreadable: Callable[[Path], bool] | None,
+) -> str:
+    """When a pattern that matched nothing is a file's name or path, the lines that hold the
+    name without its extension, and a note saying Grep reads contents: a 1.5B finder grepped
+    for ``parse_invoice.py`` to find where ``parse_invoice`` is defined, and, told what to
+    search for instead, made the same call twice more and made an answer up."""
+    found = _FILE_NAME.fullmatch(query.pattern.strip())
     if found is None:
         return ""
     stem = found.group("stem")
-    return (
-        f"\n{pattern.strip()!r} looks like a file name: Grep searches the contents of files "
-        f"(to find a definition, search for its name, e.g. pattern {stem!r}); Glob finds "
-        "files by name."
+    note = (
+        f"\n{query.pattern.strip()!r} looks like a file name: Grep searches the contents of "
+        "files; Glob finds files by name."
     )
+    by_name = replace(
+        query,
+        pattern=re.escape(stem),
+        output_mode="content",
+        line_numbers=True,
+        head_limit=min(query.head_limit or _NAME_MATCHES_SHOWN, _NAME_MATCHES_SHOWN),
+    )
+    lines = _grep(workspace, by_name, deadline, unreadable)
+    if lines.startswith("No matches"):
+        return f"{note} Its name without the extension, {stem!r}, is in no file either."
+    return f"{note} The lines that hold its name without the extension, {stem!r}:\n{lines}"
 
 
 _FILE_NAME = re.compile(r"(?:[\w.*-]+/)*(?P<stem>\w[\w-]*)\.[A-Za-z]{1,5}")
