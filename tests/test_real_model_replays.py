@@ -540,3 +540,25 @@ async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
     )
     told = last_result(finder.requests[-1])
     assert told.endswith("Its name without the extension, 'parse_invoice', is in no file either.")
+
+
+async def test_a_finder_globbing_one_folder_hears_of_the_files_below_it(tmp_path: Path) -> None:
+    """Recorded (search, server, eval c3): the finder globbed ``**/src/*.py``, saw src/app.py
+    alone (parse_invoice is in src/billing/) and answered with it. The files one folder
+    deeper are named."""
+    (tmp_path / "src" / "billing").mkdir(parents=True)
+    (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
+    (tmp_path / "src" / "billing" / "taxes.py").write_text("def tax(amount): ...\n")
+    (tmp_path / "src" / "app.py").write_text("from billing.invoices import parse_invoice\n")
+    finder = replay([("Glob", {"pattern": "**/src/*.py"})], then=last_result)
+    main = replay([("Task", FIND)], then=lambda request: "done")
+    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
+        "Use the finder agent to find which Python file under src/ defines the function "
+        "parse_invoice."
+    )
+    assert last_result(finder.requests[1]).splitlines() == [
+        "src/app.py",
+        "(1 file in .)",
+        "(`*` stays within one folder: 2 files in subfolders match '**/src/**/*.py': "
+        "src/billing/invoices.py, src/billing/taxes.py)",
+    ]

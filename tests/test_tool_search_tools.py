@@ -70,9 +70,21 @@ async def test_glob_braces_and_path(run: Run) -> None:
     assert found[:2] == ["src/web/view.tsx", "src/web/index.ts"]
 
 
-async def test_glob_star_stays_in_one_folder(run: Run) -> None:
+async def test_glob_star_stays_in_one_folder_and_names_what_subfolders_hold(run: Run) -> None:
     assert lines(await run("Glob", pattern="*.md")) == ["README.md", "(1 file in .)"]
-    assert "No files match" in (await run("Glob", pattern="*.py")).message.content
+    assert lines(await run("Glob", pattern="*.py")) == [
+        "No files match '*.py' in ..",
+        "(`*` stays within one folder: 2 files in subfolders match '**/*.py': src/app.py, "
+        "src/util.py)",
+    ]
+    assert lines(await run("Glob", pattern="src/*.ts*")) == [
+        "No files match 'src/*.ts*' in ..",
+        "(`*` stays within one folder: 2 files in subfolders match 'src/**/*.ts*': "
+        "src/web/index.ts, src/web/view.tsx)",
+    ]
+    # a pattern that already reaches down, or names one file, has no such note
+    assert lines(await run("Glob", pattern="src/**/*.py"))[-1] == "(2 files in .)"
+    assert lines(await run("Glob", pattern="app.py")) == ["No files match 'app.py' in .."]
 
 
 async def test_glob_accepts_an_absolute_pattern_inside(run: Run, project: Path) -> None:

@@ -71,19 +71,25 @@ def _glob(
     where = workspace.display(base)
     start, rest = _literal_start(base, pattern.removeprefix("./"))
     compiled = glob_regex(rest)
+    deeper = _deeper(rest)
+    below = None if deeper is None else glob_regex(deeper)
     matches: list[tuple[float, str]] = []
+    in_subfolders: list[str] = []
     for file in search.files(start):
         relative = file.relative_to(start).as_posix()
         try:
-            matched = compiled.match(relative, timeout=deadline.remaining())
+            if compiled.match(relative, timeout=deadline.remaining()):
+                matches.append((_mtime(file), workspace.display(file)))
+            elif below is not None and below.match(relative, timeout=deadline.remaining()):
+                in_subfolders.append(workspace.display(file))
         except TimeoutError:
             raise deadline.expired() from None
-        if matched:
-            matches.append((_mtime(file), workspace.display(file)))
     notes = search.notes_text()
+    subfolders = _subfolder_note(pattern, in_subfolders)
     if not matches:
         skipped = search.skipped_note()
-        return "\n".join(filter(None, [f"No files match {pattern!r} in {where}.", skipped, notes]))
+        missed = f"No files match {pattern!r} in {where}."
+        return "\n".join(filter(None, [missed, subfolders, skipped, notes]))
     matches.sort(key=lambda item: (-item[0], item[1]))
     lines = [shown for _, shown in matches[:MAX_GLOB_RESULTS]]
     if len(matches) > MAX_GLOB_RESULTS:
@@ -93,9 +99,41 @@ def _glob(
         )
     else:
         lines.append(f"({plural(len(matches), 'file')} in {where})")
+    if subfolders:
+        lines.append(subfolders)
     if notes:
         lines.append(notes)
     return "\n".join(lines)
+
+
+_SUBFOLDER_FILES_SHOWN = 10
+
+
+def _deeper(pattern: str) -> str | None:
+    """``pattern`` reaching into subfolders too (``src/*.py`` -> ``src/**/*.py``), when its
+    last part is a wildcard that ``*`` keeps in one folder; else ``None``."""
+    head, _, last = pattern.rpartition("/")
+    if not _GLOB_CHARS.intersection(last) or head.endswith("**") or last.startswith("**"):
+        return None
+    return f"{head}/**/{last}" if head else f"**/{last}"
+
+
+def _subfolder_note(pattern: str, files: list[str]) -> str:
+    """Files the pattern missed for being a folder deeper: a 1.5B finder globbed
+    ``**/src/*.py`` for the file defining a function, saw ``src/app.py`` only (the function
+    is in ``src/billing/``), and answered with it."""
+    if not files:
+        return ""
+    head, _, last = pattern.rpartition("/")
+    wider = f"{head}/**/{last}" if head else f"**/{last}"
+    files.sort()
+    shown = ", ".join(files[:_SUBFOLDER_FILES_SHOWN])
+    more = len(files) - _SUBFOLDER_FILES_SHOWN
+    rest = f" and {plural(more, 'more file')}" if more > 0 else ""
+    return (
+        f"(`*` stays within one folder: {plural(len(files), 'file')} in subfolders match "
+        f"{wider!r}: {shown}{rest})"
+    )
 
 
 def _literal_start(base: Path, pattern: str) -> tuple[Path, str]:
