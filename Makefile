@@ -72,8 +72,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 # A real small model (Qwen2.5-Coder-1.5B, 1.1 GB from PyPI, checked) on delegation tasks, in
-# process and behind llama-cpp-python's own OpenAI-compatible server; slow (about an hour on 2
-# cores), not part of `make test`. `make eval EVAL_ARGS="--tasks one-delegation --paths server"`
+# process and behind llama-cpp-python's own OpenAI-compatible server; slow (about 15 minutes
+# on 2 cores), not part of `make test`. `make eval EVAL_ARGS="--tasks one-delegation --paths server"`
 EVAL_STAMP := $(VENV)/.eval-installed
 $(EVAL_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \

@@ -54,6 +54,12 @@ def last_result(request: ModelRequest) -> str:
     return results[-1].content.split("\n\n[loop guard]")[0] if results else ""
 
 
+def subagents_answer(request: ModelRequest) -> str:
+    """What the subagent said, from the last Task result: a main agent replying with it."""
+    answer = last_result(request).split("\n\nagent_id")[0]
+    return re.sub(r'^The [\w-]+ agent \(".*?"\) answered:\n', "", answer)
+
+
 def calls_of(messages: Sequence[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for message in messages:
         if isinstance(message, AssistantMessage):
@@ -91,9 +97,7 @@ async def test_a_reviewer_reading_one_file_over_and_over_is_made_to_answer(
         [READ_CALC, GREP_CALC, READ_CALC, GREP_CALC, *[READ_CALC] * 45],
         then=lambda request: "add() returns a - b: it subtracts instead of adding.",
     )
-    main = replay(
-        [("Task", REVIEW)], then=lambda request: last_result(request).split("\n\nagent_id")[0]
-    )
+    main = replay([("Task", REVIEW)], then=subagents_answer)
     runtime = Runtime(
         cwd=tmp_path,
         model=main,
@@ -180,7 +184,7 @@ async def test_a_lead_starting_the_same_subagent_again_and_again_is_made_to_answ
     general = replay([], then=lambda request: stuck)
     main = replay(
         [("Task", {**LEAD_TASK, "subagent_type": "lead"})],
-        then=lambda request: last_result(request).split("\n\nagent_id")[0],
+        then=subagents_answer,
     )
     result = await Runtime(
         cwd=tmp_path,
@@ -222,7 +226,7 @@ async def test_a_reader_given_a_file_name_without_its_folder_reads_the_one_file_
     reader = replay([("Read", {"file_path": str(tmp_path / "pointer.txt")})], then=last_result)
     main = replay(
         [("Task", reader_task("Read the file 'pointer.txt' and report what it says."))],
-        then=lambda request: last_result(request).split("\n\nagent_id")[0],
+        then=subagents_answer,
     )
     result = await Runtime(
         cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
@@ -306,7 +310,7 @@ async def test_an_unasked_background_start_is_not_on_a_small_models_menu(tmp_pat
     reader = replay([("Read", {"file_path": "docs/vault.txt"})], then=last_result)
     main = replay(
         [("Task", reader_task("Find the code word in docs/vault.txt"))],
-        then=lambda request: last_result(request).split("\n\nagent_id")[0],
+        then=subagents_answer,
     )
     result = await Runtime(
         cwd=tmp_path, model=main, agents=[NOTES_READER], agent_models={"notes-reader": reader}
@@ -410,6 +414,9 @@ async def test_a_subagents_answer_ends_with_what_its_parent_can_do_next(
     )
     assert (finished in result.output) is compact
     assert ('resume="' in result.output) is not compact
+    # eval c3/c4 (two-parallel, server): given two bare answers, the main agent wrote
+    # "[insert code words]" 8 samples of 8; told which agent answered which Task, 0 of 8
+    assert ('The notes-reader agent ("Read a file") answered:\n' in result.output) is compact
 
 
 CHAIN = (
@@ -446,7 +453,7 @@ async def test_after_the_first_step_of_two_the_main_agent_is_reminded_of_the_sec
     def main_turn(request: ModelRequest) -> str:
         told = last_result(request)
         assert f'The user asked: "{CHAIN}" If a step of that is still to do, do it now' in told
-        return told.split("\n\nagent_id:")[0]
+        return subagents_answer(request)
 
     main = replay([("Task", pointer), ("Task", secret)], then=main_turn)
     result = await Runtime(
@@ -562,3 +569,24 @@ async def test_a_finder_globbing_one_folder_hears_of_the_files_below_it(tmp_path
         "(`*` stays within one folder: 2 files in subfolders match '**/src/**/*.py': "
         "src/billing/invoices.py, src/billing/taxes.py)",
     ]
+
+
+async def test_a_finder_grepping_a_file_name_and_a_folder_as_one_command_finds_the_file(
+    tmp_path: Path,
+) -> None:
+    """Recorded (search, in process, eval c4): the finder grepped ``parse_invoice.py src/.*``
+    three times, found nothing, and said the function was defined nowhere."""
+    (tmp_path / "src" / "billing").mkdir(parents=True)
+    (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
+    finder = replay([("Grep", {"pattern": "parse_invoice.py src/.*"})], then=last_result)
+    main = replay([("Task", FIND)], then=lambda request: "done")
+    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
+        "Use the finder agent to find which Python file under src/ defines parse_invoice."
+    )
+    told = last_result(finder.requests[1])
+    assert told.startswith("No matches for 'parse_invoice.py src/.*'")
+    assert told.endswith(
+        "'parse_invoice.py' looks like a file name: Grep searches the contents of files; Glob "
+        "finds files by name. The lines that hold its name without the extension, "
+        "'parse_invoice':\nsrc/billing/invoices.py:1:def parse_invoice(text): ..."
+    )

@@ -1050,6 +1050,22 @@ def _trailer(handle: SubagentHandle) -> str:
     return f"agent_id: {agent_id} ({finished} {reminder(handle.parent)})"
 
 
+_MAX_DESCRIPTION_SHOWN = 200
+
+
+def _whose(handle: SubagentHandle) -> str:
+    """The line before a subagent's answer, for a parent on the compact profile: which agent
+    answered, to which Task. Given two answers "HERON-17 OSPREY-58" alone, a 1.5B main agent
+    wrote "the code words in docs/alpha.txt are [insert code words]" 8 samples of 8; with
+    this line before each it wrote both code words 8 of 8."""
+    if handle.parent.description_profile() != "compact":
+        return ""
+    task = " ".join(handle.description.split())
+    if len(task) > _MAX_DESCRIPTION_SHOWN:
+        task = task[:_MAX_DESCRIPTION_SHOWN] + "..."
+    return f'The {handle.definition.name} agent ("{task}") answered:\n'
+
+
 def _not_started_again(done: SubagentHandle) -> str:
     """The answer to a Task made again right after the same one finished."""
     assert done.result is not None
@@ -1064,7 +1080,7 @@ def _not_started_again(done: SubagentHandle) -> str:
 
 def _render_for_parent(handle: SubagentHandle, spawn: SpawnResult) -> str:
     if spawn.success:
-        return f"{spawn.summary}\n\n{_worktree_text(handle)}{_trailer(handle)}"
+        return f"{_whose(handle)}{spawn.summary}\n\n{_worktree_text(handle)}{_trailer(handle)}"
     partial = spawn.summary or "(no output)"
     raise ToolError(
         f"Subagent '{spawn.subagent_type}' did not finish ({spawn.status}): {spawn.error}\n\n"

@@ -233,14 +233,16 @@ def _by_its_name(
     """When a pattern that matched nothing is a file's name or path, the lines that hold the
     name without its extension, and a note saying Grep reads contents: a 1.5B finder grepped
     for ``parse_invoice.py`` to find where ``parse_invoice`` is defined, and, told what to
-    search for instead, made the same call twice more and made an answer up."""
-    found = _FILE_NAME.fullmatch(query.pattern.strip())
-    if found is None:
+    search for instead, made the same call twice more and made an answer up; it also wrote
+    the name and a folder as one grep command line (``parse_invoice.py src/.*``)."""
+    words = query.pattern.split(maxsplit=2)
+    names = [found for word in words if (found := _FILE_NAME.fullmatch(word))]
+    if len(names) != 1 or len(words) > 2:
         return ""
-    stem = found.group("stem")
+    name, stem = names[0].group(0), names[0].group("stem")
     note = (
-        f"\n{query.pattern.strip()!r} looks like a file name: Grep searches the contents of "
-        "files; Glob finds files by name."
+        f"\n{name!r} looks like a file name: Grep searches the contents of files; Glob finds "
+        "files by name."
     )
     by_name = replace(
         query,
