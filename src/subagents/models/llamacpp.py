@@ -342,14 +342,7 @@ class LlamaCppModel:
             text=generation.text, usage=usage, stop_reason=stop_reason, model_name=self.name
         )
         if constrained:
-            response.text, response.tool_calls = schema_turns.read_turn(
-                generation.text, truncated=truncated
-            )
-            if response.tool_calls:
-                response.stop_reason = "tool_use"
-            elif truncated and schema_turns.finished_reply(generation.text):
-                response.stop_reason = "end_turn"
-                response.text = response.text.rstrip()
+            schema_turns.read_response(response)
         return response
 
 

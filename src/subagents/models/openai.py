@@ -470,16 +470,7 @@ def _read_schema_turn(response: ModelResponse, request: ModelRequest) -> ModelRe
     """A schema-constrained answer read as the reply or tool call(s) it stands for."""
     if response.tool_calls:  # a server that called tools natively after all
         return response
-    truncated = response.stop_reason == "max_tokens"
-    text, calls = schema_turns.read_turn(
-        response.text, truncated=truncated, offered=[tool.name for tool in request.callable_tools]
-    )
-    if calls:
-        response.stop_reason = "tool_use"
-    elif truncated and schema_turns.finished_reply(response.text):
-        response.stop_reason = "end_turn"
-        text = text.rstrip()
-    response.text, response.tool_calls = text, calls
+    schema_turns.read_response(response, [tool.name for tool in request.callable_tools])
     return response
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.messages import (
     AssistantMessage,
@@ -48,11 +48,15 @@ from subagents.models.tool_arguments import (
     tool_call_from_object,
 )
 
+if TYPE_CHECKING:
+    from subagents.models.base import ModelResponse
+
 __all__ = [
     "MAX_CALLS_AT_ONCE",
     "SCHEMA_NAME",
     "finished_reply",
     "history_messages",
+    "read_response",
     "read_turn",
     "response_format",
     "turn_instructions",
@@ -229,6 +233,20 @@ def history_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
         else:
             _add_user(converted, message.content)
     return converted
+
+
+def read_response(response: ModelResponse, offered: Sequence[str] = ()) -> None:
+    """``response``, a schema-constrained answer, made the reply or call(s) it stands for
+    (:func:`read_turn`); a reply cut at the limit whose words all came
+    (:func:`finished_reply`) is taken as finished."""
+    truncated = response.stop_reason == "max_tokens"
+    text, calls = read_turn(response.text, truncated=truncated, offered=offered)
+    if calls:
+        response.stop_reason = "tool_use"
+    elif truncated and finished_reply(response.text):
+        response.stop_reason = "end_turn"
+        text = text.rstrip()
+    response.text, response.tool_calls = text, calls
 
 
 def read_turn(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from subagents._preview import shorten
 from subagents.errors import SubagentsError, ToolError, WorktreeError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
@@ -1060,9 +1061,7 @@ def _whose(handle: SubagentHandle) -> str:
     this line before each it wrote both code words 8 of 8."""
     if handle.parent.description_profile() != "compact":
         return ""
-    task = " ".join(handle.description.split())
-    if len(task) > _MAX_DESCRIPTION_SHOWN:
-        task = task[:_MAX_DESCRIPTION_SHOWN] + "..."
+    task = shorten(" ".join(handle.description.split()), _MAX_DESCRIPTION_SHOWN)
     return f'The {handle.definition.name} agent ("{task}") answered:\n'
 
 
