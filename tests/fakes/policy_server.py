@@ -47,8 +47,9 @@ def policy_reply(body: dict[str, Any]) -> dict[str, Any]:
             role = candidate
     prompt = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
     results = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
-    if results:
-        return {"role": "assistant", "content": f"{role} done: {results[-1][:200]}"}
+    if results:  # the subagent's answer, without the line naming who answered
+        answer = re.sub(r'^The [\w-]+ agent \(".*?"\) answered:\n', "", results[-1])
+        return {"role": "assistant", "content": f"{role} done: {answer[:200]}"}
     label = prompt.split()[0] if prompt.split() else "run"
     if role == "leaf":
         found = re.search(r"pause=([0-9.]+)", prompt)
