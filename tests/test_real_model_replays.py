@@ -520,6 +520,16 @@ SCRIBE_TASK = {
 }
 
 
+async def finder_told(tmp_path: Path, call: Turn) -> str:
+    """What the finder read after making ``call``, the main agent having handed it FIND."""
+    finder = replay([call], then=last_result)
+    main = replay([("Task", FIND)], then=lambda request: "done")
+    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
+        "Use the finder agent to find which Python file under src/ defines parse_invoice."
+    )
+    return last_result(finder.requests[1])
+
+
 async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
     tmp_path: Path,
 ) -> None:
@@ -529,12 +539,7 @@ async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
     It is shown the lines that hold the name."""
     (tmp_path / "src" / "billing").mkdir(parents=True)
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
-    finder = replay([("Grep", {"pattern": "src/parse_invoice.py"})], then=last_result)
-    main = replay([("Task", FIND)], then=lambda request: "done")
-    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
-        "Use the finder agent to find which Python file under src/ defines parse_invoice."
-    )
-    told = last_result(finder.requests[1])
+    told = await finder_told(tmp_path, ("Grep", {"pattern": "src/parse_invoice.py"}))
     assert told.startswith("No matches for 'src/parse_invoice.py'")
     assert told.endswith(
         "'src/parse_invoice.py' looks like a file name: Grep searches the contents of files; "
@@ -542,10 +547,7 @@ async def test_a_finder_grepping_for_a_file_path_is_told_what_to_search_for(
         "'parse_invoice':\nsrc/billing/invoices.py:1:def parse_invoice(text): ..."
     )
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse(text): ...\n")
-    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
-        "Use the finder agent to find which Python file under src/ defines parse_invoice."
-    )
-    told = last_result(finder.requests[-1])
+    told = await finder_told(tmp_path, ("Grep", {"pattern": "src/parse_invoice.py"}))
     assert told.endswith("Its name without the extension, 'parse_invoice', is in no file either.")
 
 
@@ -557,13 +559,8 @@ async def test_a_finder_globbing_one_folder_hears_of_the_files_below_it(tmp_path
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
     (tmp_path / "src" / "billing" / "taxes.py").write_text("def tax(amount): ...\n")
     (tmp_path / "src" / "app.py").write_text("from billing.invoices import parse_invoice\n")
-    finder = replay([("Glob", {"pattern": "**/src/*.py"})], then=last_result)
-    main = replay([("Task", FIND)], then=lambda request: "done")
-    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
-        "Use the finder agent to find which Python file under src/ defines the function "
-        "parse_invoice."
-    )
-    assert last_result(finder.requests[1]).splitlines() == [
+    told = await finder_told(tmp_path, ("Glob", {"pattern": "**/src/*.py"}))
+    assert told.splitlines() == [
         "src/app.py",
         "(1 file in .)",
         "(`*` stays within one folder: 2 files in subfolders match '**/src/**/*.py': "
@@ -578,12 +575,7 @@ async def test_a_finder_grepping_a_file_name_and_a_folder_as_one_command_finds_t
     three times, found nothing, and said the function was defined nowhere."""
     (tmp_path / "src" / "billing").mkdir(parents=True)
     (tmp_path / "src" / "billing" / "invoices.py").write_text("def parse_invoice(text): ...\n")
-    finder = replay([("Grep", {"pattern": "parse_invoice.py src/.*"})], then=last_result)
-    main = replay([("Task", FIND)], then=lambda request: "done")
-    await Runtime(cwd=tmp_path, model=main, agents=[FINDER], agent_models={"finder": finder}).run(
-        "Use the finder agent to find which Python file under src/ defines parse_invoice."
-    )
-    told = last_result(finder.requests[1])
+    told = await finder_told(tmp_path, ("Grep", {"pattern": "parse_invoice.py src/.*"}))
     assert told.startswith("No matches for 'parse_invoice.py src/.*'")
     assert told.endswith(
         "'parse_invoice.py' looks like a file name: Grep searches the contents of files; Glob "

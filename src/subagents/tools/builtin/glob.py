@@ -122,10 +122,9 @@ def _subfolder_note(pattern: str, files: list[str]) -> str:
     """Files the pattern missed for being a folder deeper: a 1.5B finder globbed
     ``**/src/*.py`` for the file defining a function, saw ``src/app.py`` only (the function
     is in ``src/billing/``), and answered with it."""
-    if not files:
+    wider = _deeper(pattern)
+    if not files or wider is None:
         return ""
-    head, _, last = pattern.rpartition("/")
-    wider = f"{head}/**/{last}" if head else f"**/{last}"
     files.sort()
     shown = ", ".join(files[:_SUBFOLDER_FILES_SHOWN])
     more = len(files) - _SUBFOLDER_FILES_SHOWN

@@ -10,7 +10,7 @@ import bisect
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -244,7 +244,7 @@ def _by_its_name(
         f"\n{name!r} looks like a file name: Grep searches the contents of files; Glob finds "
         "files by name."
     )
-    by_name = replace(
+    by_name = dataclasses.replace(
         query,
         pattern=re.escape(stem),
         output_mode="content",
