@@ -243,6 +243,7 @@ class SDKModel(Generic[ClientT]):
         self._key_source = api_key_source or key.source
         self._policy = self._retry_policy(max_retries, sleep)
         self._streams_started = 0
+        self._streams_open = 0
         self._one_at_a_time: asyncio.Lock | None = None
         """Set once the server cut a stream short as another request came in: its requests
         go one at a time from then on (see :meth:`_stream`)."""
@@ -385,26 +386,34 @@ class SDKModel(Generic[ClientT]):
 
         async def attempt() -> AsyncGenerator[StreamEvent, None]:
             async with self._turn():
+                # another stream of this model open beside mine, whichever the server took
+                # first: one started before mine and still open, or one started after it
+                beside_mine = self._streams_open > 0
                 self._streams_started += 1
+                self._streams_open += 1
                 mine = self._streams_started
-                stream = await open_stream()
-                assembly = assembler()
-                runaway = RunawayWatch()
-                async with stream:
-                    async for event in stream:
-                        text = assembly.add(event)
-                        if text:
-                            if raw_text:
-                                yield TextDelta(text)
-                            if runaway.feed(text) is not None:
-                                assembly.cut_short()
-                                break
                 try:
-                    response = finish(assembly.finish(self.name))
-                except MalformedResponseError:
-                    if self._streams_started > mine and self._one_at_a_time is None:
-                        self._one_at_a_time = asyncio.Lock()
-                    raise
+                    stream = await open_stream()
+                    assembly = assembler()
+                    runaway = RunawayWatch()
+                    async with stream:
+                        async for event in stream:
+                            text = assembly.add(event)
+                            if text:
+                                if raw_text:
+                                    yield TextDelta(text)
+                                if runaway.feed(text) is not None:
+                                    assembly.cut_short()
+                                    break
+                    try:
+                        response = finish(assembly.finish(self.name))
+                    except MalformedResponseError:
+                        beside_mine = beside_mine or self._streams_started > mine
+                        if beside_mine and self._one_at_a_time is None:
+                            self._one_at_a_time = asyncio.Lock()
+                        raise
+                finally:
+                    self._streams_open -= 1
             # the server's turn is over: a reader that stops at the response holds nothing
             if not raw_text and response.text:
                 yield TextDelta(response.text)
