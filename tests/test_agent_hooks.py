@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from processes import is_gone
 from subagents.definitions import parse_agent_file
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime.runtime import Runtime
@@ -319,19 +321,28 @@ def test_any_hooks_value_is_read_and_scoped_without_raising(hooks: Any, subagent
 
 
 async def test_a_hook_that_overruns_its_timeout_is_stopped_and_reported(tmp_path: Path) -> None:
+    """The script is a child of the hook's shell: killing the shell alone left it holding
+    the output, and the run waited its 60 s out."""
     script = tmp_path / "slow.py"
-    script.write_text("import sys, time\nsys.stdin.read()\ntime.sleep(60)\n")
+    pid_file = tmp_path / "slow.pid"
+    script.write_text(
+        f"import os, sys, time\nsys.stdin.read()\nopen({str(pid_file)!r}, 'w').write(str("
+        "os.getpid()))\ntime.sleep(60)\n"
+    )
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-    entry = [{"hooks": [{"type": "command", "command": command, "timeout": 0.5}]}]
+    entry = [{"hooks": [{"type": "command", "command": command, "timeout": 1}]}]
     write_agent(tmp_path, "slowpoke", {"PreToolUse": entry})
     child = ScriptedModel([tool_call_response("Bash", {"command": "echo ran"}), "ok"])
     main = ScriptedModel([task("slowpoke"), "done"])
     rt = runtime(tmp_path, main, slowpoke=child)
 
+    started = time.monotonic()
     result = await rt.run("go")
 
+    assert time.monotonic() - started < 30  # not the script's 60 s
+    assert is_gone(int(pid_file.read_text()))
     assert result.output == "done"
     ran = child.requests[1].messages[-1]
     # a failing hook does not block the call, and is reported with the run's hook failures
     assert isinstance(ran, ToolResultMessage) and "ran" in ran.content
-    assert any("timed out after 0.5s" in error for error in rt.hooks.errors)
+    assert any("timed out after 1s" in error for error in rt.hooks.errors)

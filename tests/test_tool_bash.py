@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
+from processes import is_gone
 from subagents.messages import ToolCall
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.builtin import builtin_tools
@@ -30,19 +30,6 @@ def run(tmp_path: Path) -> Run:
         return await execute_tool_call(ToolCall("call-1", "Bash", arguments), registry, ctx)
 
     return call
-
-
-def is_gone(pid: int, within: float = 5.0) -> bool:
-    """True once ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def read_if_written(path: Path) -> str:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from subagents._process import run_process
+from subagents.secrets import tool_environment
 from subagents.status import HookEvent as HookEventName
 
 __all__ = [
@@ -88,6 +90,9 @@ class HookResult:
 HookCallable = Callable[[HookPayload], "Awaitable[HookResult | None] | HookResult | None"]
 
 
+MAX_HOOK_OUTPUT_BYTES = 1 << 20  # of each end kept: an answer is read whole up to twice it
+
+
 @dataclass(slots=True)
 class CommandHook:
     """A shell command run with the payload as JSON on stdin, in the agent's workspace (the
@@ -102,36 +107,35 @@ class CommandHook:
     env: Mapping[str, str] | None = None
 
     async def __call__(self, payload: HookPayload) -> HookResult | None:
-        from subagents.secrets import tool_environment
-
-        cwd = _existing_folder(payload.cwd)
-        process = await asyncio.create_subprocess_shell(
-            self.command,
-            cwd=cwd,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=dict(self.env) if self.env is not None else tool_environment(),
-        )
-        data = json.dumps(payload.to_json()).encode()
         try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(data), timeout=self.timeout_seconds
+            finished = await run_process(
+                ["/bin/sh", "-c", self.command],
+                timeout_seconds=self.timeout_seconds,
+                keep_bytes=MAX_HOOK_OUTPUT_BYTES,
+                cwd=_existing_folder(payload.cwd),
+                env=self.env if self.env is not None else tool_environment(),
+                stdin=json.dumps(payload.to_json()).encode(),
             )
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        except OSError as error:
+            raise RuntimeError(f"hook command {self.command!r} could not start: {error}") from None
+        if finished.timed_out:
             raise RuntimeError(
-                f"hook command {self.command!r} timed out after {self.timeout_seconds:g}s"
-            ) from None
-        if process.returncode == 2:
-            return HookResult(block=True, reason=stderr.decode(errors="replace").strip())
-        if process.returncode != 0:
-            raise RuntimeError(
-                f"hook command {self.command!r} exited with {process.returncode}: "
-                f"{stderr.decode(errors='replace').strip()}"
+                f"hook command {self.command!r} timed out after {self.timeout_seconds:g}s and "
+                "was stopped with every process it started"
             )
-        return _parse_command_output(stdout.decode(errors="replace"))
+        stderr = finished.stderr.data().decode(errors="replace").strip()
+        if finished.returncode == 2:
+            return HookResult(block=True, reason=stderr)
+        if finished.returncode != 0:
+            raise RuntimeError(
+                f"hook command {self.command!r} exited with {finished.returncode}: {stderr}"
+            )
+        if not finished.stdout.whole:
+            raise RuntimeError(
+                f"hook command {self.command!r} printed {finished.stdout.total} bytes, too many "
+                "for a hook's answer (a JSON object, or nothing)"
+            )
+        return _parse_command_output(finished.stdout.data().decode(errors="replace"))
 
 
 def _existing_folder(path: str | None) -> str | None:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents._process import run_process
 from subagents.errors import WorktreeError
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 GIT_TIMEOUT_SECONDS = 60.0
+MAX_GIT_OUTPUT_BYTES = 32 << 20  # of each end kept: a git output is read whole up to twice it
 """The longest one git command of the harness may take (a huge checkout takes a while)."""
 
 _BRANCH_PREFIX = "subagents/"
@@ -397,14 +399,15 @@ async def _git(cwd: Path, *args: str, allow_exit: int = 0, stdin: str | None = N
     """Run one git command; its stdout, or WorktreeError with git's own words. Exit code
     ``allow_exit`` counts as success too (``check-ignore`` exits 1 when nothing matched)."""
     command = ["git", "-c", "core.hooksPath=/dev/null", *args]
+    what = f"`git {' '.join(args[:2])}`"
     try:
-        process = await asyncio.create_subprocess_exec(
-            *command,
+        finished = await run_process(
+            command,
+            timeout_seconds=GIT_TIMEOUT_SECONDS,
+            keep_bytes=MAX_GIT_OUTPUT_BYTES,
             cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=_git_environment(),
+            stdin=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
         )
     except FileNotFoundError:
         raise _GitMissingError(
@@ -415,25 +418,24 @@ async def _git(cwd: Path, *args: str, allow_exit: int = 0, stdin: str | None = N
         raise WorktreeError(
             f"cannot run git in {cwd}: {error}", hint="check that the folder exists"
         ) from None
-    try:
-        data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
-        stdout, stderr = await asyncio.wait_for(process.communicate(data), GIT_TIMEOUT_SECONDS)
-    except TimeoutError:
+    if finished.timed_out:
         raise WorktreeError(
-            f"`git {' '.join(args[:2])}` took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
+            f"{what} took longer than {GIT_TIMEOUT_SECONDS:g}s in {cwd}",
             hint="check the repository (git status) and try again",
-        ) from None
-    finally:
-        if process.returncode is None:  # timed out, or the run was cancelled
-            process.kill()
-            await asyncio.shield(process.wait())
-    if process.returncode not in (0, allow_exit):
-        said = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
+        )
+    if finished.returncode not in (0, allow_exit):
+        said = finished.stderr.data().decode(errors="replace").strip()
         raise WorktreeError(
-            f"`git {' '.join(args[:2])}` failed in {cwd}: {said[:500]}",
+            f"{what} failed in {cwd}: {(said or f'exit code {finished.returncode}')[:500]}",
             hint="check the repository with git status",
         )
-    return stdout.decode(errors="replace")
+    if not finished.stdout.whole:
+        raise WorktreeError(
+            f"{what} printed {finished.stdout.total} bytes in {cwd}, too many to read",
+            hint="make the repository smaller for the agent (a .gitignore), or run it without "
+            "`isolation: worktree`",
+        )
+    return finished.stdout.data().decode(errors="replace")
 
 
 def _real(path: Path) -> Path:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import signal
-import subprocess
 from typing import Annotated
 
 from pydantic import Field
 
+from subagents._process import CappedOutput, run_process
 from subagents.errors import ToolError
 from subagents.secrets import tool_environment
 from subagents.tools.base import ToolContext
@@ -31,10 +28,6 @@ SHELL = "/bin/bash"
 
 _HALF_CHARS = MAX_BASH_OUTPUT_CHARS // 2
 _KEEP_BYTES = MAX_BASH_OUTPUT_CHARS * 4  # kept at each end: enough for any UTF-8 text
-_READ_BYTES = 65_536
-# After the shell exits, how long its output may stay open (background jobs holding it)
-# before the rest of its process group is stopped.
-_DRAIN_SECONDS = 1.0
 
 _DESCRIPTION = f"""\
 Run a command with {SHELL} in the workspace root and return its output (stdout and stderr \
@@ -46,41 +39,18 @@ Prefer Read, Grep, Glob and LS over cat, grep, find and ls. Give a short `descri
 the command does."""
 
 
-class _Output:
-    """The head and tail of a stream of bytes, in bounded memory."""
-
-    __slots__ = ("dropped", "head", "tail", "total")
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.dropped = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = _KEEP_BYTES - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            excess = len(self.tail) - _KEEP_BYTES
-            if excess > 0:
-                self.dropped += excess
-                del self.tail[:excess]
-
-    def text(self) -> str:
-        if not self.dropped:
-            full = (self.head + self.tail).decode("utf-8", errors="replace")
-            if len(full) <= MAX_BASH_OUTPUT_CHARS:
-                return full
-            cut = len(full) - 2 * _HALF_CHARS
-            return _join_cut(full[:_HALF_CHARS], full[-_HALF_CHARS:], f"{cut} characters")
-        head = self.head.decode("utf-8", errors="replace")[:_HALF_CHARS]
-        tail = self.tail.decode("utf-8", errors="replace")[-_HALF_CHARS:]
-        kept = len(head.encode()) + len(tail.encode())
-        return _join_cut(head, tail, f"about {self.total - kept} bytes")
+def _text(output: CappedOutput) -> str:
+    """The output for the model: at most :data:`MAX_BASH_OUTPUT_CHARS`, cut in the middle."""
+    if output.whole:
+        full = output.data().decode("utf-8", errors="replace")
+        if len(full) <= MAX_BASH_OUTPUT_CHARS:
+            return full
+        cut = len(full) - 2 * _HALF_CHARS
+        return _join_cut(full[:_HALF_CHARS], full[-_HALF_CHARS:], f"{cut} characters")
+    head = output.head.decode("utf-8", errors="replace")[:_HALF_CHARS]
+    tail = output.tail.decode("utf-8", errors="replace")[-_HALF_CHARS:]
+    kept = len(head.encode()) + len(tail.encode())
+    return _join_cut(head, tail, f"about {output.total - kept} bytes")
 
 
 def _join_cut(head: str, tail: str, amount: str) -> str:
@@ -116,78 +86,27 @@ async def run_bash(
     argv = [SHELL, "-c", command]
     if ctx.sandbox is not None:
         argv = ctx.sandbox.wrap(argv)
-    loop = asyncio.get_running_loop()
-    read_fd, write_fd = os.pipe()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
+        finished = await run_process(
+            argv,
+            timeout_seconds=timeout_ms / 1000,
+            keep_bytes=_KEEP_BYTES,
             cwd=root,
-            env=dict(ctx.env) if ctx.env is not None else tool_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            start_new_session=True,  # its own process group, killed as a whole
+            env=ctx.env if ctx.env is not None else tool_environment(),
+            merge_stderr=True,
         )
     except OSError as exc:
-        os.close(read_fd)
         raise ToolError(f"Could not start {SHELL} in {root}: {exc}.") from exc
-    finally:
-        os.close(write_fd)
-    output = _Output()
-    closed = loop.create_future()
-    os.set_blocking(read_fd, False)
-    loop.add_reader(read_fd, _pump, read_fd, output, closed)
-    timed_out = lingering = False
-    try:
-        try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                await process.wait()
-        except TimeoutError:
-            timed_out = True
-            _kill_group(process.pid)
-            await process.wait()
-        if not await _closed_within(closed, _DRAIN_SECONDS):
-            lingering = True
-            _kill_group(process.pid)
-            await _closed_within(closed, _DRAIN_SECONDS)
-    finally:
-        if process.returncode is None:
-            _kill_group(process.pid)
-            await asyncio.shield(process.wait())
-        loop.remove_reader(read_fd)
-        os.close(read_fd)
-    report = _report(output.text(), process.returncode, timed_out, lingering, timeout_ms)
-    if timed_out:
+    report = _report(
+        _text(finished.stdout),
+        finished.returncode,
+        finished.timed_out,
+        finished.lingering,
+        timeout_ms,
+    )
+    if finished.timed_out:
         raise ToolError(report)
     return report
-
-
-def _pump(fd: int, output: _Output, closed: asyncio.Future[None]) -> None:
-    try:
-        chunk = os.read(fd, _READ_BYTES)
-    except BlockingIOError:
-        return
-    except OSError:
-        chunk = b""
-    if chunk:
-        output.add(chunk)
-    elif not closed.done():
-        asyncio.get_running_loop().remove_reader(fd)
-        closed.set_result(None)
-
-
-async def _closed_within(closed: asyncio.Future[None], seconds: float) -> bool:
-    try:
-        async with asyncio.timeout(seconds):
-            await asyncio.shield(closed)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _report(
