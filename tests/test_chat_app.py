@@ -21,8 +21,9 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
-from subagents.cli.chat import ChatSession, decision_of, run_line_mode
+from subagents.cli.chat import run_line_mode
 from subagents.cli.chat_app import ChatApp, TurnView, rich_color
+from subagents.cli.chat_session import ChatSession, decision_of
 from subagents.cli.chat_view import MAX_DIFF_LINES, Transcript, diff_lines, render_transcript
 from subagents.cli.ui import ApprovalScreen, BlockView
 from subagents.definitions.model import AgentDefinition

@@ -20,9 +20,9 @@ from subagents.definitions.framework import from_framework_shape
 from subagents.definitions.parse import parse_agent_file, parse_agent_text
 from subagents.messages import ToolResultMessage
 from subagents.models.testing import ScriptedModel, tool_call_response
+from subagents.redaction import looks_like_secret_name
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import SQLiteStore
-from subagents.tracing.redact import looks_like_secret_name
 
 KEY_VARIABLE = "LAB_LLM_VALUE"  # a name that does not look like a secret's, on purpose
 KEY = "lab-9f8e7d6c5b4a39281706"

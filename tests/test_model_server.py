@@ -30,9 +30,8 @@ from subagents.cli.servers import model_server
 from subagents.errors import ModelConfigurationError
 from subagents.messages import AssistantMessage, ToolCall, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings
-from subagents.models.keys import missing_key_variable
 from subagents.models.openai import OpenAIChatModel
-from subagents.models.registry import ApiKey, register_provider
+from subagents.models.registry import ApiKey, missing_key_variable, register_provider
 from subagents.models.resolve import build_model, tool_call_mode
 from subagents.models.server import (
     default_description_profile,
@@ -42,9 +41,9 @@ from subagents.models.server import (
 )
 from subagents.models.settings import ProviderSettings, ToolCallMode
 from subagents.models.text_tools import TextToolCallModel
+from subagents.redaction import Redactor
 from subagents.runtime import events as ev
 from subagents.testing import FunctionModel
-from subagents.tracing.redact import Redactor
 
 KINDS = {"hosted", "local", "remote", "in-process"}
 PASSWORD = "pw-0f9e8d7c6b5a"

@@ -19,12 +19,12 @@ from subagents.cli.app import app
 from subagents.messages import ToolCall
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.models.openai import OpenAIChatModel
+from subagents.redaction import Redactor
 from subagents.runtime.events import EventBus
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel
 from subagents.tracing.otlp import start_live_export
-from subagents.tracing.redact import Redactor
 
 SECRET = "sk-ant-api03-" + "Q" * 90  # an Anthropic key's shape: redacted wherever it shows
 CLIENT, INTERNAL = 3, 1  # SpanKind in OTLP

@@ -30,6 +30,7 @@ from subagents.models.retry import (
     retry_reason,
     stream_with_retries,
 )
+from subagents.redaction import Redactor
 from subagents.runtime import events as ev
 from subagents.runtime.result import RunResult
 from subagents.runtime.session import Session
@@ -37,7 +38,6 @@ from subagents.testing import FunctionModel, text_response, tool_call_response
 from subagents.tools.base import ToolRegistry
 from subagents.tools.decorator import tool
 from subagents.tools.execution import ToolOutcome
-from subagents.tracing.redact import Redactor
 
 SECRET = "sk-progress-secret-0123456789"
 

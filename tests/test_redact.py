@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subagents.tracing.redact import (
+from subagents.redaction import (
     DEPTH_LIMIT,
     KEYED_FORMATS,
     REDACTED,

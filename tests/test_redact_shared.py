@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_core import to_json
 
+from subagents.redaction import DEPTH_LIMIT, TOKEN_FORMATS, Redactor
 from subagents.store.codec import dump_json
-from subagents.tracing.redact import DEPTH_LIMIT, TOKEN_FORMATS, Redactor
 from test_redact import AWS_SECRET, BEARER, EXAMPLES, FORMAT_SECRETS, ORDINARY
 
 KNOWN = "kn0wn-Credential-value-42"

@@ -16,6 +16,7 @@ from subagents.definitions.model import AgentDefinition
 from subagents.errors import StoreVersionError
 from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
+from subagents.redaction import Redactor
 from subagents.runtime.events import Event, ToolCallStarted
 from subagents.runtime.recorder import Recorder, child_session_id, main_session_id
 from subagents.runtime.run import Run
@@ -24,7 +25,6 @@ from subagents.runtime.steps import ModelStepInput, model_step
 from subagents.store.sqlite import SQLiteStore, open_store
 from subagents.testing import FunctionModel, text_response
 from subagents.tools.decorator import tool
-from subagents.tracing.redact import Redactor
 
 TASK_ID = "replay-task"
 

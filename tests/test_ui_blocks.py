@@ -408,7 +408,7 @@ async def test_blocks_show_paused_as_soon_as_a_session_waits(tmp_path: Path) -> 
 
 
 async def test_no_secret_reaches_a_block_even_split_across_stream_deltas(tmp_path: Path) -> None:
-    from subagents.tracing.redact import Redactor
+    from subagents.redaction import Redactor
 
     token = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
     secret_file = tmp_path / "notes.txt"

@@ -412,8 +412,8 @@ async def test_the_progress_output_names_a_kept_worktree(tmp_path: Path) -> None
     from rich.console import Console
 
     from subagents.cli.progress import ProgressPrinter
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
-    from subagents.tracing.redact import Redactor
 
     repo = make_repo(tmp_path / "repo")
     out = io.StringIO()

@@ -202,7 +202,7 @@ class HookCommand(BaseModel):
     @field_validator("matcher")
     @classmethod
     def _valid_matcher(cls, matcher: str | None) -> str | None:
-        from subagents.runtime.hooks import compile_matcher
+        from subagents.matchers import compile_matcher
 
         compile_matcher(matcher)  # raises ValueError with the reason, reported with the line
         return matcher
@@ -261,11 +261,11 @@ class StoreSettings(BaseModel):
         if not url.strip():
             raise ValueError("an empty url names no store; remove the key for each project's own")
         from subagents.errors import StoreError
-        from subagents.store.open import is_postgres_url, store_file
+        from subagents.store.url import is_postgres_url, sqlite_file
 
         if not is_postgres_url(url):
             try:
-                store_file(url)
+                sqlite_file(url)
             except StoreError as error:
                 raise ValueError(f"{error.message} ({error.hint})") from None
         return url

@@ -6,7 +6,7 @@ Every credential we were given is a secret, whatever its variable is called:
 named by ``api_key_env``, ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, and the web search key of
 ``[web]``), the MCP servers' ``env``
 values and ``headers`` that are credentials, and the environment variables named like secrets;
-:class:`~subagents.tracing.redact.Redactor` keeps them out of everything stored or printed.
+:class:`~subagents.redaction.Redactor` keeps them out of everything stored or printed.
 
 A model drives the Bash tool and, through its tool calls, the shell hooks: the commands they
 start get :func:`tool_environment`, this process's environment without the providers' keys
@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.tracing.redact import Redactor, looks_like_secret_name, secret_env_values
+from subagents.redaction import Redactor, looks_like_secret_name, secret_env_values
 
 if TYPE_CHECKING:
     from subagents.config import Config

@@ -451,8 +451,8 @@ def _server(record: AgentRecord, config: Config) -> dict[str, Any] | None:
     on one no provider here explains."""
     from subagents.cli.servers import endpoint_server, model_server
     from subagents.models.endpoint import uses_endpoint
+    from subagents.redaction import Redactor
     from subagents.secrets import known_credentials
-    from subagents.tracing.redact import Redactor
 
     d = record.definition
     found: ModelServer | None
@@ -472,7 +472,7 @@ def _server(record: AgentRecord, config: Config) -> dict[str, Any] | None:
 
 def _isolation_effort_hooks_rows(d: AgentDefinition) -> list[tuple[str, object]]:
     """What ``isolation``, ``effort`` and ``hooks`` will do when the agent runs."""
-    from subagents.runtime.agent_hooks import describe_agent_hooks
+    from subagents.definitions.hooks import describe_agent_hooks
 
     rows: list[tuple[str, object]] = []
     if d.isolation == "worktree":

@@ -24,8 +24,8 @@ from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall, Usage
+    from subagents.redaction import Redactor, StreamRedactor
     from subagents.runtime.result import RunResult
-    from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
     "COLLAPSED_MESSAGES",

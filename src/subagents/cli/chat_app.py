@@ -23,12 +23,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from subagents.cli.blocks import BlockTree, format_tokens
-from subagents.cli.chat import ChatSession, decision_of, request_of
+from subagents.cli.chat_session import ChatSession, decision_of, request_of
 from subagents.cli.chat_view import Transcript, render_transcript
 from subagents.cli.progress import TODO_MARKS
 from subagents.cli.ui import QUIT_REASON, ApprovalQueue, BlockView
+from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
-from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
     from subagents.cli.blocks import AgentBlock

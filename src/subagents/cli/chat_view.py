@@ -20,7 +20,7 @@ from subagents.todos import TodoItem
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall
-    from subagents.tracing.redact import Redactor, StreamRedactor
+    from subagents.redaction import Redactor, StreamRedactor
 
 __all__ = ["DIFF_TOOLS", "Said", "ToolLine", "Transcript", "diff_lines", "render_transcript"]
 

@@ -82,7 +82,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except SubagentsError as error:
-        from subagents.tracing.redact import Redactor
+        from subagents.redaction import Redactor
 
         redactor = Redactor()  # an error may quote a stored value or a config line
         typer.echo(f"error: {redactor.text(error.message)}", err=True)

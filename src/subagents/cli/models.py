@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from subagents.models.base import Model
     from subagents.models.probe import ModelCheck
     from subagents.models.settings import ToolCallMode
-    from subagents.tracing.redact import Redactor
+    from subagents.redaction import Redactor
 
 __all__ = ["models_app"]
 
@@ -46,8 +46,8 @@ def check_command(
     from subagents.config import load_config
     from subagents.models.probe import check_in_process_model, check_model
     from subagents.models.resolve import resolve_model_string, tool_call_mode
+    from subagents.redaction import Redactor
     from subagents.secrets import known_credentials
-    from subagents.tracing.redact import Redactor
 
     with user_errors():
         config = load_config(cwd)

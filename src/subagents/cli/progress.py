@@ -2,7 +2,7 @@
 
 Everything printed passes through a redactor first: tool arguments, errors, questions and the
 main agent's streamed text (a secret split across two streamed pieces is caught whole, see
-:class:`~subagents.tracing.redact.StreamRedactor`).
+:class:`~subagents.redaction.StreamRedactor`).
 
 Each model in use is named once, when the first session on it starts, with the server it
 talks to and the modes that follow (``main runs on openai:qwen at http://127.0.0.1:8080/v1
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, TypeAlias
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.redaction import Redactor, StreamRedactor
     from subagents.runtime.events import Event, SessionStarted, TodosUpdated, ToolCallFinished
-    from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
     "STILL_RUNNING_AFTER",
@@ -406,7 +406,7 @@ def progress_printer(
     ``redactor`` (default: the environment's secrets and the token formats); ``describe``
     says where each model runs (see :class:`ProgressPrinter`)."""
     if redactor is None:
-        from subagents.tracing.redact import Redactor
+        from subagents.redaction import Redactor
 
         redactor = Redactor()
     return ProgressPrinter(

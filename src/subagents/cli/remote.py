@@ -13,9 +13,9 @@ from subagents.cli.common import exit_code
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.redaction import Redactor
     from subagents.store.base import Store
     from subagents.store.records import TaskRecord
-    from subagents.tracing.redact import Redactor
 
 __all__ = ["report_queued"]
 

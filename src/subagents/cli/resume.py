@@ -26,12 +26,12 @@ from subagents.cli.common import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from subagents.redaction import Redactor
     from subagents.runtime.pause import HumanDecision, HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import TaskRecord
     from subagents.tools.permissions import PermissionMode
-    from subagents.tracing.redact import Redactor
 
 __all__ = ["parse_decision", "resume_command"]
 
@@ -112,10 +112,10 @@ def resume_command(
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
     from subagents.inventory import explicit_agents_from_json
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
     from subagents.store.open import open_store
-    from subagents.tracing.redact import Redactor
 
     err = stderr_console()
     redactor = Redactor()  # the environment's secrets, until the task's config is read
@@ -366,8 +366,8 @@ def _queue_remotely(
 ) -> None:
     """``resume --remote``: queue the task's resumption for the workers."""
     from subagents.cli.remote import report_queued
+    from subagents.redaction import Redactor
     from subagents.store.open import open_store
-    from subagents.tracing.redact import Redactor
     from subagents.workers.engine import WorkerError, require_postgres
     from subagents.workers.submit import queue_decision
 

@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from subagents.cli.progress import ProgressPrinter
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
+    from subagents.redaction import Redactor, StreamRedactor
     from subagents.runtime.events import Event
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
     from subagents.tracing.otlp import LiveExport
-    from subagents.tracing.redact import Redactor, StreamRedactor
 
 __all__ = [
     "MAX_STDIN_BYTES",
@@ -204,10 +204,10 @@ def run_command(
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.progress import progress_printer
     from subagents.errors import SubagentsError
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
     from subagents.tools.permissions import PERMISSION_MODES
     from subagents.tracing.otlp import start_live_export
-    from subagents.tracing.redact import Redactor
 
     err = stderr_console()
     redactor = Redactor()  # the environment's secrets, until the project's config is read

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
     from subagents.cli.common import StoreTarget
+    from subagents.redaction import Redactor
     from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
-    from subagents.tracing.redact import Redactor
 
     RecordT = TypeVar("RecordT", bound=BaseModel)
 

@@ -41,8 +41,8 @@ from subagents.cli.blocks import (
     short_id,
 )
 from subagents.cli.progress import TODO_MARKS
+from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
-from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
     from textual.widget import AwaitMount

@@ -77,12 +77,18 @@ def workflow_run_command(
     from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
     from subagents.cli.run import _open_store
-    from subagents.cli.workflow import _base, _check, _context, _echo_problems, _shown
+    from subagents.cli.workflow_checks import (
+        base_folder,
+        check_workflow_file,
+        echo_problems,
+        shown_path,
+        workflow_context,
+    )
     from subagents.errors import SubagentsError
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import PERMISSION_MODES
-    from subagents.tracing.redact import Redactor
     from subagents.workflows.files import find_workflow
 
     err = stderr_console()
@@ -106,9 +112,9 @@ def workflow_run_command(
     database = None
     try:
         path = find_workflow(workflow, cwd)
-        checked = _check(path, _context(cwd))
+        checked = check_workflow_file(path, workflow_context(cwd))
         if checked.workflow is None or checked.errors:
-            _echo_problems(checked, _shown(path, _base(cwd)), err=True)
+            echo_problems(checked, shown_path(path, base_folder(cwd)), err=True)
             err.print(
                 f"[red]Not run:[/] fix the problems above (check with 'subagents workflow "
                 f"validate {workflow}')."

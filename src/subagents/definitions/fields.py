@@ -298,7 +298,7 @@ def _hooks(r: _Reader, key: str, value: object) -> dict[str, list[dict[str, Any]
             )
         if kept:
             hooks[event] = kept
-    from subagents.runtime.agent_hooks import agent_hook_problems
+    from subagents.definitions.hooks import agent_hook_problems
 
     r.warnings.extend(agent_hook_problems(hooks))
     return hooks

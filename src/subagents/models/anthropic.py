@@ -191,7 +191,7 @@ def _loop_without_thinking(messages: Sequence[Message]) -> bool:
     block: it began without thinking (another model, or no effort), or its thinking was
     changed since (a secret in it redacted in the store), which its signature no longer
     matches. Such a loop must finish without thinking."""
-    from subagents.tracing.redact import REDACTED, TRUNCATED
+    from subagents.redaction import REDACTED, TRUNCATED
 
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if last is None or not last.tool_calls:

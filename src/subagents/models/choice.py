@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from subagents._preview import shorten
 from subagents.errors import ModelConfigurationError
 from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
-from subagents.models.keys import missing_key_variable
+from subagents.models.registry import missing_key_variable
 from subagents.models.resolve import resolve_model_string
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 """The API key of a provider, in one place: where it is read from, when its absence is an
 error, and what that error says. The rules per provider come from its registry entry
-(:class:`~subagents.models.registry.Provider`: ``key_variable`` and ``needs_key``).
+(:class:`~subagents.models.registry.Provider`: ``key_variable`` and ``needs_key``), which
+the registry hands in: this module sits below the registry and the model classes alike.
 
 The key is, in order: ``[providers.NAME] api_key`` (discouraged: it sits in a file), the
 variable named by ``[providers.NAME] api_key_env`` (an error when it is unset, whatever the
@@ -14,22 +15,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from subagents.errors import ModelConfigurationError
-from subagents.models.registry import ApiKey, Provider, find_provider
-from subagents.models.server import with_base_url
+from subagents.models.server import endpoint_kind, with_base_url
 
 if TYPE_CHECKING:
+    from subagents.models.registry import Provider
     from subagents.models.settings import ProviderSettings
 
 __all__ = [
+    "ApiKey",
     "api_key",
     "default_key",
     "key_source",
     "missing_key_error",
-    "missing_key_variable",
 ]
+
+# A model class built directly reads its SDK's own variable, for its own provider only.
+_SDK_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A provider's key as :func:`api_key` found it: ``value`` (``None`` when the provider
+    needs none and none is set) and ``source``, where it is looked up, for messages
+    (``OPENAI_API_KEY (or the variable named by [providers.openai] api_key_env)``)."""
+
+    value: str | None
+    source: str
+
+    def __repr__(self) -> str:
+        return f"ApiKey(value={'***' if self.value else None}, source={self.source!r})"
 
 
 def key_source(name: str, settings: ProviderSettings | None, variable: str | None) -> str:
@@ -88,51 +106,22 @@ def api_key(
 
 def default_key(name: str, base_url: str | None, model_name: str, value: str | None) -> ApiKey:
     """The key of a model class built directly (no ``[providers.NAME]`` table applies):
-    ``value`` if given; else the provider's usual variable when the SDK chooses the server
-    (no ``base_url``: its own API, or the one its ``*_BASE_URL`` variable names, which comes
-    with the SDK's key variable) or when the server needs a key; else none - one provider's
-    key is never sent to a server the caller named."""
+    ``value`` if given; else, for the SDK's own provider (``openai``, ``anthropic``), its
+    usual variable when the SDK chooses the server (no ``base_url``: its own API, or the one
+    its ``*_BASE_URL`` variable names, which comes with the SDK's key variable) or when the
+    server is the provider's own API, which needs it; else none - one provider's key is never
+    sent to a server the caller named."""
     from subagents.models.settings import ProviderSettings
 
-    settings = with_base_url(name, ProviderSettings(base_url=base_url), os.environ)
-    try:
-        provider = find_provider(name, settings)
-    except ModelConfigurationError:
-        provider = None
-    source = key_source(name, None, provider.key_variable if provider is not None else None)
-    if value is not None or provider is None:
+    variable = _SDK_KEY_VARIABLES.get(name.lower())
+    source = key_source(name, None, variable)
+    if value is not None or variable is None:
         return ApiKey(value, source)
-    if base_url is None or provider.needs_key(settings):
-        return api_key(f"{name}:{model_name}", provider, settings, os.environ)
-    return ApiKey(None, source)
-
-
-def missing_key_variable(
-    name: str, settings: ProviderSettings | None, env: Mapping[str, str]
-) -> str | None:
-    """The environment variable a model of provider ``name`` needs and lacks here, else
-    ``None`` (``agents list`` and the fallback to the parent's model use it).
-
-    The rules of :func:`api_key`: a key in config or in the configured variable counts; an
-    unset ``api_key_env`` is missing for every provider; otherwise the provider says whether
-    it needs a key (``openai`` with a ``base_url`` or ``OPENAI_BASE_URL`` naming another
-    server, ``ollama`` and other servers do not). A provider that is not known here, or
-    cannot be loaded, is not judged.
-    """
-    if settings is not None and settings.api_key_env and settings.api_key is None:
-        return None if env.get(settings.api_key_env) else settings.api_key_env
-    from subagents.models.settings import ProviderSettings
-
-    settings = with_base_url(name, settings or ProviderSettings(), env)
-    try:
-        provider = find_provider(name, settings)
-        if provider is None or not provider.needs_key(settings):
-            return None
-        variable = provider.key_variable
-    except ModelConfigurationError:
-        return None
-    if settings.api_key is not None:
-        return None if settings.api_key.get_secret_value() else f"[providers.{name}] api_key"
-    if variable is None:
-        return f"[providers.{name}] api_key_env"
-    return None if env.get(variable) else variable
+    settings = with_base_url(name, ProviderSettings(base_url=base_url), os.environ)
+    hosted = endpoint_kind(name.lower(), settings.base_url) == "hosted"
+    if base_url is not None and not hosted:
+        return ApiKey(None, source)
+    found = os.environ.get(variable) or None
+    if found is None and hosted:
+        raise missing_key_error(f"{name}:{model_name}", source)
+    return ApiKey(found, source)

@@ -20,10 +20,13 @@ the package; so is an exception the provider raises that is not one of ours.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from subagents.errors import ModelConfigurationError, SubagentsError
+from subagents.models.keys import ApiKey
+from subagents.models.server import with_base_url
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -37,6 +40,7 @@ __all__ = [
     "ApiKey",
     "Provider",
     "find_provider",
+    "missing_key_variable",
     "provider_names",
     "register_provider",
     "unknown_provider_error",
@@ -45,19 +49,6 @@ __all__ = [
 ENTRY_POINT_GROUP = "subagents.providers"
 KNOWN_PROVIDERS = ("openai", "anthropic", "ollama", "llamacpp")
 """The built-in providers; any ``[providers.NAME]`` with a ``base_url`` works too."""
-
-
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    """A provider's key as :func:`subagents.models.keys.api_key` found it: ``value`` (``None``
-    when the provider needs none and none is set) and ``source``, where it is looked up, for
-    messages (``OPENAI_API_KEY (or the variable named by [providers.openai] api_key_env)``)."""
-
-    value: str | None
-    source: str
-
-    def __repr__(self) -> str:
-        return f"ApiKey(value={'***' if self.value else None}, source={self.source!r})"
 
 
 @runtime_checkable
@@ -236,3 +227,34 @@ class _Guarded:
     ) -> Model:
         model: Model = self._call("build", self.inner.build, provider, model_name, settings, key)
         return model
+
+
+def missing_key_variable(
+    name: str, settings: ProviderSettings | None, env: Mapping[str, str]
+) -> str | None:
+    """The environment variable a model of provider ``name`` needs and lacks here, else
+    ``None`` (``agents list`` and the fallback to the parent's model use it).
+
+    The rules of :func:`api_key`: a key in config or in the configured variable counts; an
+    unset ``api_key_env`` is missing for every provider; otherwise the provider says whether
+    it needs a key (``openai`` with a ``base_url`` or ``OPENAI_BASE_URL`` naming another
+    server, ``ollama`` and other servers do not). A provider that is not known here, or
+    cannot be loaded, is not judged.
+    """
+    if settings is not None and settings.api_key_env and settings.api_key is None:
+        return None if env.get(settings.api_key_env) else settings.api_key_env
+    from subagents.models.settings import ProviderSettings
+
+    settings = with_base_url(name, settings or ProviderSettings(), env)
+    try:
+        provider = find_provider(name, settings)
+        if provider is None or not provider.needs_key(settings):
+            return None
+        variable = provider.key_variable
+    except ModelConfigurationError:
+        return None
+    if settings.api_key is not None:
+        return None if settings.api_key.get_secret_value() else f"[providers.{name}] api_key"
+    if variable is None:
+        return f"[providers.{name}] api_key_env"
+    return None if env.get(variable) else variable

@@ -14,9 +14,14 @@ from typing import TYPE_CHECKING
 
 from subagents.errors import ModelConfigurationError
 from subagents.models.aliases import DEFAULT_ALIASES, split_context_suffix
-from subagents.models.keys import api_key, missing_key_variable
+from subagents.models.keys import api_key
 from subagents.models.providers import tool_call_mode as provider_tool_call_mode
-from subagents.models.registry import KNOWN_PROVIDERS, find_provider, unknown_provider_error
+from subagents.models.registry import (
+    KNOWN_PROVIDERS,
+    find_provider,
+    missing_key_variable,
+    unknown_provider_error,
+)
 from subagents.models.server import with_base_url
 
 if TYPE_CHECKING:

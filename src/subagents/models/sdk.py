@@ -27,7 +27,6 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
 
 from subagents.errors import ModelConfigurationError
 from subagents.messages import Message
@@ -38,6 +37,7 @@ from subagents.models.base import (
     StreamEvent,
     TextDelta,
 )
+from subagents.models.keys import default_key
 from subagents.models.repetition import RunawayWatch
 from subagents.models.retry import (
     Failure,
@@ -53,6 +53,7 @@ from subagents.models.retry import (
     stream_with_retries,
     timeout_types,
 )
+from subagents.models.server import display_url, find_server
 from subagents.models.settings import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_MAX_RETRIES
 
 if TYPE_CHECKING:
@@ -143,20 +144,6 @@ class HistoryCache(Generic[WireT]):
         return list(converted)
 
 
-def display_url(url: str) -> str:
-    """``url`` fit for an error message: no user, password, query or fragment (they may hold a
-    key), no trailing slash."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if ":" in host:  # an IPv6 address
-            host = f"[{host}]"
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "(an unreadable URL)"
-    return urlunsplit((parts.scheme, host + port, parts.path, "", "")).rstrip("/")
-
-
 @functools.cache
 def shared_tls_context() -> ssl.SSLContext:
     """The TLS settings of every model's HTTP connections: the ones the SDKs' HTTP library
@@ -189,10 +176,10 @@ def _http_client_class(sdk_module: str) -> type[Any]:
 class SDKModel(Generic[ClientT]):
     """Base of the SDK-backed models; ``name`` is ``"{provider}:{model_name}"``.
 
-    Without ``api_key`` the provider's usual variable is read if the provider needs a key
-    (:func:`subagents.models.keys.default_key`); ``api_key_source`` says where the key came
-    from, for the hint of an authentication error. ``sleep`` replaces ``asyncio.sleep`` in the
-    retry backoff (tests use it to observe waits).
+    Without ``api_key``, the SDK's own variable (``OPENAI_API_KEY``) is read for its own
+    provider's server (:func:`subagents.models.keys.default_key`); ``api_key_source`` says
+    where the key came from, for the hint of an authentication error. ``sleep`` replaces
+    ``asyncio.sleep`` in the retry backoff (tests use it to observe waits).
     """
 
     _client_instance: ClientT | None = None
@@ -225,8 +212,6 @@ class SDKModel(Generic[ClientT]):
         """The ``[providers.NAME]`` table that configures this model."""
         self.base_url = base_url
         """As configured; None lets the SDK choose (its default, or ``*_BASE_URL``)."""
-        from subagents.models.server import find_server
-
         self.server = find_server(provider, base_url, os.environ)
         """Where the SDK will send requests, and what kind of server that is (the SDK reads
         the same ``*_BASE_URL`` variable when ``base_url`` is None)."""
@@ -236,8 +221,6 @@ class SDKModel(Generic[ClientT]):
         """As configured; unset, :attr:`Server.default_timeout_seconds` (longer for a local
         server)."""
         self.connect_timeout_seconds = connect_timeout_seconds
-        from subagents.models.keys import default_key
-
         key = default_key(provider, base_url, model_name, api_key or None)
         self._api_key = key.value
         self._key_source = api_key_source or key.source

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from subagents.models.settings import ProviderSettings, ToolCallMode
@@ -44,6 +44,7 @@ __all__ = [
     "EndpointKind",
     "Server",
     "default_description_profile",
+    "display_url",
     "endpoint_kind",
     "find_server",
     "is_local_host",
@@ -154,13 +155,25 @@ class Server:
     @property
     def shown_url(self) -> str | None:
         """The URL for people: without credentials, query or fragment (see
-        :func:`subagents.models.sdk.display_url`); the SDK's default when none is set."""
+        :func:`display_url`); the SDK's default when none is set."""
         url = self.url if self.url is not None else _OWN_API_URLS.get(self.provider)
         if url is None:
             return None
-        from subagents.models.sdk import display_url
-
         return display_url(url) or "(an empty URL)"
+
+
+def display_url(url: str) -> str:
+    """``url`` fit for an error message: no user, password, query or fragment (they may hold a
+    key), no trailing slash."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(an unreadable URL)"
+    return urlunsplit((parts.scheme, host + port, parts.path, "", "")).rstrip("/")
 
 
 def find_server(provider: str, base_url: str | None, env: Mapping[str, str]) -> Server:

@@ -29,17 +29,22 @@ config.toml.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING
 
-from subagents.runtime.hooks import (
-    CommandHook,
-    HookEventName,
-    HookPayload,
-    Hooks,
-    compile_matcher,
+from subagents.definitions.hooks import (
+    AGENT_HOOK_EVENTS,
+    AS_MAIN,
+    AS_SUBAGENT,
+    DEFAULT_HOOK_TIMEOUT_SECONDS,
+    MAX_HOOK_TIMEOUT_SECONDS,
+    TOOL_EVENTS,
+    agent_hook_commands,
+    agent_hook_problems,
+    describe_agent_hooks,
 )
+from subagents.matchers import compile_matcher
+from subagents.runtime.hooks import CommandHook, HookPayload, Hooks
 
 if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
@@ -56,28 +61,6 @@ __all__ = [
     "with_stop_hooks",
 ]
 
-DEFAULT_HOOK_TIMEOUT_SECONDS = 60.0
-MAX_HOOK_TIMEOUT_SECONDS = 3600.0
-"""A ``timeout`` above this is cut to it: a hook must not hold a run for days."""
-
-# The events an agent file may name, and what each becomes for a subagent / the main agent.
-_AS_SUBAGENT: dict[str, HookEventName] = {
-    "PreToolUse": "PreToolUse",
-    "PostToolUse": "PostToolUse",
-    "Stop": "SubagentStop",
-    "SubagentStop": "SubagentStop",
-    "SubagentStart": "SubagentStart",
-}
-_AS_MAIN: dict[str, HookEventName] = {
-    "PreToolUse": "PreToolUse",
-    "PostToolUse": "PostToolUse",
-    "Stop": "Stop",
-    "SubagentStop": "Stop",
-}
-AGENT_HOOK_EVENTS: tuple[str, ...] = tuple(_AS_SUBAGENT)
-# Events whose matcher selects tool names; for the others the hook is the agent's own anyway.
-_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
-
 
 def scoped_hooks(
     base: Hooks,
@@ -93,15 +76,15 @@ def scoped_hooks(
     """
     if definition is None or not definition.hooks:
         return base
-    events = _AS_SUBAGENT if subagent else _AS_MAIN
+    events = AS_SUBAGENT if subagent else AS_MAIN
     hooks = base.copy()
     hooks.errors = base.errors  # a failing hook is reported where the run's failures are
     for event, entries in definition.hooks.items():
         target = events.get(event)
         if target is None:
             continue
-        for matcher, command, timeout in _commands(entries):
-            if event not in _TOOL_EVENTS:
+        for matcher, command, timeout in agent_hook_commands(entries):
+            if event not in TOOL_EVENTS:
                 matcher = None
             try:
                 compile_matcher(matcher)
@@ -136,71 +119,3 @@ async def with_stop_hooks(session: Session, work: Awaitable[RunResult]) -> RunRe
             break
         result = await session.run(verdict.reason or "A stop hook asked you to continue working.")
     return result
-
-
-def agent_hook_problems(hooks: Mapping[str, Iterable[Any]]) -> list[str]:
-    """What in an agent file's ``hooks`` will not run, one warning each."""
-    from subagents._preview import shorten
-
-    problems: list[str] = []
-    for event, entries in hooks.items():
-        if event not in _AS_SUBAGENT:
-            problems.append(
-                f"hooks.{shorten(event)}: this event is not supported here (supported: "
-                f"{', '.join(AGENT_HOOK_EVENTS)}); its hooks are ignored"
-            )
-            continue
-        for entry in entries:
-            matcher = entry.get("matcher") if isinstance(entry, dict) else None
-            try:
-                compile_matcher(matcher if isinstance(matcher, str) else None)
-            except ValueError as error:
-                problems.append(f"hooks.{event}: {error}; this entry is ignored")
-    return problems
-
-
-def describe_agent_hooks(hooks: Mapping[str, Iterable[Any]]) -> str:
-    """One line for ``agents show``: each usable event, its command count and matchers."""
-    from subagents._preview import shorten
-
-    parts: list[str] = []
-    for event, entries in hooks.items():
-        if event not in _AS_SUBAGENT:
-            continue
-        commands = list(_commands(entries))
-        if not commands:
-            continue
-        text = f"{event}: {len(commands)} command{'s' * (len(commands) != 1)}"
-        if event in _TOOL_EVENTS:
-            matchers = sorted({matcher or "*" for matcher, _, _ in commands})
-            text += f" (tools: {shorten(' | '.join(matchers))})"
-        elif event == "Stop":
-            text += " (as SubagentStop when it runs as a subagent)"
-        parts.append(text)
-    return "; ".join(parts) or "(none usable)"
-
-
-def _commands(entries: Iterable[Any]) -> Iterable[tuple[str | None, str, float]]:
-    """(matcher, command, timeout) of every command hook in ``entries``."""
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        matcher = entry.get("matcher")
-        for hook in entry.get("hooks") or ():
-            if not isinstance(hook, dict) or hook.get("type", "command") != "command":
-                continue
-            command = hook.get("command")
-            if isinstance(command, str) and command.strip():
-                yield (
-                    matcher if isinstance(matcher, str) else None,
-                    command,
-                    _timeout(hook.get("timeout")),
-                )
-
-
-def _timeout(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return DEFAULT_HOOK_TIMEOUT_SECONDS
-    if not math.isfinite(value) or value <= 0:
-        return DEFAULT_HOOK_TIMEOUT_SECONDS
-    return min(float(value), MAX_HOOK_TIMEOUT_SECONDS)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents._process import run_process
+from subagents.matchers import compile_matcher
 from subagents.secrets import tool_environment
 from subagents.status import HookEvent as HookEventName
 
@@ -158,23 +159,6 @@ def _parse_command_output(text: str) -> HookResult | None:
         reason=data.get("reason") or data.get("stopReason"),
         additional_context=str(context) if context else None,
     )
-
-
-def compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
-    """A hook matcher as Claude Code reads it: empty or ``*`` for all, else a regular
-    expression that must match the whole name (``Bash``, ``Edit|Write``, ``mcp__github__.*``).
-
-    Raises ``ValueError`` saying what is wrong with an invalid expression.
-    """
-    if matcher is None or matcher.strip() in ("", "*"):
-        return None
-    try:
-        return re.compile(matcher)
-    except (re.error, RecursionError, OverflowError) as error:
-        raise ValueError(
-            f"matcher {matcher!r} is not a valid regular expression ({error}); use a tool "
-            "name, names joined by '|', or '*' for all"
-        ) from None
 
 
 @dataclass(slots=True)

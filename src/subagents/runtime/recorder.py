@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from subagents.messages import Message, ToolCall
     from subagents.models.base import ModelResponse
     from subagents.models.choice import ModelChoice
+    from subagents.redaction import Redactor
     from subagents.runtime.pause import DeliveredDecision, HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.runtime.session import Session
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
     from subagents.store.base import Store
     from subagents.tools.base import Tool
     from subagents.tools.execution import ToolOutcome
-    from subagents.tracing.redact import Redactor
 
 __all__ = ["MODEL_FALLBACK_STEP", "Recorder", "child_session_id", "main_session_id"]
 

@@ -860,7 +860,7 @@ class Runtime:
         return [*credentials, *self._endpoint_keys().values()]
 
     def _redactor(self) -> Any:
-        from subagents.tracing.redact import Redactor
+        from subagents.redaction import Redactor
 
         # the credentials hold the environment's secrets already: no second scan of it
         return Redactor(self.credentials(), include_environment=False)

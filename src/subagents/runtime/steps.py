@@ -754,7 +754,7 @@ _INTERRUPTED = (
 
 def lost_a_secret(call: ToolCall) -> bool:
     """Whether ``call``'s arguments, as the store gave them back, lost something to redaction."""
-    from subagents.tracing.redact import REDACTED, TRUNCATED
+    from subagents.redaction import REDACTED, TRUNCATED
 
     markers = (REDACTED, TRUNCATED)
     pending: list[object] = [call.arguments]

@@ -123,6 +123,6 @@ def _sidecar_of(path: Path) -> Path:
 
 
 def _glob_match(relative: PurePosixPath, pattern: str) -> bool:
-    from subagents.tools.builtin._files import glob_regex
+    from subagents.tools.globs import glob_regex
 
     return glob_regex(pattern.strip("/")).match(relative.as_posix()) is not None

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+    from subagents.redaction import Redactor
     from subagents.store.base import Store
-    from subagents.tracing.redact import Redactor
     from subagents.tracing.view import ModelCallTrace, SessionTrace, TaskTrace, ToolCallTrace
 
 __all__ = ["INSTRUMENTATION_NAME", "export_task", "export_trace", "first_line"]

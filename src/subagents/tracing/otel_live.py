@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
-    from subagents.tracing.redact import Redactor
 
 __all__ = ["LiveSpans"]
 
@@ -79,7 +79,7 @@ class LiveSpans:
         include_content: bool = False,
         redactor: Redactor | None = None,
     ) -> None:
-        from subagents.tracing.redact import Redactor
+        from subagents.redaction import Redactor
 
         self.provider = tracer_provider
         self.tracer: Tracer = tracer_provider.get_tracer(INSTRUMENTATION_NAME)

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
+    from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
     from subagents.tracing.otel_live import LiveSpans
-    from subagents.tracing.redact import Redactor
 
 __all__ = ["LiveExport", "OTLPExport", "capture_content", "otlp_provider", "start_live_export"]
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from subagents.redaction import Redactor
 from subagents.store.records import TaskRecord, TraceRecord, TraceStatus
 from subagents.todos import TodoItem, todos_from_state, todos_to_state
 from subagents.tracing.preview import preview_text
-from subagents.tracing.redact import Redactor
 
 if TYPE_CHECKING:
     from subagents.store.base import Store

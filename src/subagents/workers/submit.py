@@ -82,7 +82,7 @@ def queue_workflow(
     """Queue a run of ``workflow`` on ``input`` for the workers of ``queue`` (see
     :func:`queue_run`); its task record. The graph goes with the task, so a workflow built in
     code with Python conditions cannot be queued."""
-    from subagents.tracing.redact import Redactor
+    from subagents.redaction import Redactor
     from subagents.workflows.runner import workflow_task
 
     store = _store_of(runtime)

@@ -336,7 +336,8 @@ class Worker:
         return status
 
     def _runtime_for(self, task: TaskRecord) -> Runtime:
-        from subagents.cli.mcp import project_server_policy
+        from subagents.config import resolve_home
+        from subagents.mcp.consent import ProjectServerPolicy
         from subagents.runtime.runtime import Runtime
 
         workspace = Path(task.workspace)
@@ -367,11 +368,11 @@ class Worker:
             permission_mode=mode if mode in _DEFAULT_MODES else "default",
             headless=headless if headless in ("allow", "deny", "pause") else "pause",
             store=self.store,
-            project_mcp=project_server_policy(interactive=False),
+            project_mcp=ProjectServerPolicy.from_environment(resolve_home(), ask=None),
         )
 
     def _fail(self, task: TaskRecord, error: SubagentsError, runtime: Runtime | None = None) -> str:
-        from subagents.tracing.redact import Redactor
+        from subagents.redaction import Redactor
 
         redactor = Redactor(runtime.credentials() if runtime is not None else ())
         reason = redactor.text(f"{error.message} ({error.hint})" if error.hint else error.message)
@@ -390,7 +391,7 @@ def _warm_up() -> None:
     import importlib.util
 
     importlib.import_module("subagents.runtime.runtime")
-    importlib.import_module("subagents.cli.mcp")
+    importlib.import_module("subagents.mcp.consent")
     for sdk, provider in (("openai", "openai"), ("anthropic", "anthropic")):
         if importlib.util.find_spec(sdk) is not None:
             importlib.import_module(sdk)

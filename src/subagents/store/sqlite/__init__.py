@@ -82,6 +82,10 @@ def open_store(
     URL), else the default location for ``cwd`` (see :mod:`subagents.store.location`);
     ``read_only`` as for :class:`SQLiteStore`. :func:`subagents.store.open_store` is the
     same for any kind of store."""
-    from subagents.store.open import store_file
+    if path is None:
+        from subagents.store.location import default_store_path
 
-    return SQLiteStore(store_file(path, cwd=cwd), read_only=read_only)
+        return SQLiteStore(default_store_path(cwd), read_only=read_only)
+    from subagents.store.url import sqlite_file
+
+    return SQLiteStore(sqlite_file(path), read_only=read_only)
