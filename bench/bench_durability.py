@@ -21,12 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_subagents import W1_STEPS, WORKSPACE, echo, fake_model
+from subagents.redaction import Redactor
 from subagents.runtime.recorder import Recorder
 from subagents.runtime.session import Session
 from subagents.store.records import TaskRecord
 from subagents.store.sqlite import open_store
 from subagents.tools.base import ToolRegistry
-from subagents.tracing.redact import Redactor
 
 
 async def measure(iters: int, store_dir: Path | None) -> tuple[float, float, int]:

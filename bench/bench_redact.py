@@ -24,13 +24,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_subagents import W1_STEPS, WORKSPACE, echo, fake_model
+from subagents.redaction import Redactor
 from subagents.runtime.recorder import Recorder
 from subagents.runtime.session import Session
 from subagents.store.records import TaskRecord
 from subagents.store.sqlite import open_store
 from subagents.tools.base import Tool, ToolRegistry
 from subagents.tools.decorator import tool
-from subagents.tracing.redact import Redactor
 
 SOURCE = (
     Path(__file__).resolve().parents[1] / "src" / "subagents" / "store" / "sqlite.py"
