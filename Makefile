@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 	-DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_PIP_CACHE := $(HOME)/.cache/subagents/pip-llamacpp-portable
 
-.PHONY: demo test lint typecheck unit system-packages bench fuzz eval clean
+.PHONY: demo test test-fast lint typecheck unit system-packages bench fuzz eval clean
 
 # The MCP reference server nobody here wrote, for the interop tests (tests/test_mcp_interop.py):
 # from npm, into the venv, when Node is there; without it those tests skip and say why.
@@ -40,9 +40,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# One worker per core: the suite waits on subprocesses and servers as much as it computes.
+# One worker per core: the suite waits on subprocesses and servers as much as it computes;
+# worksteal keeps both busy to the end when a few long tests land on one.
 unit: $(STAMP) system-packages $(EVERYTHING)
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --dist worksteal
+
+# The tests not marked `slow` (no CLI subprocesses, PostgreSQL workers, SIGKILL trials or
+# llama.cpp): the inner loop, under a minute and a half on 2 cores.
+test-fast: $(STAMP)
+	$(BIN)/pytest -n auto --dist worksteal -m "not slow"
 
 # Debian's bubblewrap, for the tests of the Bash sandbox, and tmux, for the chat's test in a
 # real terminal. Where they cannot be installed (no apt-get, not root) those tests skip and say

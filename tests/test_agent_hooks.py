@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -296,6 +297,7 @@ def _usable(entry: Any) -> bool:
     return any(hook["command"].strip() for hook in entry["hooks"])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     hooks=st.dictionaries(_EVENTS, st.lists(_ENTRY | _JSON, max_size=3), max_size=4) | _JSON,
@@ -320,6 +322,7 @@ def test_any_hooks_value_is_read_and_scoped_without_raising(hooks: Any, subagent
         assert scoped.has(event) == any(_usable(entry) for entry in entries)
 
 
+@pytest.mark.slow
 async def test_a_hook_that_overruns_its_timeout_is_stopped_and_reported(tmp_path: Path) -> None:
     """The script is a child of the hook's shell: killing the shell alone left it holding
     the output, and the run waited its 60 s out."""

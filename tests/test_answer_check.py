@@ -297,6 +297,7 @@ def run_the_issue_on_the_command_line(
         )
 
 
+@pytest.mark.slow
 def test_the_issue_on_the_command_line_prints_the_real_answer_and_says_what_it_discarded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

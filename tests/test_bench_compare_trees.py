@@ -66,6 +66,7 @@ def test_a_tree_runs_its_own_subagents(tmp_path: Path) -> None:
     assert Path(done.stdout.strip()).is_relative_to(tree / "src")
 
 
+@pytest.mark.slow
 def test_two_trees_compared_by_cpu_give_a_figure_each_and_their_ratio(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

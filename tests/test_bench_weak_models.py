@@ -16,6 +16,8 @@ from weak_models.driver import Endpoint, run_suite  # noqa: E402
 from weak_models.policies import POLICIES  # noqa: E402
 from weak_models.tasks import TASKS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # subprocesses, servers or many examples
+
 NEVER_RECOVERS = "looper-never"
 
 
@@ -26,6 +28,7 @@ def rows() -> dict[str, dict[str, object]]:
     return {str(row["policy"]): row for row in ran}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", [p.name for p in POLICIES if p.name != NEVER_RECOVERS], ids=str)
 def test_the_current_tree_delegates_despite_the_misbehaviour(
     rows: dict[str, dict[str, object]], policy: str

@@ -44,6 +44,7 @@ json_values = st.recursive(
 # -- the preview helper ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(value=json_values, limit=st.integers(4, 200))
 @settings(max_examples=300, deadline=None)
 def test_previews_are_repr_or_json_when_short_and_cut_otherwise(value: Any, limit: int) -> None:

@@ -37,6 +37,10 @@ from subagents.store.sqlite import SQLiteStore, open_store
 from subagents.testing import FunctionModel, text_response, tool_call_response, tool_calls_response
 from subagents.tools.permissions import ApprovalDecision
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 SUBAGENTS = Path(sys.executable).with_name("subagents")
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 TASK_ID = "00000000-0000-4000-8000-00000000c4a7"
@@ -109,7 +113,10 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 def make_session(
-    tmp_path: Path, store: SQLiteStore, main: Callable[[ModelRequest], ModelResponse] = team_main
+    tmp_path: Path,
+    store: SQLiteStore,
+    main: Callable[[ModelRequest], ModelResponse] = team_main,
+    more_agents: dict[str, FunctionModel] | None = None,
 ) -> tuple[ChatSession, FunctionModel]:
     for index in range(4):
         (tmp_path / f"d{index:02d}").mkdir(exist_ok=True)
@@ -119,11 +126,16 @@ def make_session(
         chosen_models.append(chosen)
         return Runtime(
             cwd=tmp_path,
-            agents=[agent("lister", color="orange"), agent("broken")],
+            agents=[
+                agent("lister", color="orange"),
+                agent("broken"),
+                *(agent(name) for name in more_agents or {}),
+            ],
             model=model,
             agent_models={
                 "lister": FunctionModel(lister_model, name="scripted:lister"),
                 "broken": FunctionModel(broken_model, name="scripted:broken"),
+                **(more_agents or {}),
             },
             permission_mode="default",
             headless="pause",
@@ -417,10 +429,10 @@ async def test_background_agents_and_todos_are_in_view_and_a_background_agent_ca
         await asyncio.sleep(3600)
         return text_response("unreachable")
 
-    session, _model = make_session(tmp_path, store, main=main)
-    runtime = session.runtime
-    runtime._explicit_agents = (*runtime._explicit_agents, agent("sleeper"))
-    runtime._agent_models["sleeper"] = FunctionModel(sleeper, name="scripted:sleeper")
+    sleeper_model = FunctionModel(sleeper, name="scripted:sleeper")
+    session, _model = make_session(
+        tmp_path, store, main=main, more_agents={"sleeper": sleeper_model}
+    )
     app = ChatApp(session, clock=lambda: 100.0)
     async with app.run_test(size=(160, 45)) as pilot:
         app._input.value = "watch"

@@ -302,6 +302,7 @@ def run_script(
     )
 
 
+@pytest.mark.slow
 def test_console_script_on_the_demo_project(tmp_path: Path, home: Path) -> None:
     assert SCRIPT.exists(), f"{SCRIPT} missing: run 'make test' to install the project"
     demo = tmp_path / "demo"

@@ -26,6 +26,10 @@ from test_cli_durable import (
     terminal_bytes,
 )
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 URL = "https://example.com/" + "a-long-path-segment/" * 8 + "index.html?q=1#top"
 ANSWER = (
     "Done :rocket: with [bold]markup[/] and [/], :smile:\n"

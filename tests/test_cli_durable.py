@@ -30,6 +30,10 @@ from fakes.http_server import PlannedReply, RecordedRequest, sse_frame
 from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
 from subagents.store.sqlite import SQLiteStore
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 SUBAGENTS = Path(sys.executable).with_name("subagents")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 MODEL = "openai:fake-model"

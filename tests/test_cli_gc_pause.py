@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(code: str) -> list[bool]:
     done = subprocess.run(
@@ -34,6 +36,7 @@ def test_the_collector_is_paused_then_back_on() -> None:
     assert _run(code) == [False, True]
 
 
+@pytest.mark.slow
 def test_a_collector_that_was_off_stays_off() -> None:
     code = (
         "import gc, json, time\n"

@@ -9,6 +9,10 @@ import pytest
 
 from test_cli_durable import MODEL, Project, ScriptedServer, at_a_terminal
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:

@@ -121,6 +121,7 @@ def test_tasks_list_loads_no_rich_inventory_or_other_command(tmp_path: Path, rep
     assert loaded(modules, "subagents.mcp.config", "subagents.mcp.connection", "asyncio") == []
 
 
+@pytest.mark.slow
 def test_run_loads_no_ui_mcp_sdk_or_other_command(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         home = tmp_path / "home"

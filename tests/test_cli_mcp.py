@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from subagents.cli.app import app
@@ -41,6 +42,7 @@ def test_list_shows_configured_servers_without_starting_them(tmp_path: Path) -> 
     assert rows["calc"]["source"].endswith(".mcp.json")
 
 
+@pytest.mark.slow
 def test_check_starts_each_server_and_reports_tools_and_failures(tmp_path: Path) -> None:
     root = project(tmp_path)
     result = CliRunner().invoke(app, ["mcp", "list", "--cwd", str(root), "--check", "--json"])
@@ -60,6 +62,7 @@ def test_no_servers_says_where_to_add_them(tmp_path: Path) -> None:
     assert result.exit_code == 0 and ".mcp.json" in result.output
 
 
+@pytest.mark.slow
 def test_a_server_that_prints_a_banner_first_works_without_noise_on_the_terminal(
     tmp_path: Path,
 ) -> None:
@@ -89,6 +92,7 @@ def test_a_server_that_prints_a_banner_first_works_without_noise_on_the_terminal
     assert "Traceback" not in done.stderr and "JSONRPC" not in done.stderr
 
 
+@pytest.mark.slow
 def test_call_runs_one_tool_by_hand_with_exit_codes_a_script_can_use(tmp_path: Path) -> None:
     root = tmp_path / "project"
     (root / ".git").mkdir(parents=True)

@@ -252,6 +252,7 @@ def test_options_that_do_not_go_together_exit_2(
 # -- 6. exit codes --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_exit_codes_completed_failed_paused(project: Project, server: ScriptedServer) -> None:
     server.say("fine")
     assert run(project, "ok").exit_code == 0
@@ -279,6 +280,7 @@ def test_help_documents_the_exit_codes() -> None:
 # -- 7. --continue / --resume TASK ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_continue_goes_on_with_the_latest_conversation(
     project: Project, server: ScriptedServer
 ) -> None:
@@ -300,6 +302,7 @@ def test_continue_goes_on_with_the_latest_conversation(
     assert task["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_resume_option_continues_the_task_it_names(
     project: Project, server: ScriptedServer
 ) -> None:

@@ -243,6 +243,7 @@ def write_agent(project: Project) -> None:
     )
 
 
+@pytest.mark.slow
 def test_agents_show_shows_an_agent_files_text_without_driving_the_terminal(
     project: Project,
 ) -> None:
@@ -350,6 +351,7 @@ def test_markup_line_off_a_terminal_keeps_the_characters(text: str, width: int) 
 # -- line-mode chat and a tool called by hand ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_chat_line_mode_shows_a_models_question_without_driving_the_terminal(
     project: Project, server: ScriptedServer
 ) -> None:
@@ -366,6 +368,7 @@ def test_chat_line_mode_shows_a_models_question_without_driving_the_terminal(
     assert f"waiting for you: {terminal_safe(EVERYTHING)} (/resume)" in shown, shown
 
 
+@pytest.mark.slow
 def test_chat_line_mode_lists_a_stored_prompt_without_driving_the_terminal(
     project: Project, server: ScriptedServer
 ) -> None:
@@ -383,6 +386,7 @@ def test_chat_line_mode_lists_a_stored_prompt_without_driving_the_terminal(
     assert f"wipe {terminal_safe(CLEAR)} it" in shown, shown
 
 
+@pytest.mark.slow
 def test_mcp_call_shows_a_servers_text_without_driving_the_terminal(project: Project) -> None:
     calc = {"command": sys.executable, "args": [str(CALC), "stdio"]}
     (project.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))

@@ -74,6 +74,7 @@ def test_a_reflection_workflow_runs_to_the_critics_approval(
     assert any("Add an example." in p for p in writer_prompts)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_pauses_the_command_and_resume_approve_finishes_it(
     project: Path, server: FakeOpenAIServer
 ) -> None:

@@ -187,6 +187,7 @@ async def test_a_resumed_tasks_rules_stay_with_its_run(tmp_path: Path) -> None:
         assert fresh.status == "awaiting_human" and "Write" in offered(model)
 
 
+@pytest.mark.slow
 async def test_runs_that_start_at_once_share_one_start_of_the_mcp_servers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from subagents.store.sqlite import open_store
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 SCENARIO = Path(__file__).parent / "scenarios" / "crash_run.py"
 EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]

@@ -608,6 +608,7 @@ def test_self_referencing_yaml_is_an_error_not_a_crash() -> None:
     assert any("infinite" in e and "line 5" in e for e in d.validation_errors)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("dialect", "text"),
     [

@@ -269,6 +269,7 @@ def test_agents_show_reports_no_field_as_without_effect(
     assert data["omit_claude_md"] is False and data["subagent_types"] == ["explore"]
 
 
+@pytest.mark.slow
 def test_initial_prompt_starts_the_agent_run_as_the_main_agent(
     tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -151,6 +151,7 @@ patterns = st.lists(
 texts = st.lists(st.sampled_from([*"ab x1\r\n", "ab\n", "\n\n", "é"]), max_size=30).map("".join)
 
 
+@pytest.mark.slow
 @given(pattern=patterns, text=texts, ignore_case=st.booleans())
 @settings(max_examples=400, deadline=None)
 def test_whole_text_search_finds_exactly_the_lines_a_line_by_line_search_finds(

@@ -49,6 +49,7 @@ def deep_call(depth: int, how: str) -> ToolCall:
     return ToolCall("call_deep", "Read", {"file_path": "notes.txt", "extra": nested_dict(depth)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["text", "object"])
 @pytest.mark.parametrize("depth", [800, 10_000, 100_000])
 async def test_finding_3_deep_arguments_become_a_tool_error_and_the_run_completes(

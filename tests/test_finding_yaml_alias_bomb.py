@@ -169,6 +169,7 @@ def test_nesting_beyond_the_depth_limit_is_refused() -> None:
         load_yaml("\n".join(chain))
 
 
+@pytest.mark.slow
 def test_the_alias_limit_counts_values_added_by_aliases_only() -> None:
     # A large document written out in full is not an alias bomb.
     big = "x: [" + ", ".join(["1"] * (MAX_YAML_ALIAS_VALUES * 2)) + "]"

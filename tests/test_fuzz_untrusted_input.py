@@ -73,6 +73,7 @@ def run_target(name: str, rng: random.Random, workdir: Path) -> Case:
     return case
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TARGETS))
 @given(rng=st.randoms(use_true_random=False))
 @FUZZ

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,6 +100,7 @@ _keys = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     frontmatter=st.one_of(st.dictionaries(_keys, _yaml_values, max_size=8), _yaml_values),

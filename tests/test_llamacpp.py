@@ -73,6 +73,7 @@ def request(*tools: ToolSpec, text: str = ASK, max_tokens: int | None = None) ->
     )
 
 
+@pytest.mark.slow
 def test_the_shipped_small_model_writes_a_valid_tool_call_under_the_schema() -> None:
     response = asyncio.run(model().request(request(TASK, READ)))
 
@@ -87,6 +88,7 @@ def test_the_shipped_small_model_writes_a_valid_tool_call_under_the_schema() -> 
     assert response.model_name == f"llamacpp:{GGUF}"
 
 
+@pytest.mark.slow
 def test_a_turn_that_must_answer_is_constrained_to_a_reply() -> None:
     """The loop guard's answer turn (``tool_choice="none"``): the grammar allows a reply only,
     whatever the model would rather do."""
@@ -98,6 +100,7 @@ def test_a_turn_that_must_answer_is_constrained_to_a_reply() -> None:
     assert response.tool_calls == () and response.stop_reason != "tool_use"
 
 
+@pytest.mark.slow
 def test_the_same_turn_is_sampled_the_same_way_and_another_turn_anew() -> None:
     """A turn's sampling seed comes from what it reads: a replay gives the same answer."""
     base = request(TASK, READ)
@@ -200,6 +203,7 @@ def test_any_tool_schema_gives_an_accepted_grammar_or_none(tool_schemas: list[An
         llama_cpp.llama_sampler_free(sampler)
 
 
+@pytest.mark.slow
 def test_a_subagent_runs_on_the_in_process_model(tmp_path: Path) -> None:
     """A real run, store on: the subagent's turns come from the GGUF model under the schema.
     A 135M model rarely finds the word; what must hold is that every call it makes is a
@@ -266,6 +270,7 @@ def test_a_corrupt_gguf_file_is_a_model_error_not_a_crash(tmp_path: Path) -> Non
     assert "complete GGUF model" in str(failure.value)
 
 
+@pytest.mark.slow
 def test_native_tool_calls_are_refused_and_text_mode_reads_calls_from_text() -> None:
     with pytest.raises(ModelConfigurationError, match='tool_calls = "schema"'):
         model(tool_calls="native")
@@ -287,6 +292,7 @@ def test_a_conversation_longer_than_the_context_names_the_setting() -> None:
     assert "256 tokens" in str(failure.value)
 
 
+@pytest.mark.slow
 def test_a_cancelled_turn_frees_the_model_for_the_next_one() -> None:
     shared = model()
 
@@ -303,6 +309,7 @@ def test_a_cancelled_turn_frees_the_model_for_the_next_one() -> None:
     assert response.text or response.tool_calls
 
 
+@pytest.mark.slow
 def test_models_check_loads_the_model_and_recommends_schema_turns(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

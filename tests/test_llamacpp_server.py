@@ -28,6 +28,7 @@ from subagents.models.text_tools import TextToolCallModel
 GGUF = shipped_gguf()
 HAS_SERVER = importlib.util.find_spec("uvicorn") is not None
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(GGUF is None, reason=SKIP_REASON),
     pytest.mark.skipif(not HAS_SERVER, reason="needs llama-cpp-python[server] (from .[dev])"),
 ]

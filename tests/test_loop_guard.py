@@ -598,6 +598,7 @@ async def test_a_secret_in_a_looping_call_never_reaches_the_store_or_the_screen(
 # --- the command line ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_console_script_stops_the_loop_says_so_and_resumes(
     tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -272,6 +272,7 @@ def test_set_variable_is_substituted_exactly(
     assert expand_variables(text, {name: value}) == before + value + after
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(name=_names, default=st.text(alphabet=st.characters(blacklist_characters="}$")))
 def test_default_is_used_when_unset(name: str, default: str) -> None:
@@ -293,6 +294,7 @@ _json = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     raw=_json

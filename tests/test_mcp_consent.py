@@ -112,6 +112,7 @@ def test_an_unreadable_consent_file_agrees_to_nothing(tmp_path: Path, isolated_h
     assert asker.asked == [["calc"]] and "calc" not in screened.servers
 
 
+@pytest.mark.slow
 async def test_a_run_does_not_start_an_unapproved_project_server(
     tmp_path: Path, isolated_home: Path
 ) -> None:

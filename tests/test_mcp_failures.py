@@ -22,6 +22,10 @@ from subagents.messages import ToolCall
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 EXITS_AT_ONCE = StdioServerConfig(
     name="broken",
     command=sys.executable,

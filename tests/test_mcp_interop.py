@@ -22,6 +22,10 @@ from subagents.messages import ToolResultMessage
 from subagents.runtime.runtime import Runtime
 from subagents.testing import ScriptedModel, tool_call_response, tool_calls_response
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 EVERYTHING = Path(__file__).resolve().parents[1] / ".venv" / "node" / "node_modules" / ".bin"
 EVERYTHING_BIN = EVERYTHING / "mcp-server-everything"
 needs_everything = pytest.mark.skipif(

@@ -39,6 +39,7 @@ def wait_until_gone(pid: int, seconds: float = 15.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 async def test_subagent_calls_an_mcp_tool_and_the_parent_gets_the_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ def _calc_entry(**settings: object) -> dict[str, object]:
     return {"command": sys.executable, "args": [str(CALC_SERVER), "stdio"], **settings}
 
 
+@pytest.mark.slow
 async def test_a_hanging_mcp_tool_times_out_and_its_builtin_fallback_answers(
     tmp_path: Path,
 ) -> None:
@@ -61,6 +62,7 @@ async def test_a_hanging_mcp_tool_times_out_and_its_builtin_fallback_answers(
     assert traced.step_name == "mcp__calc__stuck_read" and traced.data["tool"] == "Read"
 
 
+@pytest.mark.slow
 async def test_per_tool_settings_override_the_servers() -> None:
     config = stdio_calc(
         timeout_seconds=20,
@@ -110,6 +112,7 @@ def test_every_ignored_key_is_reported_with_its_file() -> None:
     assert claude.warnings == []
 
 
+@pytest.mark.slow
 async def test_ignored_keys_are_warned_when_servers_start(tmp_path: Path) -> None:
     (tmp_path / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"calc": _calc_entry(alwaysAllow=["add"])}})
@@ -185,6 +188,7 @@ def _delegating(subagent: str = "pocket") -> ScriptedModel:
     return ScriptedModel([tool_call_response("Task", task), "Done"])
 
 
+@pytest.mark.slow
 async def test_an_agents_inline_server_starts_and_only_that_agent_gets_its_tools(
     tmp_path: Path,
 ) -> None:
@@ -213,6 +217,7 @@ async def test_an_agents_inline_server_starts_and_only_that_agent_gets_its_tools
     assert not any(spec.name.startswith("mcp__pocket") for spec in main.requests[0].tools)
 
 
+@pytest.mark.slow
 async def test_a_restricted_parent_cannot_pass_on_an_inline_servers_tools(tmp_path: Path) -> None:
     _inline_agent(tmp_path)
     agents = tmp_path / ".claude" / "agents"

@@ -20,7 +20,7 @@ from subagents.messages import ToolCall
 from subagents.tools.base import Tool, ToolContext, ToolRegistry
 from subagents.tools.execution import ToolOutcome, execute_tool_call
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 TRANSPORTS = ["stdio", "http", "sse"]
 
@@ -46,6 +46,7 @@ def registry(manager: MCPManager) -> ToolRegistry:
     return ToolRegistry(manager.tools())
 
 
+@pytest.mark.slow
 async def test_every_server_started(manager: MCPManager) -> None:
     assert manager.failures == {}
     assert sorted(manager.connections) == ["http", "sse", "stdio"]
@@ -109,6 +110,7 @@ async def test_bad_arguments_come_back_as_a_tool_error(manager: MCPManager) -> N
     assert outcome.status == "error" and "JSON object" in outcome.message.content
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_timeout_is_a_timeout_outcome_and_the_server_stays_usable(
     manager: MCPManager, transport: str

@@ -194,6 +194,7 @@ def test_missing_key_follows_the_rules_build_model_uses(
     assert missing_key_variable(provider, settings, env) == missing
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     spec=st.one_of(st.none(), st.text(max_size=40)),
@@ -214,6 +215,7 @@ def test_the_resolver_never_raises_and_its_answer_is_consistent(
     assert choice.describe()
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(
     spec=st.one_of(
@@ -485,7 +487,7 @@ async def test_every_corpus_agent_runs_on_the_model_agents_list_shows(
     assert len(seen_by) == 158
     for record in records:
         shown = record.effective_model
-        assert rt.model_choice(record.definition) == record.model_choice
+        assert rt.model_chooser.choice(record.definition) == record.model_choice
         expected = "t:main" if shown in (None, "inherit") else shown
         assert seen_by[record.name] == expected, record.name
     if env is NO_KEYS:
@@ -548,6 +550,7 @@ def squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_a_sonnet_agent_runs_on_the_openai_parent_and_says_so_everywhere(
     project: Project, server: ScriptedServer
 ) -> None:
@@ -605,6 +608,7 @@ def test_a_sonnet_agent_runs_on_the_openai_parent_and_says_so_everywhere(
     assert as_json["explore"]["model_fallback"] is None  # haiku is mapped to the server
 
 
+@pytest.mark.slow
 def test_error_mode_fails_the_delegation_clearly(project: Project, server: ScriptedServer) -> None:
     with (project.root / ".subagents" / "config.toml").open("a", encoding="utf-8") as config_file:
         config_file.write('\n[subagents]\nmodel_fallback = "error"\n')
@@ -631,6 +635,7 @@ def test_error_mode_fails_the_delegation_clearly(project: Project, server: Scrip
     assert "ANTHROPIC_API_KEY" in refused["reason"]
 
 
+@pytest.mark.slow
 def test_the_main_agent_on_a_tier_without_its_key_still_fails(
     project: Project, server: ScriptedServer
 ) -> None:

@@ -74,6 +74,7 @@ def test_unresolvable_specs_list_the_accepted_forms(spec: str) -> None:
     assert "[models]" in message
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(spec=st.text(), aliases=st.dictionaries(st.text(max_size=8), st.text(max_size=12)))
 def test_resolve_never_raises_anything_else(spec: str, aliases: dict[str, str]) -> None:

@@ -37,6 +37,7 @@ def test_retry_after_http_date() -> None:
     assert parse_retry_after({"retry-after": format_datetime(past, usegmt=True)}) == 0.0
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     st.dictionaries(

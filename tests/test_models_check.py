@@ -115,6 +115,7 @@ def test_an_unreachable_endpoint_says_so_and_exits_1(tmp_path: Path) -> None:
     assert "skipped" in out
 
 
+@pytest.mark.slow
 def test_a_silent_endpoint_is_bounded_by_the_timeout(tmp_path: Path) -> None:
     with FakeOpenAIServer() as server:
         server.hang()

@@ -25,6 +25,10 @@ import trustme
 from fakes.anthropic_server import FakeAnthropicServer, text_block
 from fakes.openai_server import FakeOpenAIServer
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 # Two models of the SDK against the server, one request each; prints their answers (or the
 # error) and how many certificate stores the process loaded.
 _SCRIPT = """

@@ -26,6 +26,10 @@ from subagents.store.sqlite import open_store
 from subagents.testing import FunctionModel
 from subagents.tracing.otlp import start_live_export
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 SECRET = "sk-ant-api03-" + "Q" * 90  # an Anthropic key's shape: redacted wherever it shows
 CLIENT, INTERNAL = 3, 1  # SpanKind in OTLP
 EXAMPLE_WORKFLOWS = Path(__file__).resolve().parents[1] / "examples" / "workflow-project"

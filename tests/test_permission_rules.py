@@ -112,6 +112,7 @@ _ENTRY = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(st.lists(_ENTRY, min_size=1, max_size=6, unique=True))
 def test_joined_entries_split_back_into_the_same_entries(entries: list[str]) -> None:
     assert split_tool_list(", ".join(entries)) == (entries, [])
@@ -128,6 +129,7 @@ def test_splitting_any_text_never_raises_and_loses_no_character(text: str) -> No
     assert content("".join(entries)) == content(text)
 
 
+@pytest.mark.slow
 @given(st.lists(_ENTRY, min_size=1, max_size=5, unique=True))
 def test_rendered_agent_file_gives_back_its_tool_entries(entries: list[str]) -> None:
     import tempfile
@@ -536,6 +538,7 @@ async def test_a_dont_ask_subagent_never_asks_even_when_someone_could_answer(
 # -- the command line -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_disallowed_tools_flag_through_the_console_script(tmp_path: Path) -> None:
     from test_cli_durable import Project, ScriptedServer
 
@@ -563,6 +566,7 @@ def test_run_disallowed_tools_flag_through_the_console_script(tmp_path: Path) ->
     assert "fine" in fine
 
 
+@pytest.mark.slow
 def test_a_bad_rule_on_the_command_line_is_a_warning(tmp_path: Path) -> None:
     from test_cli_durable import Project, ScriptedServer
 
@@ -661,6 +665,7 @@ _SIMPLE = st.lists(_WORD, min_size=1, max_size=4).map(" ".join)
 _SEPARATOR = st.sampled_from([" && ", " || ", "; ", " | ", "\n", " & "])
 
 
+@pytest.mark.slow
 @given(st.lists(_SIMPLE, max_size=4), st.lists(_SIMPLE, max_size=4), _SEPARATOR)
 def test_a_denied_command_is_caught_wherever_it_sits_in_a_chain(
     before: list[str], after: list[str], separator: str
@@ -830,6 +835,7 @@ def test_glob_matching_agrees_with_a_regular_expression(pattern: str, text: str)
     assert _glob_fullmatch(pattern, text) is (re.fullmatch(expression, text, re.DOTALL) is not None)
 
 
+@pytest.mark.slow
 def test_a_huge_command_against_a_many_star_rule_is_decided(tmp_path: Path) -> None:
     from subagents.tools.rules import _command_rule_matches
 

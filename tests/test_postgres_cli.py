@@ -15,6 +15,10 @@ from fakes.openai_server import FakeOpenAIServer
 from postgres_support import postgres_url
 from subagents.cli.app import app
 
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
+
 
 @pytest.fixture
 def url() -> Iterator[str]:

@@ -168,6 +168,7 @@ async def test_a_stream_silent_before_its_first_words_fails_naming_the_setting(
     assert len(anthropic_server.requests) == 1
 
 
+@pytest.mark.slow
 async def test_a_slow_but_steady_stream_outlasts_the_timeout(
     openai_server: FakeOpenAIServer,
 ) -> None:
@@ -512,6 +513,7 @@ _CALL = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

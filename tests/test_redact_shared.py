@@ -93,6 +93,7 @@ def stored(value: Any) -> str:
 REMEMBERING = redactor()
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(value=values)
 def test_the_fast_path_stores_what_the_walk_stores(value: Any) -> None:
@@ -101,6 +102,7 @@ def test_the_fast_path_stores_what_the_walk_stores(value: Any) -> None:
     assert stored(REMEMBERING.shared_value(value)) == expected  # asked again
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(
     before=st.sampled_from(AWKWARD),
@@ -201,6 +203,7 @@ def _many_calls(count: int, piece: str, at: int) -> dict[str, Any]:
     return {"role": "assistant", "content": "", "tool_calls": calls}
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(piece=st.sampled_from(PIECES), at=st.integers(min_value=0, max_value=299))
 def test_a_long_value_of_many_fields_is_scanned_and_stores_what_the_walk_stores(

@@ -135,6 +135,7 @@ def test_arguments_are_searched_at_any_depth_and_the_place_is_named() -> None:
     assert raw is not None and raw.describe().startswith("the call's arguments repeat 'Use")
 
 
+@pytest.mark.slow
 @given(passages, st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))
 @settings(max_examples=100)
 def test_a_stream_is_stopped_soon_after_a_loop_starts(passage: str, sizes: list[int]) -> None:

@@ -229,6 +229,7 @@ async def test_an_anthropic_answer_cut_inside_a_call_stays_cut() -> None:
     assert whole.stop_reason == "max_tokens" and whole.tool_calls
 
 
+@pytest.mark.slow
 async def test_a_tool_result_after_a_loop_is_what_the_model_reads_next(
     tmp_path: Path, server: FakeOpenAIServer, local: OpenAIChatModel
 ) -> None:

@@ -370,6 +370,7 @@ def test_a_cut_reply_is_finished_when_its_string_ended_or_whitespace_ran_on(
     assert finished_reply(text.replace('"reply"', '"tool"', 1)) is False
 
 
+@pytest.mark.slow
 @given(_tool_messages)
 def test_history_never_has_tool_messages_nor_two_user_messages_in_a_row(
     messages: list[Any],
@@ -385,6 +386,7 @@ def test_history_never_has_tool_messages_nor_two_user_messages_in_a_row(
             assert all(call.name and call.arguments_error is None for call in calls)
 
 
+@pytest.mark.slow
 @given(st.lists(_names, min_size=1, max_size=5, unique=True), _names)
 def test_the_schema_allows_exactly_the_offered_tools(names: list[str], other: str) -> None:
     tools = [ToolSpec(name, "", {"type": "object", "properties": {}}) for name in names]

@@ -346,6 +346,7 @@ async def test_a_command_hook_made_by_hand_gets_no_usual_provider_key(tmp_path: 
     assert seen["GITHUB_TOKEN"] == GITHUB_ENV_TOKEN
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("credentials")
 async def test_a_stdio_mcp_server_never_sees_a_provider_key(tmp_path: Path) -> None:
     model = ScriptedModel(
@@ -398,6 +399,7 @@ def hostile_model() -> ScriptedModel:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("credentials")
 async def test_a_hostile_run_stores_no_secret(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -451,6 +453,7 @@ def sink(data: dict[str, Any]) -> str:
     return "taken"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [800, 100_000])
 async def test_deeply_nested_tool_arguments_do_not_take_a_run_down(
     tmp_path: Path, depth: int
@@ -544,6 +547,7 @@ def request_tool_results(server: ScriptedServer, request: int) -> list[str]:
     return [str(m["content"]) for m in messages if m["role"] == "tool"]
 
 
+@pytest.mark.slow
 def test_the_cli_shows_and_keeps_no_secret_of_a_hostile_model(
     hostile: HostileProject, server: ScriptedServer, tmp_path: Path
 ) -> None:
@@ -607,6 +611,7 @@ def test_the_cli_shows_and_keeps_no_secret_of_a_hostile_model(
         assert leaked(path.read_bytes()) == [], path
 
 
+@pytest.mark.slow
 def test_run_json_shows_no_secret(hostile: HostileProject, server: ScriptedServer) -> None:
     server.say(f"key {PROVIDER_KEY}, token {MCP_TOKEN}, {FILE_GITHUB}")
 
@@ -631,6 +636,7 @@ class ErrorTurn(Turn):
         )
 
 
+@pytest.mark.slow
 def test_a_provider_error_holding_secrets_is_shown_redacted(
     hostile: HostileProject, server: ScriptedServer
 ) -> None:
@@ -644,6 +650,7 @@ def test_a_provider_error_holding_secrets_is_shown_redacted(
     assert leaked(done.out + done.err) == []
 
 
+@pytest.mark.slow
 def test_resume_shows_no_secret(hostile: HostileProject, server: ScriptedServer) -> None:
     server.call("Write", {"file_path": "out.txt", "content": "plain"})
     paused = hostile.run("Write it")  # nobody watches: the Write waits for a person
@@ -660,6 +667,7 @@ def test_resume_shows_no_secret(hostile: HostileProject, server: ScriptedServer)
     assert leaked(resumed.out + resumed.err) == []
 
 
+@pytest.mark.slow
 def test_resume_json_shows_no_secret(hostile: HostileProject, server: ScriptedServer) -> None:
     server.call("Write", {"file_path": "out.txt", "content": "x"})
     paused = hostile.run("Write it")

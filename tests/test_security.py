@@ -516,6 +516,7 @@ def _calc_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **servers: An
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": entries}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("trusted", "allowed"), [(False, False), (True, True), (["add"], True)])
 async def test_read_only_hint_counts_only_for_a_trusted_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: object, allowed: bool
@@ -534,6 +535,7 @@ async def test_read_only_hint_counts_only_for_a_trusted_server(
         assert outcome.is_error and "plan mode is read-only" in outcome.content
 
 
+@pytest.mark.slow
 async def test_a_server_name_cannot_stretch_an_mcp_tool_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,13 @@ OpenAI-compatible server (a local fake, through the real openai SDK)."""
 
 from __future__ import annotations
 
+import pytest
+
 from test_cli_durable import MODEL, Project, ScriptedServer, project, server
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 __all__ = ["project", "server"]  # the fixtures, used by name below
 

@@ -135,6 +135,7 @@ def _literal_aliases(path: Path) -> list[tuple[int, frozenset[str]]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_but_status_defines_a_status_vocabulary_again() -> None:
     vocabularies = {frozenset(get_args(v)): name for name, v in VOCABULARIES.items()}
     duplicates = [

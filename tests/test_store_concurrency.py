@@ -8,9 +8,15 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from subagents.store import StepWrite
 from subagents.store.sqlite import SQLiteStore
 from test_store_support import make_checkpoint, make_ledger, make_session, make_task, make_trace
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 SESSIONS = 200
 STEPS = 6

@@ -200,6 +200,7 @@ _STEPS = st.lists(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=_STEPS)

@@ -214,6 +214,7 @@ _JSON = st.recursive(
 _MESSAGES = st.lists(st.dictionaries(st.text(max_size=10), _JSON, max_size=5), max_size=6)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -271,6 +271,7 @@ def _outcome(outcome: int | Exception | None) -> Any:
     return (type(outcome).__name__, str(outcome)) if isinstance(outcome, Exception) else outcome
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

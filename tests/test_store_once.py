@@ -204,6 +204,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(arguments=st.dictionaries(st.text(max_size=10), _VALUES, max_size=40))
 def test_previews_are_bounded_keep_small_values_and_keep_the_first_keys(

@@ -242,6 +242,7 @@ def locked(tmp_path: Path) -> Iterator[Path]:
         child.chmod(0o644)
 
 
+@pytest.mark.slow
 def test_a_read_only_store_and_folder_can_be_listed_shown_traced_and_exported(
     locked: Path, tmp_path: Path
 ) -> None:
@@ -280,6 +281,7 @@ def test_a_read_only_store_and_folder_can_be_listed_shown_traced_and_exported(
     assert sorted(child.name for child in locked.iterdir()) == ["state.db"]
 
 
+@pytest.mark.slow
 def test_a_read_only_file_in_a_writable_folder_is_read_and_writes_are_refused(
     locked: Path,
 ) -> None:

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -190,6 +191,7 @@ _steps = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(steps=_steps)
 def test_any_interleaving_of_steps_reads_back_as_written(

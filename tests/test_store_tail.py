@@ -379,6 +379,7 @@ _WRITES = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(writes=_WRITES)
 def test_two_writers_interleaved_lose_nothing_and_take_no_wrong_step(

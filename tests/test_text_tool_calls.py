@@ -354,6 +354,7 @@ _FRAGMENTS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12)), max_size=30).map("".join),

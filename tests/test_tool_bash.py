@@ -70,6 +70,7 @@ async def test_no_output_is_said(run: Run) -> None:
     assert (await run(command="true")).message.content == "(no output)"
 
 
+@pytest.mark.slow
 async def test_timeout_kills_the_whole_process_group(run: Run, tmp_path: Path) -> None:
     outcome = await run(command="sleep 60 & echo $! > child.pid; echo started; wait", timeout=700)
     assert outcome.status == "error"
@@ -78,6 +79,7 @@ async def test_timeout_kills_the_whole_process_group(run: Run, tmp_path: Path) -
     assert is_gone(int((tmp_path / "child.pid").read_text()))
 
 
+@pytest.mark.slow
 async def test_background_job_holding_the_output_is_stopped(run: Run, tmp_path: Path) -> None:
     outcome = await run(command="sleep 60 & echo $! > child.pid; echo started")
     assert outcome.status == "ok"

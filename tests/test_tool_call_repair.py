@@ -365,6 +365,7 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", list(MALFORMED)[:-1])
 def test_malformed_arguments_from_an_openai_compatible_server_are_repaired(
     tmp_path: Path, server: FakeOpenAIServer, form: str

@@ -308,6 +308,7 @@ KEYS = st.sampled_from(
 ARGUMENTS = st.dictionaries(KEYS, JSON, max_size=6) | JSON
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -182,6 +182,7 @@ def _expected(text: str, edits: list[dict[str, Any]]) -> str | None:
     return text
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -257,6 +258,7 @@ async def test_an_agent_file_naming_multiedit_and_todowrite_gets_and_uses_them(
     assert (tmp_path / "m.py").read_text() == "new_name = 2\nprint(new_name)\n"
 
 
+@pytest.mark.slow
 async def test_edits_that_would_blow_the_text_up_are_refused(tmp_path: Path) -> None:
     (tmp_path / "m.txt").write_text("a" * 1000)
     doubling = [edit("a", "aa", replace_all=True)] * 20  # 1000 * 2**20 characters

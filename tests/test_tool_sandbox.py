@@ -154,6 +154,7 @@ def _fetch(port: int) -> dict[str, Any]:
     return {"command": f'python3 -c "{script}"'}
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.parametrize("network", [False, True])
 async def test_the_network_is_off_unless_the_config_allows_it(
@@ -167,6 +168,7 @@ async def test_the_network_is_off_unless_the_config_allows_it(
         assert "hello from the host" not in result and "Exit code" in result
 
 
+@pytest.mark.slow
 @needs_bwrap
 async def test_a_timed_out_sandboxed_command_leaves_nothing_running(workspace: Path) -> None:
     seconds = str(30_000 + uuid.uuid4().int % 10_000)  # a duration no other process uses

@@ -247,6 +247,7 @@ async def test_a_worktree_reads_the_exclude_file_of_its_repository(repo: Path) -
     assert found == {"new.txt"}
 
 
+@pytest.mark.slow
 async def test_bad_and_oversized_ignore_files_are_reported_not_fatal(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("[z-a]\n*.tmp\n")
     (tmp_path / "a.tmp").write_text("x\n")
@@ -314,6 +315,7 @@ _PATTERNS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

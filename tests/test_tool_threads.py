@@ -110,6 +110,7 @@ async def test_calls_made_while_the_loop_is_busy_all_come_back() -> None:
     assert results == [i * 2 for i in range(200)]
 
 
+@pytest.mark.slow
 def test_a_loop_that_closed_before_taking_its_results_is_not_kept() -> None:
     """A worker hands a result back to its caller's loop; a loop that closed first (before the
     hand-back, or with a batch of results still due there) is dropped, not kept alive."""

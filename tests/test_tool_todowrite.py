@@ -289,6 +289,7 @@ def run_until_killed(store_path: Path, workspace: Path, task_id: str) -> None:
     assert process.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 async def test_lists_survive_a_sigkill_and_come_back_on_resume(tmp_path: Path) -> None:
     scenario = load_scenario()
     store_path = tmp_path / "state.db"

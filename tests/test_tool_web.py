@@ -335,6 +335,7 @@ async def test_a_result_over_the_character_cap_is_cut_and_the_result_says_so(
     assert "showing the first 1000 of 3000 characters" in text
 
 
+@pytest.mark.slow
 async def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     settings = WebSettings(allow_private_addresses=["127.0.0.1"], timeout=0.5)
     with FakeHTTPServer() as server:
@@ -914,6 +915,7 @@ _RESULT = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(
     st.sampled_from(["brave", "tavily", "searxng"]),
     _JSON
@@ -1005,6 +1007,7 @@ async def test_compressed_pages_are_decoded_and_broken_compression_is_a_tool_err
     assert broken.status == "error" and "could not be decoded" in broken.message.content
 
 
+@pytest.mark.slow
 def test_the_cli_runs_a_search_and_a_fetch_and_keeps_the_search_key_out_of_everything(
     tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -402,6 +402,7 @@ _records: st.SearchStrategy[dict[str, Any]] = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
 
@@ -30,6 +31,10 @@ from subagents.runtime.events import EventBus
 from subagents.runtime.runtime import Runtime
 from subagents.testing import FunctionModel, text_response, tool_call_response, tool_calls_response
 from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 LS_CALLS = 12
 SUBAGENTS = Path(sys.executable).with_name("subagents")

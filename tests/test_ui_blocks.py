@@ -8,6 +8,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -341,6 +342,7 @@ def test_formatting_helpers() -> None:
     assert block_status("awaiting_human") == "paused"
 
 
+@pytest.mark.slow
 async def test_any_subset_of_a_runs_events_in_any_order_keeps_the_tree_whole(
     tmp_path: Path,
 ) -> None:

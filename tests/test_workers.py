@@ -33,6 +33,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield built
 
 
+@pytest.mark.slow
 def test_a_remote_run_is_carried_out_by_a_worker_through_two_levels(running: Cluster) -> None:
     done = running.cli(
         "run", "--remote", "--wait", "--permission-mode", "bypassPermissions", "r1 go"
@@ -54,6 +55,7 @@ def test_a_remote_run_is_carried_out_by_a_worker_through_two_levels(running: Clu
     assert json.loads(shown.stdout)["task"]["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_a_workflow_run_goes_to_a_worker_too(running: Cluster) -> None:
     folder = running.project / ".subagents" / "workflows"
     folder.mkdir(exist_ok=True)
@@ -84,6 +86,7 @@ def test_a_workflow_run_goes_to_a_worker_too(running: Cluster) -> None:
     assert task.settings["workflow"]["name"] == "relay" and "remote" in task.settings
 
 
+@pytest.mark.slow
 def test_run_remote_without_wait_prints_the_queued_task(running: Cluster) -> None:
     queued = running.cli(
         "run", "--remote", "--json", "--permission-mode", "bypassPermissions", "r2 go"
@@ -95,6 +98,7 @@ def test_run_remote_without_wait_prints_the_queued_task(running: Cluster) -> Non
     assert running.effects().count("r2") == 1
 
 
+@pytest.mark.slow
 def test_a_paused_remote_run_is_decided_from_elsewhere_and_goes_on(running: Cluster) -> None:
     paused = running.cli("run", "--remote", "--wait", "--json", "r3 go")  # Bash must ask
     assert paused.returncode == 3, paused.stderr
@@ -136,6 +140,7 @@ def test_a_paused_remote_run_is_decided_from_elsewhere_and_goes_on(running: Clus
     assert left == (0,)
 
 
+@pytest.mark.slow
 def test_cancelling_a_running_remote_run_stops_it_at_its_step(running: Cluster) -> None:
     queued = running.cli(
         "run", "--remote", "--json", "--permission-mode", "bypassPermissions", "r4 pause=60"
@@ -153,6 +158,7 @@ def test_cancelling_a_running_remote_run_stops_it_at_its_step(running: Cluster) 
     assert again.returncode == 0 and "nothing queued or running" in again.stdout
 
 
+@pytest.mark.slow
 def test_a_stopped_worker_hands_its_run_over_to_the_next(running: Cluster) -> None:
     first = running.start_worker("--queue", "handover")
     queued = running.cli(
@@ -181,6 +187,7 @@ def test_a_stopped_worker_hands_its_run_over_to_the_next(running: Cluster) -> No
         assert sorted(s.agent_name for s in store.sessions(task_id)) == ["leaf", "main", "middle"]
 
 
+@pytest.mark.slow
 def test_a_run_queued_where_no_worker_listens_is_cancelled_before_it_starts(
     running: Cluster,
 ) -> None:
@@ -196,6 +203,7 @@ def test_a_run_queued_where_no_worker_listens_is_cancelled_before_it_starts(
     assert task.error == "cancelled before a worker took it up"
 
 
+@pytest.mark.slow
 def test_a_task_whose_workspace_is_missing_or_outside_the_root_fails_with_the_reason(
     running: Cluster, tmp_path: Path
 ) -> None:
@@ -224,6 +232,7 @@ def test_a_task_whose_workspace_is_missing_or_outside_the_root_fails_with_the_re
     assert "r6" not in running.effects()
 
 
+@pytest.mark.slow
 def test_local_tasks_cannot_be_cancelled_as_remote_ones(running: Cluster, tmp_path: Path) -> None:
     with running.store() as store:
         from subagents.store.records import TaskRecord
@@ -336,6 +345,7 @@ def _wait_for_leaf_call(store: object, task_id: str, timeout: float = 60.0) -> N
     raise AssertionError(f"the leaf's Bash call of task {task_id} never started")
 
 
+@pytest.mark.slow
 def test_a_workflow_with_python_conditions_is_not_queued(running: Cluster) -> None:
     from subagents.runtime.runtime import Runtime
     from subagents.workers.submit import queue_workflow

@@ -8,10 +8,16 @@ import collections
 import time
 from pathlib import Path
 
+import pytest
+
 from subagents.runtime.runtime import Runtime
 from subagents.workers.engine import dbos_client
 from subagents.workers.submit import queue_run
 from worker_support import Cluster, WorkerProcess, cluster
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 RUNS = 20
 

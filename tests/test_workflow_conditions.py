@@ -589,6 +589,7 @@ def assert_located(error: WorkflowConditionError, text: str) -> None:
     assert not error.message.startswith(conditions._UNEXPECTED), error.message
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(text=st.one_of(st.text(max_size=120), PYTHONISH))
 def test_any_text_parses_or_is_refused_with_a_position(text: str) -> None:
@@ -668,6 +669,7 @@ def _grow(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 EXPRESSIONS = st.recursive(ATOMS, _grow, max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(text=EXPRESSIONS, state=STATES)
 def test_well_formed_expressions_evaluate_or_fail_cleanly(text: str, state: dict[str, Any]) -> None:
@@ -688,6 +690,7 @@ def test_well_formed_expressions_evaluate_or_fail_cleanly(text: str, state: dict
         route_key(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     template=st.one_of(

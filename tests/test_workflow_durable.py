@@ -14,8 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from subagents.store.sqlite import open_store
 from subagents.workflows.runner import node_session_id
+
+pytestmark = (
+    pytest.mark.slow
+)  # real subprocesses, servers or many examples: not in `make test-fast`
 
 SCENARIO = Path(__file__).parent / "scenarios" / "workflow_run.py"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workflow-project"

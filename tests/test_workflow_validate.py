@@ -733,6 +733,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     workflows(),
@@ -758,6 +759,7 @@ def test_random_graphs_give_located_problems_never_exceptions(
     assert all(len(line) <= 80 for line in to_text(workflow).splitlines())
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflows())
 def test_random_graphs_round_trip_through_a_file(workflow: Workflow) -> None:
@@ -799,6 +801,7 @@ def _load_text(text: str, file_name: str, *, check: bool = True) -> Workflow:
         return load_workflow_file(path, check=check)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(max_size=200), _FILE_DATA.map(json.dumps)), st.booleans())
 def test_any_file_loads_or_gives_located_problems(text: str, as_json: bool) -> None:

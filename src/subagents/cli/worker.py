@@ -94,7 +94,11 @@ def worker_command(
         err.print(f"[red]Error:[/] {quote_markup(str(error))}")
         raise typer.Exit(EXIT_ERROR) from None
     try:
-        stop.wait()
+        # A wait with a timeout: a signal the kernel hands to another of the process's threads
+        # runs its Python handler only when the main thread runs again, and a wait without one
+        # never returns to run it (a worker that ignored SIGTERM for a minute, under load).
+        while not stop.wait(timeout=0.5):
+            pass
     finally:
         err.print(f"stopping: runs in flight get {grace} s to finish")
         worker.stop(grace_seconds=grace)

@@ -36,9 +36,8 @@ from dataclasses import asdict, dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
-from subagents.errors import ModelConfigurationError, SubagentsError, ToolError
+from subagents.errors import ToolError
 from subagents.messages import Usage
-from subagents.models.endpoint import uses_endpoint
 from subagents.runtime.ask_human import ask_human_tool
 from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.prompt import compose_system_prompt
@@ -250,7 +249,11 @@ class SessionBuilder:
             definition,
             parent=None,
             agent_id=agent_id,
-            model=self.node_model(definition) if node else runtime.main_model(definition),
+            model=(
+                runtime.model_chooser.for_node(definition)
+                if node
+                else runtime.model_chooser.main(definition)
+            ),
             system_prompt=prompt,
             tools=self.tools_for(definition, None, grants),
             max_turns=self._max_turns(definition),
@@ -284,7 +287,9 @@ class SessionBuilder:
                 "list"
             )
         tools = with_memory_tools(definition, tools, parent.tools, grants)
-        model, resolved, fallback = self._child_model(parent, definition, model_override)
+        model, resolved, fallback = self.runtime.model_chooser.for_child(
+            parent, definition, model_override
+        )
         session = self._session(
             definition,
             parent=parent,
@@ -329,7 +334,7 @@ class SessionBuilder:
             generation=generation,
             tools=self._own_tools(definition, parent),
             permissions=runtime.permissions_for(definition, self.delegation, permissions),
-            settings=runtime.model_settings(definition),
+            settings=runtime.model_chooser.settings(definition),
             hooks=None if definition.hooks else runtime.session_hooks(definition, subagent=True),
         )
         return template
@@ -370,7 +375,7 @@ class SessionBuilder:
             parent=parent,
             agent_id=spec.agent_id,
             agent_type=spec.agent_type,
-            model=self._model_for_spec(spec, parent),
+            model=runtime.model_chooser.stored(spec.model_name, spec.agent_type, parent),
             system_prompt=spec.system_prompt,
             tools=tools,
             max_turns=spec.max_turns,
@@ -431,7 +436,7 @@ class SessionBuilder:
         else:
             parent_policy = parent.permissions if parent is not None else None
             permissions = runtime.permissions_for(definition, delegation, parent_policy)
-            settings, hooks = runtime.model_settings(definition), None
+            settings, hooks = runtime.model_chooser.settings(definition), None
         if hooks is None:
             hooks = runtime.session_hooks(definition, subagent=subagent)
         if agent_id is None:
@@ -571,46 +576,6 @@ class SessionBuilder:
     def _max_turns(self, definition: AgentDefinition | None) -> int:
         own = definition.max_turns if definition is not None else None
         return own or self.runtime.config.subagents.max_turns
-
-    def _child_model(
-        self, parent: Session, definition: AgentDefinition, override: str | None
-    ) -> tuple[Model, str, ModelChoice | None]:
-        """The child's model, its name, and the choice when it falls back to the parent's."""
-        runtime = self.runtime
-        if not override and uses_endpoint(definition):
-            try:  # the agent names its own server (llm_config.endpoint)
-                return (*runtime.endpoint_model(definition), None)
-            except SubagentsError as error:
-                raise ToolError(f"cannot start '{definition.name}': {error}") from None
-        choice = runtime.model_choice(definition, override)
-        try:
-            if choice is not None and choice.error is not None:
-                raise ModelConfigurationError(choice.error, hint=choice.hint)
-            if choice is None or choice.model is None:  # pinned, or the parent's model
-                model, name = runtime.model_for_agent(definition.name, parent.model)
-                return model, name, choice if choice and choice.fallback is not None else None
-            return (*runtime.model_for(choice.model, agent_name=definition.name), None)
-        except SubagentsError as error:
-            raise ToolError(f"cannot start '{definition.name}': {error}") from None
-
-    def node_model(self, definition: AgentDefinition | None) -> Model:
-        """The model of a workflow's agent node: pinned, its own server, or the model its file
-        names when this machine can run it; else the run's (``--model``, ``default_model``)."""
-        runtime = self.runtime
-        if definition is None:
-            return runtime.main_model(None)
-        if definition.name in runtime._agent_models:
-            return runtime._agent_models[definition.name]
-        if uses_endpoint(definition):
-            return runtime.endpoint_model(definition)[0]
-        choice = runtime.model_choice(definition)
-        if choice is not None and choice.model is not None and choice.error is None:
-            return runtime.model_for(choice.model, agent_name=definition.name)[0]
-        return runtime.main_model(None)
-
-    def _model_for_spec(self, spec: SessionSpec, parent: Session | None) -> Model:
-        """The model a stored session ran on: the same object when this process has it."""
-        return self.runtime.model_named(spec.model_name, spec.agent_type, parent)
 
 
 def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, Any]) -> int:

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subagents.errors import ConfigError, ModelConfigurationError, StoreError
-from subagents.models.base import Model, ModelSettings, close_model
-from subagents.models.choice import ModelChoice, is_known_model
+from subagents.errors import ConfigError, StoreError
+from subagents.models.base import Model
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, MCPServerFailed
 from subagents.runtime.hooks import CommandHook, Hooks
+from subagents.runtime.models import ModelChooser
 from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
@@ -105,11 +105,14 @@ class Runtime:
         self._config_hooks_added = False
         self._inventory = inventory
         self._explicit_agents = tuple(agents)
-        self._main_model = model
-        self._models: dict[str, Model] = dict(models or {})
-        self._built_models: list[str] = []  # the ones we made, and so must close
+        self.model_chooser = ModelChooser(
+            config=lambda: self.config,
+            definition_named=self.definition_named,
+            main=model,
+            models=models,
+            agent_models=agent_models,
+        )
         self._instructions: dict[Path, ProjectInstructions] = {}  # read once per run
-        self._agent_models: dict[str, Model] = dict(agent_models or {})
         self._extra_tools = tuple(tools)
         self._base_tools: tuple[Tool, ...] | None = None
         self._skills: SkillCatalog | None = None
@@ -368,82 +371,6 @@ class Runtime:
                 task_tool_description(active, compact=True),
             )
         return cached[2] if compact else cached[1]
-
-    # -- models ------------------------------------------------------------------------------
-
-    def model_for(self, spec: str, *, agent_name: str | None = None) -> tuple[Model, str]:
-        """The model for ``spec`` (alias or provider:model) and the resolved string."""
-        from subagents.models.resolve import build_model, resolve_model_string
-
-        if agent_name is not None and agent_name in self._agent_models:
-            model = self._agent_models[agent_name]
-            return model, model.name
-        resolved = resolve_model_string(spec, self.config.models)
-        cached = self._models.get(resolved)
-        if cached is not None:
-            return cached, resolved
-        model = build_model(resolved, aliases=self.config.models, providers=self.config.providers)
-        self._models[resolved] = model
-        self._built_models.append(resolved)
-        return model, resolved
-
-    def model_choice(
-        self, definition: AgentDefinition, override: str | None = None
-    ) -> ModelChoice | None:
-        """What a subagent running ``definition`` runs on (``override``: the Task call's
-        ``model``), the decision ``agents list`` shows too; ``None`` when a model is pinned for
-        the agent in Python (``agent_models``), which wins."""
-        if definition.name in self._agent_models:
-            return None
-        choice = self.config.model_choice(override or definition.model)
-        if choice.wanted is not None and choice.wanted in self._models:  # handed in ready-made
-            return ModelChoice(choice.requested, choice.wanted, long_context=choice.long_context)
-        return choice
-
-    def endpoint_model(self, definition: AgentDefinition) -> tuple[Model, str]:
-        """The model of an agent that names its own server (``llm_config.endpoint``)."""
-        from subagents.models.endpoint import build_endpoint_model, endpoint_model_key
-
-        key = endpoint_model_key(definition)
-        model = self._models.get(key)
-        if model is None:
-            model = self._models[key] = build_endpoint_model(definition)
-            self._built_models.append(key)
-        return model, model.name
-
-    def model_for_agent(self, agent_name: str, inherited: Model) -> tuple[Model, str]:
-        """``inherited`` unless a model is pinned for ``agent_name``."""
-        model = self._agent_models.get(agent_name, inherited)
-        return model, model.name
-
-    def main_model(self, definition: AgentDefinition | None) -> Model:
-        main = self._main_model
-        if isinstance(main, str):
-            return self.model_for(main)[0]
-        if main is not None:
-            return main
-        if definition is not None:
-            if definition.name in self._agent_models:
-                return self._agent_models[definition.name]
-            if definition.endpoint is not None and definition.model not in (None, "inherit"):
-                return self.endpoint_model(definition)[0]
-            declared = definition.model
-            # a model no form explains is only a warning on the file: the default runs instead
-            if declared and declared != "inherit" and is_known_model(declared, self.config.models):
-                return self.model_for(declared)[0]
-        default = self.config.subagents.default_model
-        if default:
-            return self.model_for(default)[0]
-        raise ModelConfigurationError(
-            "No model is configured for the main agent.",
-            hint="pass --model PROVIDER:MODEL (e.g. openai:gpt-4o-mini or ollama:llama3.2), "
-            "or set `default_model` under [subagents] in .subagents/config.toml",
-        )
-
-    def model_settings(self, definition: AgentDefinition | None) -> ModelSettings:
-        if definition is None:
-            return ModelSettings()
-        return ModelSettings(temperature=definition.temperature, effort=definition.effort)
 
     def permissions_for(
         self,
@@ -913,7 +840,7 @@ class Runtime:
 
         if agent is not None:
             self.inventory.get(agent)  # an unknown agent is refused now, not on the worker
-        main = self._main_model
+        main = self.model_chooser.main_given
         redactor = self._redactor()
         first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
         return TaskRecord(
@@ -962,25 +889,6 @@ class Runtime:
             name=name, description="(restored from the store)", system_prompt=system_prompt
         )
 
-    def model_named(self, name: str, agent_name: str, parent: Session | None) -> Model:
-        """The model ``name`` a stored session of ``agent_name`` ran on: the same object as
-        before when this runtime has it (pinned, the main model, the parent's, built)."""
-        if agent_name in self._agent_models:
-            return self._agent_models[agent_name]
-        main = self._main_model
-        if parent is None and not isinstance(main, str | None) and main.name == name:
-            return main
-        if parent is not None and parent.model.name == name:
-            return parent.model
-        if name in self._models:
-            return self._models[name]
-        definition = self.definition_named(agent_name)
-        if definition is not None and definition.endpoint is not None:
-            model, resolved = self.endpoint_model(definition)
-            if resolved == name:
-                return model
-        return self.model_for(name)[0]
-
     def resume_sync(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
     ) -> RunResult:
@@ -1023,8 +931,7 @@ class Runtime:
             self.mcp, self._inline_mcp = None, {}
             self._mcp_tools, self._base_tools = (), None
             await asyncio.gather(*(manager.aclose() for manager in managers))
-        while self._built_models:
-            await close_model(self._models.pop(self._built_models.pop()))
+        await self.model_chooser.aclose()
 
 
 def _check_task_id(task_id: str) -> None:

@@ -289,7 +289,7 @@ def workflow_task(
         id=task_id or new_id(),
         description=description or f"workflow {workflow.name}: {first}"[:100],
         prompt=prompt,
-        model=_model_name(runtime),
+        model=runtime.model_chooser.main_name,
         workspace=str(runtime.workspace),
         tags=["workflow"],
         settings={
@@ -332,15 +332,6 @@ async def resume_workflow(
     recorder.resume_task()
     engine = _Engine(runtime, workflow, recorder, progress, decisions)
     return await engine.drive()
-
-
-def _model_name(runtime: Runtime) -> str | None:
-    """The run's model as the task keeps it, for a resume in another process (``None``:
-    every agent runs on a model of its own)."""
-    main = runtime._main_model
-    if main is None or isinstance(main, str):
-        return main
-    return main.name
 
 
 def _stored_definition(workflow: Workflow) -> dict[str, Any]:
