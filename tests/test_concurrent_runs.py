@@ -207,7 +207,7 @@ async def test_runs_that_start_at_once_share_one_start_of_the_mcp_servers(
     try:
         first, second = await asyncio.gather(runtime.run("one"), runtime.run("two"))
         assert first.status == second.status == "completed"
-        assert runtime.mcp is not None and len(runtime.mcp.tools()) > 0
+        assert runtime.toolbox.mcp is not None and len(runtime.toolbox.mcp.tools()) > 0
         for request in requests:
             assert "mcp__calc__add" in {spec.name for spec in request.tools}
     finally:

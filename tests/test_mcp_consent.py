@@ -121,8 +121,8 @@ async def test_a_run_does_not_start_an_unapproved_project_server(
     events = EventBus([lambda e: failures.append(e) if isinstance(e, MCPServerFailed) else None])
     runtime = Runtime(cwd=tmp_path, events=events, project_mcp=ProjectServerPolicy(isolated_home))
     try:
-        await runtime.start_mcp()
-        assert "mcp__calc__add" not in runtime.base_tools().names()
+        await runtime.toolbox.start_mcp()
+        assert "mcp__calc__add" not in runtime.toolbox.base_tools().names()
         assert [f.server for f in failures] == ["calc"]
         assert "not approved" in failures[0].error
         assert "${VAR" not in failures[0].error  # not told to set a variable
@@ -132,8 +132,8 @@ async def test_a_run_does_not_start_an_unapproved_project_server(
     assert code == 0
     approved = Runtime(cwd=tmp_path, project_mcp=ProjectServerPolicy(isolated_home))
     try:
-        await approved.start_mcp()
-        assert "mcp__calc__add" in approved.base_tools().names()
+        await approved.toolbox.start_mcp()
+        assert "mcp__calc__add" in approved.toolbox.base_tools().names()
     finally:
         await approved.aclose()
 

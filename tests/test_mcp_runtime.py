@@ -83,7 +83,9 @@ async def test_subagent_calls_an_mcp_tool_and_the_parent_gets_the_answer(
     )
     try:
         result = await runtime.run("What is 2 + 3?")
-        mcp = runtime.mcp  # a local: runtime.mcp itself is None again after aclose()
+        mcp = (
+            runtime.toolbox.mcp
+        )  # a local: runtime.toolbox.mcp itself is None again after aclose()
         assert mcp is not None and mcp.failures == {}
         record = runtime.inventory.get("calculator")
     finally:
@@ -105,7 +107,7 @@ async def test_subagent_calls_an_mcp_tool_and_the_parent_gets_the_answer(
     # the main session inherits every tool, MCP tools included
     assert "mcp__calc__add" in [spec.name for spec in main.requests[0].tools]
     # aclose stopped the server process
-    assert runtime.mcp is None
+    assert runtime.toolbox.mcp is None
     assert wait_until_gone(int(pid_result.content))
 
 
@@ -114,8 +116,8 @@ async def test_runtime_without_mcp_servers_starts_nothing(tmp_path: Path) -> Non
     result = await runtime.run("hello")
     await runtime.aclose()
     assert result.output == "hi"
-    assert runtime.mcp is None
-    assert runtime.mcp_config().servers == {}
+    assert runtime.toolbox.mcp is None
+    assert runtime.toolbox.mcp_config().servers == {}
 
 
 async def test_a_server_that_cannot_start_is_reported_as_an_event(tmp_path: Path) -> None:

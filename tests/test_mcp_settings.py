@@ -44,8 +44,8 @@ async def test_a_hanging_mcp_tool_times_out_and_its_builtin_fallback_answers(
         )
         try:
             result = await runtime.run("read the notes")
-            assert runtime.mcp is not None
-            tools = {tool.name: tool for tool in runtime.mcp.tools()}
+            assert runtime.toolbox.mcp is not None
+            tools = {tool.name: tool for tool in runtime.toolbox.mcp.tools()}
         finally:
             await runtime.aclose()
         assert result.status == "completed", result.error
@@ -265,11 +265,11 @@ async def test_a_project_agents_inline_server_needs_the_persons_consent(tmp_path
     )
     try:
         await runtime.run("go")
-        assert runtime.inline_mcp_tools("pocket") == []
+        assert runtime.toolbox.inline_mcp_tools("pocket") == []
     finally:
         await runtime.aclose()
     assert asked == [["pocket"]]
-    assert "pocket" in runtime.project_mcp.refused  # type: ignore[union-attr]
+    assert "pocket" in runtime.toolbox.project_mcp.refused  # type: ignore[union-attr]
 
 
 def test_mcp_trust_approves_an_agents_inline_server(

@@ -339,7 +339,7 @@ async def test_the_skill_tool_reads_the_skill_afresh(repo: Path) -> None:
     path = write_skill(project_skills(repo), "notes", body="old text")
     main = ScriptedModel([tool_call_response("Skill", {"skill": "notes"}), "done"])
     runtime = Runtime(cwd=repo, model=main)
-    runtime.base_tools()  # the catalog is read now...
+    runtime.toolbox.base_tools()  # the catalog is read now...
     path.write_text("---\nname: notes\ndescription: d\n---\nnew text\n")  # ...and edited after
     await runtime.run("go")
     (result,) = tool_results(main.requests[1])

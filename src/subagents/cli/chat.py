@@ -124,7 +124,7 @@ def open_chat(
 
     try:
         session = ChatSession(make_runtime, model=model)
-        session.runtime.mcp_config()  # asks about project MCP servers before the app starts
+        session.runtime.toolbox.mcp_config()  # asks about project MCP servers before the app starts
         if continue_:
             session.task_id = session.runtime.latest_conversation()
             if session.task_id is None:

@@ -846,7 +846,7 @@ def _redactor_for(runtime: Runtime) -> Redactor:
     from subagents.secrets import known_credentials
 
     try:
-        return Redactor(known_credentials(runtime.config, runtime.configured_mcp()))
+        return Redactor(known_credentials(runtime.config, runtime.toolbox.configured_mcp()))
     except Exception:  # a bad config is reported when the run starts; redact what we can
         return Redactor()
 

@@ -318,7 +318,7 @@ class SessionBuilder:
         and the ancestors' limits on them) is a new generation.
         """
         runtime = self.runtime
-        if runtime.inline_mcp_tools(definition.name):
+        if runtime.toolbox.inline_mcp_tools(definition.name):
             return None
         tools, permissions = parent.tools, parent.permissions
         generation = runtime.inventory.generation
@@ -441,6 +441,7 @@ class SessionBuilder:
             hooks = runtime.session_hooks(definition, subagent=subagent)
         if agent_id is None:
             agent_id = str(uuid.uuid4())
+        toolbox = runtime.toolbox
         return Session(
             model=model,
             system_prompt=system_prompt,
@@ -460,8 +461,8 @@ class SessionBuilder:
             recorder=recorder if recorder is not None or parent is None else parent.recorder,
             parent_tool_call_id=parent_tool_call_id,
             description=description,
-            tool_env=parent.tool_env if parent is not None else runtime.tool_environment(),
-            tool_sandbox=parent.tool_sandbox if parent is not None else runtime.bash_sandbox(),
+            tool_env=parent.tool_env if parent is not None else toolbox.environment(),
+            tool_sandbox=parent.tool_sandbox if parent is not None else toolbox.bash_sandbox(),
             file_grants=grants,
             agent_id=agent_id,
             names_its_tools=definition is not None and definition.tools is not None,
@@ -489,7 +490,7 @@ class SessionBuilder:
             return parent.tools
         runtime = self.runtime
         rules = self.rules
-        available = runtime.base_tools()
+        available = runtime.toolbox.base_tools()
         return available.subset([n for n in available.names() if rules.bare_denied(n) is None])
 
     def _own_tools(
@@ -537,11 +538,11 @@ class SessionBuilder:
         """``available`` and the tools of the servers ``definition`` defines inline, when
         ``parent`` may pass them on: only a parent that has every tool of the run, so that a
         restricted agent never gains tools by starting one that brings its own servers."""
-        inline = self.runtime.inline_mcp_tools(definition.name)
+        inline = self.runtime.toolbox.inline_mcp_tools(definition.name)
         if not inline:
             return available
         have = set(available.names())
-        if not have.issuperset(self.runtime.base_tools().names()):
+        if not have.issuperset(self.runtime.toolbox.base_tools().names()):
             return available
         widened = available.subset(available.names())
         for tool in inline:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.errors import ConfigError, StoreError
 from subagents.models.base import Model
 from subagents.runtime.delegation import Delegation
-from subagents.runtime.events import EventBus, MCPServerFailed
+from subagents.runtime.events import EventBus
 from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.models import ModelChooser
 from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
@@ -23,9 +23,10 @@ from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
 from subagents.runtime.run import Run
 from subagents.runtime.session import Session
+from subagents.runtime.toolbox import Toolbox
 from subagents.store.base import TaskOwner
 from subagents.store.lease import lease_refusal
-from subagents.tools.base import Tool, ToolRegistry
+from subagents.tools.base import Tool
 from subagents.tools.names import ASK_HUMAN_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -33,16 +34,13 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
-    from subagents.mcp.connection import MCPManager
     from subagents.mcp.consent import ProjectServerPolicy
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.recorder import Recorder
-    from subagents.skills import SkillCatalog
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
     from subagents.tools.rules import PermissionRules
-    from subagents.tools.sandbox import BashSandbox
     from subagents.workflows.graph import Workflow
 
 RuleArguments = tuple[tuple[str, ...], tuple[str, ...]]
@@ -98,9 +96,6 @@ class Runtime:
         project_mcp: ProjectServerPolicy | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
-        # None: the MCP servers of project files start as configured (the library trusts what
-        # it is given); the CLI passes a policy that asks the person once per project
-        self.project_mcp = project_mcp
         self._config = config
         self._config_hooks_added = False
         self._inventory = inventory
@@ -113,11 +108,7 @@ class Runtime:
             agent_models=agent_models,
         )
         self._instructions: dict[Path, ProjectInstructions] = {}  # read once per run
-        self._extra_tools = tuple(tools)
-        self._base_tools: tuple[Tool, ...] | None = None
-        self._skills: SkillCatalog | None = None
         self._task_description: tuple[int, str, str] | None = None
-        self._builtin_tools = builtin_tools
         self.permission_mode: PermissionMode = permission_mode
         self.approver = approver
         self.headless = headless
@@ -129,15 +120,18 @@ class Runtime:
         self._last_run: Run | None = None  # the run a UI shows (cancel_background; last_delegation)
         self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         self.handing_over = False  # see hand_over()
-        # MCP: None = read .mcp.json / mcp_servers.yaml; servers start before the first session
-        self._mcp_servers = mcp_servers
-        self._mcp_config: MCPServersConfig | None = None
-        self._mcp_configured: MCPServersConfig | None = None
-        self.mcp: MCPManager | None = None
-        self._inline_mcp: dict[str, MCPManager] = {}  # agent name -> the servers its file defines
-        self._mcp_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._mcp_tools: tuple[Tool, ...] = ()
-        self._tool_env: dict[str, str] | None = None
+        self.toolbox = Toolbox(
+            workspace=self.workspace,
+            config=lambda: self.config,
+            inventory=lambda: self.inventory,
+            inventory_if_read=lambda: self._inventory,
+            store_files=self._store_files,
+            events=self.events,
+            tools=tools,
+            builtin_tools=builtin_tools,
+            mcp_servers=mcp_servers,
+            project_mcp=project_mcp,
+        )
         # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
         self._rule_arguments: RuleArguments = (tuple(allowed_tools), tuple(disallowed_tools))
         # by rule arguments: a resumed task brings its own (see restored_rule_arguments)
@@ -162,7 +156,7 @@ class Runtime:
             for event, commands in self._config.hooks.items():
                 for entry in commands:
                     hook = CommandHook(
-                        entry.command, timeout_seconds=entry.timeout, env=self.tool_environment()
+                        entry.command, timeout_seconds=entry.timeout, env=self.toolbox.environment()
                     )
                     self.hooks.add(event, hook, matcher=entry.matcher)
         return self._config
@@ -176,185 +170,16 @@ class Runtime:
                 self.workspace,
                 config=self.config,
                 explicit=self._explicit_agents,
-                known_mcp_servers=self._known_mcp_servers(),
-                tool_names=[tool.name for tool in (*self._mcp_tools, *self._extra_tools)],
+                known_mcp_servers=self.toolbox.known_mcp_servers(),
+                tool_names=self.toolbox.tool_names(),
             )
-            self._hide_endpoint_keys()
+            self.toolbox.hide_endpoint_keys()
         return self._inventory
-
-    def tool_environment(self) -> dict[str, str]:
-        """The environment of the commands tools and hooks start (see
-        :func:`subagents.secrets.tool_environment`), computed once."""
-        if self._tool_env is None:
-            from subagents.secrets import tool_environment
-
-            self._tool_env = tool_environment(self.config)
-            self._hide_endpoint_keys()
-        return self._tool_env
-
-    def _endpoint_keys(self) -> dict[str, str]:
-        """The keys the agents' ``llm_config.api_key_env`` name, once the inventory is read
-        (until then no agent has been chosen, so no such key is in use)."""
-        from subagents.models.endpoint import endpoint_keys
-
-        if self._inventory is None:
-            return {}
-        return endpoint_keys(record.definition for record in self._inventory.records.values())
-
-    def _hide_endpoint_keys(self) -> None:
-        """Take those keys out of the tools' environment, as the providers' keys are."""
-        if self._tool_env is not None:
-            from subagents.models.endpoint import drop_keys
-
-            drop_keys(self._tool_env, self._endpoint_keys(), keep=self.config.tools.pass_env)
-
-    def bash_sandbox(self) -> BashSandbox | None:
-        """The sandbox Bash runs in when ``[sandbox] enabled`` is set (else ``None``); raises
-        ConfigError when it is asked for and this system cannot provide it."""
-        settings = self.config.sandbox
-        if not settings.enabled:
-            return None
-        from subagents.tools.sandbox import BashSandbox, sandbox_problem
-
-        problem = sandbox_problem()
-        if problem is not None:
-            raise ConfigError(
-                f"[sandbox] enabled is set, but {problem}.",
-                hint="install bubblewrap (e.g. 'apt-get install bubblewrap') or set "
-                "[sandbox] enabled = false in .subagents/config.toml",
-            )
-        return BashSandbox.for_workspace(
-            self.workspace, network=settings.network, extra_read_only=self._store_files()
-        )
 
     def _store_files(self) -> list[Path]:
         """The store's file, when it keeps one (tools must not write it)."""
         path = getattr(self.store, "path", None)
         return [path] if isinstance(path, Path) else []
-
-    def mcp_config(self) -> MCPServersConfig:
-        """The MCP servers of this runtime: as passed in, else read from the config files."""
-        if self._mcp_config is None:
-            configured = self.configured_mcp()
-            if self._mcp_servers is None and self.project_mcp is not None:
-                from subagents.mcp.consent import screen_project_servers
-
-                configured = screen_project_servers(configured, self.project_mcp)
-            self._mcp_config = configured
-        return self._mcp_config
-
-    def configured_mcp(self) -> MCPServersConfig:
-        """Every MCP server configured, approved or not: their secrets are redacted whether
-        or not the person let them start."""
-        if self._mcp_configured is None:
-            from subagents.mcp.config import as_servers_config, load_mcp_servers
-
-            servers = self._mcp_servers
-            self._mcp_configured = (
-                as_servers_config(servers)
-                if servers is not None
-                else load_mcp_servers(self.workspace, home=self.config.home)
-            )
-        return self._mcp_configured
-
-    def _known_mcp_servers(self) -> list[str]:
-        from subagents.mcp.toolset import sanitise_name
-
-        names = self.mcp_config().names()
-        return sorted({*names, *(sanitise_name(name) for name in names)})
-
-    async def start_mcp(self) -> None:
-        """Start the configured MCP servers once (nothing, not even the SDK import, without
-        any); their tools join :meth:`base_tools`. A server that fails is left out with a
-        warning (see ``runtime.mcp.failures``). Runs started at once wait for the same start:
-        each of them gets the servers' tools.
-
-        The servers an agent file defines inline (``mcpServers: {NAME: {command: ...}}``) start
-        with them, their tools kept for that agent's sessions (see :meth:`inline_mcp_tools`)."""
-        if self.mcp is not None:
-            return
-        config = self.mcp_config()
-        inline = self._inline_mcp_configs()
-        if not config.enabled() and not config.problems and not inline:
-            return
-        loop = asyncio.get_running_loop()
-        if self._mcp_lock is None or self._mcp_lock[0] is not loop:
-            self._mcp_lock = (loop, asyncio.Lock())  # a lock belongs to one event loop
-        async with self._mcp_lock[1]:
-            if self.mcp is None:  # else started by the run this one waited for
-                await self._start_mcp(config, inline)
-
-    def _inline_mcp_configs(self) -> dict[str, MCPServersConfig]:
-        """The servers each active agent defines inline; a project agent's are screened as
-        the project's .mcp.json is (the person's own agents are theirs)."""
-        from subagents.mcp.config import inline_servers
-
-        found = inline_servers(record.definition for record in self.inventory.active())
-        if self.project_mcp is None or not found:
-            return found
-        from subagents.mcp.consent import screen_project_servers
-
-        policy = self.project_mcp
-        return {agent: screen_project_servers(config, policy) for agent, config in found.items()}
-
-    async def _start_mcp(
-        self, config: MCPServersConfig, inline: dict[str, MCPServersConfig]
-    ) -> None:
-        from subagents.mcp.connection import MCPManager
-
-        manager = MCPManager(config, workspace=self.workspace)
-        agents = {
-            name: MCPManager(servers, workspace=self.workspace) for name, servers in inline.items()
-        }
-        managers = [manager, *agents.values()]
-        try:
-            await asyncio.gather(*(each.start() for each in managers))
-        except BaseException:  # cancelled while starting: stop what did start
-            await asyncio.shield(asyncio.gather(*(each.aclose() for each in managers)))
-            raise
-        self.mcp, self._mcp_tools, self._base_tools = manager, tuple(manager.tools()), None
-        self._inline_mcp = agents
-        if self.events.active:
-            configs = [config, *inline.values()]
-            for servers, started in zip(configs, managers, strict=True):
-                failures = {**servers.problems, **{k: str(v) for k, v in started.failures.items()}}
-                for server, error in failures.items():
-                    self.events.emit(MCPServerFailed(server, error))
-
-    def inline_mcp_tools(self, agent: str) -> list[Tool]:
-        """The tools of the servers agent ``agent``'s file defines inline (once started)."""
-        manager = self._inline_mcp.get(agent)
-        return manager.tools() if manager is not None else []
-
-    def base_tools(self) -> ToolRegistry:
-        """A fresh registry of every tool a main session gets (built-ins and your own)."""
-        if self._base_tools is None:
-            tools: list[Tool] = []
-            if self._builtin_tools:
-                from subagents.tools.builtin import builtin_tools
-
-                tools.extend(builtin_tools(self.config.web))
-                tools.extend(self._skill_tools())
-            by_name = {tool.name: tool for tool in [*tools, *self._mcp_tools, *self._extra_tools]}
-            self._base_tools = tuple(by_name.values())
-        return ToolRegistry(self._base_tools)
-
-    @property
-    def skills(self) -> SkillCatalog:
-        """The skills visible from the workspace (see :mod:`subagents.skills`), read once."""
-        if self._skills is None:
-            from subagents.skills import discover_skills
-
-            self._skills = discover_skills(self.workspace, home=self.config.home)
-        return self._skills
-
-    def _skill_tools(self) -> list[Tool]:
-        """The Skill tool, when there is a skill to load."""
-        if not self.skills.invocable():
-            return []
-        from subagents.tools.builtin.skill import skill_tool
-
-        return [skill_tool(self.skills)]
 
     def task_tool_description(self, *, compact: bool = False) -> str:
         """The Task tool's description for the current inventory (rebuilt after a reload);
@@ -483,7 +308,9 @@ class Runtime:
         from subagents.runtime.agent_hooks import scoped_hooks
 
         _ = self.config  # the config's own hooks join self.hooks on first use
-        return scoped_hooks(self.hooks, definition, subagent=subagent, env=self.tool_environment())
+        return scoped_hooks(
+            self.hooks, definition, subagent=subagent, env=self.toolbox.environment()
+        )
 
     async def run(
         self,
@@ -505,7 +332,7 @@ class Runtime:
         """
         if task_id is not None:
             _check_task_id(task_id)
-        await self.start_mcp()
+        await self.toolbox.start_mcp()
         self._announce_instruction_problems()
         run = self._last_run = Run(self)
         return await run.start(
@@ -557,7 +384,7 @@ class Runtime:
         if holder is not None:
             raise lease_refusal(holder)
         self._instructions.clear()
-        await self.start_mcp()
+        await self.toolbox.start_mcp()
         run = self._last_run = Run(self, rule_arguments=self._restored_rule_arguments(task))
         recorder = Recorder(store, task, self._redactor())
         return await run.follow_up(recorder, prompt, delegate_to=delegate_to)
@@ -592,7 +419,7 @@ class Runtime:
 
         if task_id is not None:
             _check_task_id(task_id)
-        await self.start_mcp()
+        await self.toolbox.start_mcp()
         self.check_workflow(workflow)
         self._announce_instruction_problems()
         return await run_workflow(self, workflow, input, task_id=task_id, description=description)
@@ -604,7 +431,9 @@ class Runtime:
         from subagents.workflows.validate import problem_errors, validate_workflow
 
         agents = {name: record.status for name, record in self.inventory.records.items()}
-        problems = validate_workflow(workflow, agents=agents, tools=self.base_tools().names())
+        problems = validate_workflow(
+            workflow, agents=agents, tools=self.toolbox.base_tools().names()
+        )
         errors = problem_errors(problems)
         if errors:
             raise WorkflowValidationError(workflow.name, errors, source=source)
@@ -688,7 +517,7 @@ class Runtime:
         holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:
             raise lease_refusal(holder)
-        await self.start_mcp()
+        await self.toolbox.start_mcp()
         if "workflow" in task.settings:
             return await self._resume_workflow(task, rule_arguments, decisions, workflow)
         run = self._last_run = Run(
@@ -783,8 +612,8 @@ class Runtime:
         from subagents.secrets import known_credentials
 
         self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
-        credentials = known_credentials(self.config, self.configured_mcp())
-        return [*credentials, *self._endpoint_keys().values()]
+        credentials = known_credentials(self.config, self.toolbox.configured_mcp())
+        return [*credentials, *self.toolbox.endpoint_keys().values()]
 
     def _redactor(self) -> Any:
         from subagents.redaction import Redactor
@@ -926,11 +755,7 @@ class Runtime:
     async def aclose(self) -> None:
         """Close the provider connections of the models this runtime built, and stop the MCP
         servers (they start again on the next run)."""
-        if self.mcp is not None:
-            managers = [self.mcp, *self._inline_mcp.values()]
-            self.mcp, self._inline_mcp = None, {}
-            self._mcp_tools, self._base_tools = (), None
-            await asyncio.gather(*(manager.aclose() for manager in managers))
+        await self.toolbox.aclose()
         await self.model_chooser.aclose()
 
 

@@ -418,7 +418,7 @@ class _Engine:
             keeper.start()
         result: RunResult | None = None
         try:
-            await self.runtime.start_mcp()
+            await self.runtime.toolbox.start_mcp()
             result = await self._drive()
         finally:
             if keeper is not None:
@@ -583,8 +583,8 @@ class _Engine:
                 self.session_id,
                 f"workflow:{self.workflow.name}",
                 key,
-                env=self.runtime.tool_environment(),
-                sandbox=self.runtime.bash_sandbox(),
+                env=self.runtime.toolbox.environment(),
+                sandbox=self.runtime.toolbox.bash_sandbox(),
             )
             # asked first, so that a call waiting for a person is not in the ledger as started
             policy = self._permissions(name, key)
@@ -828,7 +828,7 @@ class _Engine:
         return value
 
     def _registry(self) -> ToolRegistry:
-        return self.runtime.base_tools()
+        return self.runtime.toolbox.base_tools()
 
     def _tool_named(self, tool_name: str, node: str) -> Tool:
         tool = self._registry().get(tool_name)
