@@ -371,7 +371,7 @@ async def test_a_malformed_settings_file_is_a_warning_and_the_rest_still_works(
     await runtime.run("go")
     (refused,) = results(main)
     assert refused.is_error and "Bash(rm *)" in refused.content
-    (warning,) = runtime.permission_warnings
+    (warning,) = runtime.permissions.warnings
     assert str(broken) in warning and "not valid JSON" in warning
 
 
@@ -629,8 +629,8 @@ async def test_settings_of_the_wrong_shape_are_warned_about(tmp_path: Path, sett
     path = write_json(root / ".claude" / "settings.json", settings)
     runtime = Runtime(cwd=root, model=ScriptedModel(["done"]))
     await runtime.run("go")
-    assert not runtime.permission_rules()
-    (warning,) = runtime.permission_warnings
+    assert not runtime.permissions.rules()
+    (warning,) = runtime.permissions.warnings
     assert str(path) in warning
 
 
@@ -857,7 +857,7 @@ async def test_a_settings_default_mode_is_named_not_applied(tmp_path: Path) -> N
     await runtime.run("go")
     (refused,) = results(main)
     assert refused.is_error and not (root / "a.txt").exists()
-    (warning,) = runtime.permission_warnings
+    (warning,) = runtime.permissions.warnings
     assert str(path) in warning and "--permission-mode bypassPermissions" in warning
 
 

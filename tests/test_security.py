@@ -25,6 +25,7 @@ from subagents.messages import ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.answer_check import CUT_OFF_MARK
 from subagents.runtime.pause import HumanDecision
+from subagents.runtime.permissions import Headless
 from subagents.runtime.runtime import Runtime
 from subagents.store.export import export_task, import_task
 from subagents.store.sqlite import open_store
@@ -96,7 +97,7 @@ def agent(name: str, mode: PermissionMode | None = None, **kwargs: Any) -> Agent
 @pytest.mark.parametrize("child_mode", ["acceptEdits", "bypassPermissions", "default", None])
 @pytest.mark.parametrize("headless", ["allow", "deny"])
 async def test_plan_mode_stays_read_only_through_every_level_of_delegation(
-    tmp_path: Path, child_mode: PermissionMode | None, headless: str
+    tmp_path: Path, child_mode: PermissionMode | None, headless: Headless
 ) -> None:
     attempts: Plan = [write("child.txt"), bash("touch child_bash.txt")]
     grand_attempts: Plan = [write("grand.txt"), bash("touch grand_bash.txt")]

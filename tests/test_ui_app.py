@@ -424,12 +424,12 @@ async def test_y_approves_the_subagents_write_from_the_ui(tmp_path: Path) -> Non
     assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "hello a.txt"
     assert app.result is not None and app.result.output == "FINAL: written."
     assert "a.txt" in tool_results_of(writer)[0]
-    assert runtime.approver is None  # the runtime's own approver is back
+    assert runtime.permissions.approver is None  # the runtime's own approver is back
 
 
 async def test_the_pop_up_says_why_a_protected_write_asks(tmp_path: Path) -> None:
     runtime, _writer = writer_runtime(tmp_path, ".mcp.json")
-    runtime.permission_mode = "acceptEdits"  # would approve an ordinary Write unasked
+    runtime.permissions.mode = "acceptEdits"  # would approve an ordinary Write unasked
     app = RunApp(runtime, "Write .mcp.json.")
     async with app.run_test(size=SIZE) as pilot:
         screen = await approval_screen(app, pilot)

@@ -202,7 +202,7 @@ async def run_line_mode(
                 runner = session.send(session.prompt_for(line))
             runtime = session.runtime
             if ask:
-                runtime.approver = _line_approver(out, redactor, input_line)
+                runtime.permissions.approver = _line_approver(out, redactor, input_line)
             printer = progress_printer(stderr_console(), redactor)
             watch = AnswerWatch()
             unsubscribe = runtime.events.subscribe(printer)
@@ -213,7 +213,7 @@ async def run_line_mode(
                 unwatch()
                 unsubscribe()
                 printer.close()
-                runtime.approver = None
+                runtime.permissions.approver = None
         except SubagentsError as error:
             hint = f"\nhint: {error.hint}" if error.hint else ""
             write_answer(f"error: {redactor.text(error.message + hint)}", out.file)

@@ -329,7 +329,7 @@ class ChatApp(App[None]):
         runtime = self.session.runtime
         unsubscribe_tree = runtime.events.subscribe(turn.blocks)
         unsubscribe_transcript = runtime.events.subscribe(turn.transcript)
-        runtime.approver = self.approve
+        runtime.permissions.approver = self.approve
         result: RunResult | None = None
         error: str | None = None
         cancelled = False
@@ -344,7 +344,7 @@ class ChatApp(App[None]):
             if hint:
                 error += f"\nhint: {self.redactor.text(str(hint))}"
         finally:
-            runtime.approver = None
+            runtime.permissions.approver = None
             self._approvals.reject_all(QUIT_REASON)
             unsubscribe_tree()
             unsubscribe_transcript()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from subagents.redaction import Redactor
     from subagents.runtime.pause import HumanDecision, HumanQuestion
+    from subagents.runtime.permissions import Headless
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.store.records import TaskRecord
@@ -176,7 +177,7 @@ def resume_command(
                 if at_terminal and headless != "allow":  # a --yes run approves by itself
                     from subagents.cli.run import ask_person
 
-                    runtime.approver = ask_person(err, redactor, printer)
+                    runtime.permissions.approver = ask_person(err, redactor, printer)
                 if ask_here and not _imported_here_first(record):
                     pending = _pending_question(database, record)
                     if pending is not None:
@@ -386,7 +387,7 @@ def _queue_remotely(
 
 def _how_to_continue(
     record: TaskRecord, cwd: Path | None, mode: str | None
-) -> tuple[Path, PermissionMode, str]:
+) -> tuple[Path, PermissionMode, Headless]:
     """Workspace, permission mode and headless policy for resuming ``record``.
 
     A task's own settings are used, unless it was imported and not resumed here yet: an
@@ -400,10 +401,9 @@ def _how_to_continue(
         return (cwd or Path.cwd()).resolve(), cast("PermissionMode", mode or "default"), "pause"
     stored = settings.get("permission_mode")
     chosen = mode or (stored if stored in PERMISSION_MODES else "default")
-    headless = settings.get("headless")
-    if headless not in ("allow", "deny", "pause"):
-        headless = "pause"
-    return Path(record.workspace), cast("PermissionMode", chosen), str(headless)
+    stored_headless = settings.get("headless")
+    headless: Headless = stored_headless if stored_headless in ("allow", "deny") else "pause"
+    return Path(record.workspace), cast("PermissionMode", chosen), headless
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.redaction import Redactor, StreamRedactor
     from subagents.runtime.events import Event
+    from subagents.runtime.permissions import Headless
     from subagents.runtime.result import RunResult
     from subagents.runtime.runtime import Runtime
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest
@@ -257,7 +258,7 @@ def run_command(
         follow_up = _conversation_to_continue(database, cwd, continue_latest, resume_task)
         if follow_up is not None and model is None:
             model = database.get_task(follow_up).model if database is not None else None
-        headless = "allow" if yes else "pause" if database is not None else "deny"
+        headless: Headless = "allow" if yes else "pause" if database is not None else "deny"
 
         def build(agents: list[AgentDefinition], config: Config | None) -> Runtime:
             from subagents.runtime.runtime import Runtime
@@ -280,8 +281,8 @@ def run_command(
             )
 
         runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)
-        runtime.permission_rules()  # read now, to say what cannot be used before the run
-        for warning in runtime.permission_warnings:
+        runtime.permissions.rules()  # read now, to say what cannot be used before the run
+        for warning in runtime.permissions.warnings:
             err.print(f"[yellow]Warning:[/] {quote_markup(warning)}")
         redactor = Redactor(runtime.credentials())
         live = start_live_export(
@@ -318,7 +319,7 @@ def run_command(
             events.subscribe(printer)
             events.subscribe(watch)
         if interactive:
-            runtime.approver = ask_person(err, redactor, printer)
+            runtime.permissions.approver = ask_person(err, redactor, printer)
         if ui:
             from subagents.cli.ui import run_in_ui
 

@@ -576,8 +576,8 @@ class RunApp(App[None]):
     def on_mount(self) -> None:
         self.set_interval(self.refresh_interval, self.sync)
         if self.ask_approval:  # read when each session starts, so set before the run
-            self._runtime_approver = self.runtime.approver
-            self.runtime.approver = self.approve
+            self._runtime_approver = self.runtime.permissions.approver
+            self.runtime.permissions.approver = self.approve
         self._run_task = asyncio.create_task(self._drive())
 
     async def _drive(self) -> None:
@@ -592,7 +592,7 @@ class RunApp(App[None]):
             self.run_error = error
         finally:
             if self.ask_approval:
-                self.runtime.approver = self._runtime_approver
+                self.runtime.permissions.approver = self._runtime_approver
             self._approvals.reject_all(QUIT_REASON if self._quitting else _RUN_ENDED_REASON)
             try:
                 await self.runtime.aclose()

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
     from subagents.runtime.delegation import Delegation
     from subagents.runtime.hooks import Hooks
     from subagents.runtime.instructions import ProjectInstructions
+    from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import RuleArguments, Runtime
+    from subagents.runtime.runtime import Runtime
     from subagents.store.records import SessionRecord
     from subagents.tools.base import ToolRegistry
     from subagents.tools.permissions import PermissionPolicy
@@ -224,7 +225,7 @@ class SessionBuilder:
     @property
     def rules(self) -> PermissionRules:
         """The run's permission rules (read once per set of rule arguments)."""
-        return self.runtime.permission_rules(self.rule_arguments)
+        return self.runtime.permissions.rules(self.rule_arguments)
 
     # -- the three ways in -------------------------------------------------------------------
 
@@ -333,7 +334,7 @@ class SessionBuilder:
             parent_permissions=permissions,
             generation=generation,
             tools=self._own_tools(definition, parent),
-            permissions=runtime.permissions_for(definition, self.delegation, permissions),
+            permissions=self._policy(definition, permissions),
             settings=runtime.model_chooser.settings(definition),
             hooks=None if definition.hooks else runtime.session_hooks(definition, subagent=True),
         )
@@ -424,18 +425,15 @@ class SessionBuilder:
         """``template``: the policy, settings and hooks already worked out for this definition
         and parent (see :meth:`_child_template`); without one they are worked out here."""
         runtime = self.runtime
-        delegation = self.delegation
         subagent = parent is not None
-        if delegation.run_policy is None:  # the run's own, before any agent narrows it
-            delegation.run_policy = runtime.run_permissions(delegation, self.rules)
+        self._run_policy()  # the run's own, before any agent narrows it
         if agent_type is None:
             agent_type = definition.name if definition is not None else "main"
         if template is not None:
             permissions, settings = template.permissions, template.settings
             hooks = template.hooks
         else:
-            parent_policy = parent.permissions if parent is not None else None
-            permissions = runtime.permissions_for(definition, delegation, parent_policy)
+            permissions = self._policy(definition, parent.permissions if parent else None)
             settings, hooks = runtime.model_chooser.settings(definition), None
         if hooks is None:
             hooks = runtime.session_hooks(definition, subagent=subagent)
@@ -573,6 +571,22 @@ class SessionBuilder:
         if cacheable:
             self._prompts[key] = _KeptPrompt(definition, instructions, prompt)
         return prompt
+
+    def _run_policy(self) -> PermissionPolicy:
+        """The policy of the run itself, worked out once per run."""
+        delegation = self.delegation
+        if delegation.run_policy is None:
+            pause = delegation.pause_for_approval
+            delegation.run_policy = self.runtime.permissions.for_run(pause, self.rules)
+        return delegation.run_policy
+
+    def _policy(
+        self, definition: AgentDefinition | None, parent: PermissionPolicy | None
+    ) -> PermissionPolicy:
+        """``parent``'s policy (the run's for the main session: ``None``), narrowed by
+        ``definition``."""
+        base = parent if parent is not None else self._run_policy()
+        return self.runtime.permissions.for_session(definition, base, main=parent is None)
 
     def _max_turns(self, definition: AgentDefinition | None) -> int:
         own = definition.max_turns if definition is not None else None

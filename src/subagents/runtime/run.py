@@ -32,8 +32,9 @@ from subagents.tools.names import TASK_TOOL_NAME
 if TYPE_CHECKING:
     from subagents.runtime.context import InterruptedPolicy
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
+    from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import RuleArguments, Runtime
+    from subagents.runtime.runtime import Runtime
     from subagents.runtime.session import Session
     from subagents.runtime.tool_menu import DescriptionProfile
 

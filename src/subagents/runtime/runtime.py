@@ -19,6 +19,7 @@ from subagents.runtime.events import EventBus
 from subagents.runtime.hooks import CommandHook, Hooks
 from subagents.runtime.models import ModelChooser
 from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
+from subagents.runtime.permissions import Headless, RuleArguments, RunPermissions
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
 from subagents.runtime.run import Run
@@ -39,12 +40,8 @@ if TYPE_CHECKING:
     from subagents.runtime.recorder import Recorder
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord, TaskRecord
-    from subagents.tools.permissions import Approver, PermissionMode, PermissionPolicy
-    from subagents.tools.rules import PermissionRules
+    from subagents.tools.permissions import Approver, PermissionMode
     from subagents.workflows.graph import Workflow
-
-RuleArguments = tuple[tuple[str, ...], tuple[str, ...]]
-"""allowed_tools and disallowed_tools, as a run is given them."""
 
 __all__ = ["ASK_HUMAN_TOOL_NAME", "MAIN_AGENT_PROMPT", "Runtime"]
 
@@ -82,7 +79,7 @@ class Runtime:
         builtin_tools: bool = True,
         permission_mode: PermissionMode = "default",
         approver: Approver | None = None,
-        headless: str = "deny",
+        headless: Headless = "deny",
         hooks: Hooks | None = None,
         events: EventBus | None = None,
         stream: bool = False,
@@ -109,9 +106,6 @@ class Runtime:
         )
         self._instructions: dict[Path, ProjectInstructions] = {}  # read once per run
         self._task_description: tuple[int, str, str] | None = None
-        self.permission_mode: PermissionMode = permission_mode
-        self.approver = approver
-        self.headless = headless
         # a copy: hooks from config.toml are added to it without touching the caller's
         self.hooks = hooks.copy() if hooks is not None else Hooks()
         self.events = events if events is not None else EventBus()
@@ -132,11 +126,16 @@ class Runtime:
             mcp_servers=mcp_servers,
             project_mcp=project_mcp,
         )
-        # permission rules: --allowedTools / --disallowedTools, then .claude/settings*.json
-        self._rule_arguments: RuleArguments = (tuple(allowed_tools), tuple(disallowed_tools))
-        # by rule arguments: a resumed task brings its own (see restored_rule_arguments)
-        self._permission_rules: dict[RuleArguments, PermissionRules] = {}
-        self.permission_warnings: list[str] = []
+        self.permissions = RunPermissions(
+            workspace=self.workspace,
+            config=lambda: self.config,
+            store_files=self._store_files,
+            mode=permission_mode,
+            approver=approver,
+            headless=headless,
+            allowed_tools=tuple(allowed_tools),
+            disallowed_tools=tuple(disallowed_tools),
+        )
         if headless == "pause" and store is None:
             raise ConfigError(
                 "headless='pause' needs a store to pause the run in.",
@@ -176,6 +175,9 @@ class Runtime:
             self.toolbox.hide_endpoint_keys()
         return self._inventory
 
+    def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
+        return self.permissions.restored_arguments(task, adopted=not _not_adopted(task))
+
     def _store_files(self) -> list[Path]:
         """The store's file, when it keeps one (tools must not write it)."""
         path = getattr(self.store, "path", None)
@@ -196,83 +198,6 @@ class Runtime:
                 task_tool_description(active, compact=True),
             )
         return cached[2] if compact else cached[1]
-
-    def permissions_for(
-        self,
-        definition: AgentDefinition | None,
-        delegation: Delegation,
-        parent: PermissionPolicy | None = None,
-    ) -> PermissionPolicy:
-        """The policy of a session running ``definition``: its parent's (the run's for the
-        main session), narrowed to the definition's ``permissionMode``, never widened."""
-        base = parent
-        if base is None:
-            base = delegation.run_policy
-            if base is None:
-                base = delegation.run_policy = self.run_permissions(delegation)
-        if definition is None:
-            return base.narrowed(None)
-        from subagents.tools.rule_sources import agent_permission_rules
-
-        rules = agent_permission_rules(definition, main=parent is None)
-        return base.narrowed(definition.permission_mode, rules=rules)
-
-    def permission_rules(self, arguments: RuleArguments | None = None) -> PermissionRules:
-        """A run's permission rules: ``allowed_tools`` / ``disallowed_tools`` (``arguments``,
-        for a resumed task: with those it kept) and the ``permissions`` of Claude Code's
-        settings files, read once. What cannot be used of this runtime's own is in
-        :attr:`permission_warnings` (and logged)."""
-        own = arguments is None or arguments == self._rule_arguments
-        key = self._rule_arguments if arguments is None else arguments
-        rules = self._permission_rules.get(key)
-        if rules is None:
-            from subagents.tools.rule_sources import run_permission_rules
-
-            rules, warnings = run_permission_rules(self.workspace, *key)
-            self._permission_rules[key] = rules
-            if own:
-                self.permission_warnings = warnings
-        return rules
-
-    def _rule_settings(self, arguments: RuleArguments | None = None) -> dict[str, list[str]]:
-        """A run's own rules (allowed_tools / disallowed_tools), kept with its task so that
-        a resume is never more permissive than the run was."""
-        from subagents.tools.rule_sources import rule_settings
-
-        return rule_settings(*(self._rule_arguments if arguments is None else arguments))
-
-    def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
-        """This runtime's rules plus the stored rules of ``task``, for its resumed run only;
-        an imported task not resumed here yet keeps only its deny rules (an archive grants
-        nothing)."""
-        from subagents.tools.rule_sources import restored_rule_arguments
-
-        return restored_rule_arguments(
-            task.settings, *self._rule_arguments, trusted=not _not_adopted(task)
-        )
-
-    def run_permissions(
-        self, delegation: Delegation, rules: PermissionRules | None = None
-    ) -> PermissionPolicy:
-        """The policy of the run itself: its mode, who approves, and the protected paths."""
-        from subagents.tools.permissions import PermissionPolicy
-        from subagents.tools.protected import ProtectedPaths
-
-        approver, headless = self.approver, self.headless
-        if headless == "pause":  # a person who is there is asked; otherwise the run pauses
-            approver, headless = approver or delegation.pause_for_approval, "deny"
-        protected = ProtectedPaths.for_workspace(
-            self.workspace,
-            allowed=self.config.permissions.allow_protected,
-            extra=self._store_files(),
-        )
-        return PermissionPolicy(
-            self.permission_mode,
-            approver=approver,
-            headless=headless,  # type: ignore[arg-type]
-            protected=protected,
-            rules=rules if rules is not None else self.permission_rules(),
-        )
 
     # -- running -----------------------------------------------------------------------------
 
@@ -569,9 +494,9 @@ class Runtime:
 
             task.workspace = str(self.workspace)
             task.settings = {
-                "permission_mode": self.permission_mode,
-                "headless": self.headless,
-                **self._rule_settings(rules),
+                "permission_mode": self.permissions.mode,
+                "headless": self.permissions.headless,
+                **self.permissions.rule_settings(rules),
                 "imported": {**imported, "adopted_at": utc_now().isoformat()},
             }
         return calls
@@ -644,9 +569,9 @@ class Runtime:
             tags=list(tags),
             retention_days=retention_days,
             settings={
-                "permission_mode": self.permission_mode,
-                "headless": self.headless,
-                **self._rule_settings(),
+                "permission_mode": self.permissions.mode,
+                "headless": self.permissions.headless,
+                **self.permissions.rule_settings(),
             },
         )
         return Recorder(store, task, self._redactor())
@@ -681,9 +606,9 @@ class Runtime:
             tags=list(tags),
             retention_days=retention_days,
             settings={
-                "permission_mode": self.permission_mode,
-                "headless": self.headless,
-                **self._rule_settings(),
+                "permission_mode": self.permissions.mode,
+                "headless": self.permissions.headless,
+                **self.permissions.rule_settings(),
             },
         )
 

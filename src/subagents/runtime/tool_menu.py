@@ -158,7 +158,7 @@ def someone_can_answer(runtime: Runtime) -> bool:
     will be asked: ``headless="allow"`` (``subagents run --yes``) approves everything unattended.
     A run without a store cannot pause, so nobody could ever answer there.
     """
-    return runtime.store is not None and runtime.headless != "allow"
+    return runtime.store is not None and runtime.permissions.headless != "allow"
 
 
 def compact_spec(tool: Tool, *, background: bool = False, at_once: bool = False) -> ToolSpec:

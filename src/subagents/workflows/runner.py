@@ -293,8 +293,8 @@ def workflow_task(
         workspace=str(runtime.workspace),
         tags=["workflow"],
         settings={
-            "permission_mode": runtime.permission_mode,
-            "headless": runtime.headless,
+            "permission_mode": runtime.permissions.mode,
+            "headless": runtime.permissions.headless,
             "workflow": _stored_definition(workflow),
         },
     )
@@ -663,8 +663,7 @@ class _Engine:
 
     def _permissions(self, name: str, key: str) -> PermissionPolicy:
         """The run's policy, with a person asked by pausing the run at this node."""
-        from subagents.tools.permissions import ApprovalDecision, PermissionPolicy
-        from subagents.tools.protected import ProtectedPaths
+        from subagents.tools.permissions import ApprovalDecision
 
         runtime = self.runtime
         point = WaitPoint(self.task_id, (self.session_id,), f"{key}:approval")
@@ -687,22 +686,7 @@ class _Engine:
                 return ApprovalDecision(False, decision.reason or "rejected by a person")
             return ApprovalDecision(True, arguments=decision.arguments)
 
-        approver, headless = runtime.approver, runtime.headless
-        if headless == "pause" and self.recorder is not None:
-            approver, headless = approver or approve_here, "deny"
-        elif headless == "pause":
-            headless = "deny"
-        return PermissionPolicy(
-            runtime.permission_mode,
-            approver=approver,
-            headless=headless,  # type: ignore[arg-type]
-            protected=ProtectedPaths.for_workspace(
-                runtime.workspace,
-                allowed=runtime.config.permissions.allow_protected,
-                extra=runtime._store_files(),
-            ),
-            rules=runtime.permission_rules(),
-        )
+        return runtime.permissions.for_run(approve_here if self.recorder is not None else None)
 
     def _human(self, node: HumanNode, name: str, key: str, state: WorkflowState) -> StateUpdate:
         point = WaitPoint(self.task_id, (self.session_id,), key)
