@@ -115,6 +115,7 @@ def resume_command(
     from subagents.inventory import explicit_agents_from_json
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
+    from subagents.runtime.resumption import not_adopted, pending_question
     from subagents.runtime.runtime import Runtime
     from subagents.store.open import open_store
 
@@ -178,8 +179,8 @@ def resume_command(
                     from subagents.cli.run import ask_person
 
                     runtime.permissions.approver = ask_person(err, redactor, printer)
-                if ask_here and not _imported_here_first(record):
-                    pending = _pending_question(database, record)
+                if ask_here and not not_adopted(record):
+                    pending = pending_question(database, record)
                     if pending is not None:
                         decision = _ask_decision(err, redactor, pending)
                         if decision is None:
@@ -265,24 +266,6 @@ def _resume_asking(
             await runtime.aclose()
 
     return asyncio.run(resume_and_close())
-
-
-def _imported_here_first(record: TaskRecord) -> bool:
-    """An imported task not resumed here yet: its pending calls ask again, in this run."""
-    imported = record.settings.get("imported")
-    return isinstance(imported, dict) and not imported.get("adopted_at")
-
-
-def _pending_question(database: Any, record: TaskRecord) -> HumanQuestion | None:
-    """What ``record`` waits for, when it waits for a person."""
-    from subagents.runtime.pause import HumanQuestion
-
-    if record.status != "awaiting_human":
-        return None
-    checkpoint = database.latest_checkpoint(record.id)
-    if checkpoint is None or checkpoint.question is None:
-        return None
-    return HumanQuestion.from_dict(checkpoint.question)
 
 
 def _ask_decision(

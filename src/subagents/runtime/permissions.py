@@ -84,6 +84,15 @@ class RunPermissions:
 
         return rule_settings(*(self.arguments if arguments is None else arguments))
 
+    def task_settings(self, arguments: RuleArguments | None = None) -> dict[str, object]:
+        """What a task keeps of the permissions it runs with: mode, headless and its own
+        rules, so that a resume elsewhere is never more permissive than the run was."""
+        return {
+            "permission_mode": self.mode,
+            "headless": self.headless,
+            **self.rule_settings(arguments),
+        }
+
     def restored_arguments(self, task: TaskRecord, *, adopted: bool) -> RuleArguments:
         """This runtime's rules plus the stored rules of ``task``, for its resumed run only;
         an imported task not resumed here yet (``adopted`` false) keeps only its deny rules:

@@ -22,6 +22,12 @@ from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.permissions import Headless, RuleArguments, RunPermissions
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
+from subagents.runtime.resumption import (
+    adopt_if_imported,
+    decisions_for,
+    not_adopted,
+    pending_question,
+)
 from subagents.runtime.run import Run
 from subagents.runtime.session import Session
 from subagents.runtime.toolbox import Toolbox
@@ -176,7 +182,7 @@ class Runtime:
         return self._inventory
 
     def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
-        return self.permissions.restored_arguments(task, adopted=not _not_adopted(task))
+        return self.permissions.restored_arguments(task, adopted=not not_adopted(task))
 
     def _store_files(self) -> list[Path]:
         """The store's file, when it keeps one (tools must not write it)."""
@@ -406,38 +412,7 @@ class Runtime:
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
         rule_arguments = self._restored_rule_arguments(task)
-        if _not_adopted(task):
-            # Someone else's question about someone else's call: not the person's to answer
-            # blind. The first resume asks again, in this runtime's words and settings.
-            if decision is not None:
-                raise StoreError(
-                    f"Task {task.id} was imported and has not been resumed here yet, so "
-                    "there is no question of yours to answer.",
-                    hint=f"run 'subagents resume {task.id[:8]}' without a decision first: "
-                    "the calls it left pending ask again",
-                )
-            question = None
-        else:
-            question = self._pending_question(store, task)
-        decisions: dict[WaitPoint, HumanDecision] = {}
-        if question is not None:
-            if decision is None:
-                raise StoreError(
-                    f"Task {task.id} is waiting for a person: {question.text}",
-                    hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
-                    "'--reject REASON' or '--modify JSON'",
-                )
-            decisions = {question.wait_point: decision}
-        elif decision is not None:
-            raise StoreError(
-                f"Task {task.id} is not waiting for a decision (status {task.status}).",
-                hint=f"run 'subagents resume {task.id[:8]}' without --approve/--reject/--modify",
-            )
-        if task.status == "completed":
-            raise StoreError(
-                f"Task {task.id} has already completed; there is nothing to resume.",
-                hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
-            )
+        decisions = decisions_for(store, task, decision)
         ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:
@@ -477,29 +452,9 @@ class Runtime:
         return await resume_workflow(self, task, recorder, decisions, workflow=graph)
 
     def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
-        """The tool calls that must ask a person again because they were pending when the
-        task was imported (see :func:`subagents.store.export.import_task`).
-
-        An imported task is someone else's: the first resume runs it in this runtime's
-        workspace and permission mode, never the ones the archive names, and records them as
-        the task's own from then on.
-        """
-        imported = task.settings.get("imported")
-        if not isinstance(imported, dict):
-            return frozenset()
-        pending = imported.get("pending_calls")
-        calls = frozenset(str(c) for c in pending) if isinstance(pending, list) else frozenset()
-        if _not_adopted(task):
-            from subagents.store.records import utc_now
-
-            task.workspace = str(self.workspace)
-            task.settings = {
-                "permission_mode": self.permissions.mode,
-                "headless": self.permissions.headless,
-                **self.permissions.rule_settings(rules),
-                "imported": {**imported, "adopted_at": utc_now().isoformat()},
-            }
-        return calls
+        return adopt_if_imported(
+            task, rules, workspace=self.workspace, permissions=self.permissions
+        )
 
     # -- durability --------------------------------------------------------------------------
 
@@ -514,21 +469,13 @@ class Runtime:
     def pending_question(self, task_id: str) -> HumanQuestion | None:
         """What the stored task ``task_id`` waits for a person to answer, if it does."""
         store = self._require_store()
-        return self._pending_question(store, store.get_task(task_id))
+        return pending_question(store, store.get_task(task_id))
 
     def cancel_background(self, agent_id: str) -> str | None:
         """Stop the running background subagent ``agent_id`` of the run started last (the
         one a UI shows); its agent's name, or ``None`` when it is not running."""
         run = self._last_run
         return run.delegation.cancel_background(agent_id) if run is not None else None
-
-    def _pending_question(self, store: Store, task: TaskRecord) -> HumanQuestion | None:
-        if task.status != "awaiting_human":
-            return None
-        checkpoint = store.latest_checkpoint(task.id)
-        if checkpoint is None or checkpoint.question is None:
-            return None
-        return HumanQuestion.from_dict(checkpoint.question)
 
     def credentials(self) -> list[str]:
         """Every credential this runtime was given (see
@@ -568,11 +515,7 @@ class Runtime:
             workspace=str(self.workspace),
             tags=list(tags),
             retention_days=retention_days,
-            settings={
-                "permission_mode": self.permissions.mode,
-                "headless": self.permissions.headless,
-                **self.permissions.rule_settings(),
-            },
+            settings=self.permissions.task_settings(),
         )
         return Recorder(store, task, self._redactor())
 
@@ -605,11 +548,7 @@ class Runtime:
             workspace=str(self.workspace),
             tags=list(tags),
             retention_days=retention_days,
-            settings={
-                "permission_mode": self.permissions.mode,
-                "headless": self.permissions.headless,
-                **self.permissions.rule_settings(),
-            },
+            settings=self.permissions.task_settings(),
         )
 
     def rebuild_session(
@@ -695,9 +634,3 @@ def _check_task_id(task_id: str) -> None:
             hint="pass task_id= a name such as 'nightly-review-42', or leave it out for a "
             "fresh UUID",
         ) from None
-
-
-def _not_adopted(task: TaskRecord) -> bool:
-    """Whether ``task`` was imported and never resumed here (see ``_adopt_if_imported``)."""
-    imported = task.settings.get("imported")
-    return isinstance(imported, dict) and not imported.get("adopted_at")

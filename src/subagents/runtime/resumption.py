@@ -1,0 +1,101 @@
+"""Resuming a stored task: whether it may be resumed, which person's decision goes to which
+session, and an imported task made this workspace's own on its first resume.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from subagents.errors import StoreError
+from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from subagents.runtime.permissions import RuleArguments, RunPermissions
+    from subagents.store.base import Store
+    from subagents.store.records import TaskRecord
+
+__all__ = ["adopt_if_imported", "decisions_for", "not_adopted", "pending_question"]
+
+
+def pending_question(store: Store, task: TaskRecord) -> HumanQuestion | None:
+    """What ``task`` waits for a person to answer, if it does."""
+    if task.status != "awaiting_human":
+        return None
+    checkpoint = store.latest_checkpoint(task.id)
+    if checkpoint is None or checkpoint.question is None:
+        return None
+    return HumanQuestion.from_dict(checkpoint.question)
+
+
+def not_adopted(task: TaskRecord) -> bool:
+    """Whether ``task`` was imported and has not been resumed here yet."""
+    imported = task.settings.get("imported")
+    return isinstance(imported, dict) and not imported.get("adopted_at")
+
+
+def decisions_for(
+    store: Store, task: TaskRecord, decision: HumanDecision | None
+) -> dict[WaitPoint, HumanDecision]:
+    """The person's ``decision`` addressed to the session that asked; StoreError, saying what
+    to do, when the task does not wait for one and got one, waits and got none, or is done."""
+    if not_adopted(task):
+        # Someone else's question about someone else's call: not the person's to answer
+        # blind. The first resume asks again, in this runtime's words and settings.
+        if decision is not None:
+            raise StoreError(
+                f"Task {task.id} was imported and has not been resumed here yet, so "
+                "there is no question of yours to answer.",
+                hint=f"run 'subagents resume {task.id[:8]}' without a decision first: "
+                "the calls it left pending ask again",
+            )
+        question = None
+    else:
+        question = pending_question(store, task)
+    decisions: dict[WaitPoint, HumanDecision] = {}
+    if question is not None:
+        if decision is None:
+            raise StoreError(
+                f"Task {task.id} is waiting for a person: {question.text}",
+                hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
+                "'--reject REASON' or '--modify JSON'",
+            )
+        decisions = {question.wait_point: decision}
+    elif decision is not None:
+        raise StoreError(
+            f"Task {task.id} is not waiting for a decision (status {task.status}).",
+            hint=f"run 'subagents resume {task.id[:8]}' without --approve/--reject/--modify",
+        )
+    if task.status == "completed":
+        raise StoreError(
+            f"Task {task.id} has already completed; there is nothing to resume.",
+            hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
+        )
+    return decisions
+
+
+def adopt_if_imported(
+    task: TaskRecord, rules: RuleArguments, *, workspace: Path, permissions: RunPermissions
+) -> frozenset[str]:
+    """The tool calls that must ask a person again because they were pending when the
+    task was imported (see :func:`subagents.store.export.import_task`).
+
+    An imported task is someone else's: the first resume runs it in this runtime's
+    workspace and permission mode, never the ones the archive names, and records them as
+    the task's own from then on.
+    """
+    imported = task.settings.get("imported")
+    if not isinstance(imported, dict):
+        return frozenset()
+    pending = imported.get("pending_calls")
+    calls = frozenset(str(c) for c in pending) if isinstance(pending, list) else frozenset()
+    if not_adopted(task):
+        from subagents.store.records import utc_now
+
+        task.workspace = str(workspace)
+        task.settings = {
+            **permissions.task_settings(rules),
+            "imported": {**imported, "adopted_at": utc_now().isoformat()},
+        }
+    return calls
