@@ -63,6 +63,7 @@ async def test_a_main_agent_with_a_tools_list_keeps_ask_human_after_a_resume(
 async def test_a_rebuilt_session_has_the_spec_it_was_built_with(tmp_path: Path) -> None:
     from subagents.runtime.delegation import Delegation
     from subagents.runtime.recorder import Recorder
+    from subagents.runtime.run import Run
 
     requests: list[ModelRequest] = []
     with open_store(tmp_path / "state.db") as store:
@@ -72,8 +73,9 @@ async def test_a_rebuilt_session_has_the_spec_it_was_built_with(tmp_path: Path) 
         record = next(r for r in store.sessions(task_id) if r.parent_session_id is None)
         stored = SessionSpec.from_record(record, definition=None)
         again = Runtime(cwd=tmp_path, model=asker(requests), store=store, headless="pause")
-        recorder = Recorder(store, store.get_task(task_id), again._redactor())
-        spec = SessionSpec.of(again.rebuild_session(record, Delegation(again), None, recorder))
+        recorder = Recorder(store, store.get_task(task_id), again.redactor())
+        run = Run(again, delegation=Delegation(again))
+        spec = SessionSpec.of(run.builder.rebuilt(record, None, recorder))
     same: dict[str, Any] = {
         name: getattr(stored, name)
         for name in ("agent_id", "agent_type", "role", "model_name", "system_prompt", "depth")

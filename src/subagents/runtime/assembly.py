@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.services import Services
     from subagents.store.records import SessionRecord
     from subagents.tools.base import ToolRegistry
     from subagents.tools.permissions import PermissionPolicy
@@ -209,7 +209,7 @@ class SessionBuilder:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Services,
         delegation: Delegation,
         context: RunContext,
         rule_arguments: RuleArguments | None = None,

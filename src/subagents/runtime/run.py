@@ -22,11 +22,11 @@ from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
-from subagents.runtime.recorder import main_session_id
+from subagents.runtime.recorder import Recorder, main_session_id
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.tool_menu import description_profile
 from subagents.store.lease import LeaseKeeper
-from subagents.store.records import new_id
+from subagents.store.records import TaskRecord, new_id
 from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -109,9 +109,17 @@ class Run:
         if delegate_to is not None:
             check_delegation(session, delegate_to)
         if store is not None:
-            recorder = self.recorder = runtime.new_recorder(
-                store, prompt, agent, session, description, tags, retention_days
+            task = TaskRecord(
+                description=description or _first_line(prompt)[:100],
+                prompt=prompt,
+                assigned_agent=agent,
+                model=session.model.name,
+                workspace=str(runtime.workspace),
+                tags=list(tags),
+                retention_days=retention_days,
+                settings=runtime.permissions.task_settings(),
             )
+            recorder = self.recorder = Recorder(store, task, runtime.redactor())
             if task_id is not None:
                 recorder.task.id = task_id
             session.recorder = recorder
@@ -333,3 +341,8 @@ def _run(session: Session, prompt: str) -> Coroutine[Any, Any, RunResult]:
     prompt asks for by name (:mod:`subagents.runtime.mentions`)."""
     compact = session.description_profile() == "compact"
     return session.run(with_mentions(prompt, session.agent_types(), pass_words_on=compact))
+
+
+def _first_line(prompt: str) -> str:
+    """What names a task when its run is given no description."""
+    return prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"

@@ -42,10 +42,10 @@ if TYPE_CHECKING:
     from subagents.inventory import Inventory
     from subagents.mcp.config import MCPServerConfig, MCPServersConfig
     from subagents.mcp.consent import ProjectServerPolicy
+    from subagents.redaction import Redactor
     from subagents.runtime.instructions import ProjectInstructions
-    from subagents.runtime.recorder import Recorder
     from subagents.store.base import Store
-    from subagents.store.records import SessionRecord, TaskRecord
+    from subagents.store.records import TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode
     from subagents.workflows.graph import Workflow
 
@@ -317,7 +317,7 @@ class Runtime:
         self._instructions.clear()
         await self.toolbox.start_mcp()
         run = self._last_run = Run(self, rule_arguments=self._restored_rule_arguments(task))
-        recorder = Recorder(store, task, self._redactor())
+        recorder = Recorder(store, task, self.redactor())
         return await run.follow_up(recorder, prompt, delegate_to=delegate_to)
 
     def latest_conversation(self) -> str | None:
@@ -426,7 +426,7 @@ class Runtime:
             reask_calls=self._adopt_if_imported(task, rule_arguments),
             rule_arguments=rule_arguments,
         )
-        return await run.resume(Recorder(store, task, self._redactor()), ended=ended)
+        return await run.resume(Recorder(store, task, self.redactor()), ended=ended)
 
     async def _resume_workflow(
         self,
@@ -448,7 +448,7 @@ class Runtime:
         except BaseException:
             store.release_task(task.id, self.owner)
             raise
-        recorder = Recorder(store, task, self._redactor())
+        recorder = Recorder(store, task, self.redactor())
         return await resume_workflow(self, task, recorder, decisions, workflow=graph)
 
     def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
@@ -487,82 +487,12 @@ class Runtime:
         credentials = known_credentials(self.config, self.toolbox.configured_mcp())
         return [*credentials, *self.toolbox.endpoint_keys().values()]
 
-    def _redactor(self) -> Any:
+    def redactor(self) -> Redactor:
+        """A redactor of every credential this runtime knows (see :meth:`credentials`)."""
         from subagents.redaction import Redactor
 
         # the credentials hold the environment's secrets already: no second scan of it
         return Redactor(self.credentials(), include_environment=False)
-
-    def new_recorder(
-        self,
-        store: Store,
-        prompt: str,
-        agent: str | None,
-        session: Session,
-        description: str | None,
-        tags: Sequence[str],
-        retention_days: int | None,
-    ) -> Recorder:
-        from subagents.runtime.recorder import Recorder
-        from subagents.store.records import TaskRecord
-
-        first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
-        task = TaskRecord(
-            description=description or first_line[:100],
-            prompt=prompt,
-            assigned_agent=agent,
-            model=session.model.name,
-            workspace=str(self.workspace),
-            tags=list(tags),
-            retention_days=retention_days,
-            settings=self.permissions.task_settings(),
-        )
-        return Recorder(store, task, self._redactor())
-
-    def queued_task(
-        self,
-        prompt: str,
-        *,
-        agent: str | None = None,
-        description: str | None = None,
-        tags: Sequence[str] = (),
-        retention_days: int | None = None,
-    ) -> TaskRecord:
-        """The record of a run that a worker will carry out (see :mod:`subagents.workers`):
-        status ``pending``, this runtime's workspace, mode and rules, its text redacted.
-
-        ``agent`` must name an agent here; the model is the one this runtime was given, or
-        the worker's default when it was given none."""
-        from subagents.store.records import TaskRecord
-
-        if agent is not None:
-            self.inventory.get(agent)  # an unknown agent is refused now, not on the worker
-        main = self.model_chooser.main_given
-        redactor = self._redactor()
-        first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
-        return TaskRecord(
-            description=redactor.text(description or first_line[:100]),
-            prompt=redactor.text(prompt),
-            assigned_agent=agent,
-            model=main if isinstance(main, str) else None,
-            workspace=str(self.workspace),
-            tags=list(tags),
-            retention_days=retention_days,
-            settings=self.permissions.task_settings(),
-        )
-
-    def rebuild_session(
-        self,
-        record: SessionRecord,
-        delegation: Delegation,
-        parent: Session | None,
-        recorder: Recorder | None = None,
-    ) -> Session:
-        """A session as the store left it (see
-        :meth:`~subagents.runtime.assembly.SessionBuilder.rebuilt`)."""
-        recorder = recorder if recorder is not None else parent.recorder if parent else None
-        assert recorder is not None
-        return self._run_of(delegation).builder.rebuilt(record, parent, recorder)
 
     def definition_named(self, name: str) -> AgentDefinition | None:
         """The current definition of the agent ``name``, if it has one."""

@@ -36,7 +36,7 @@ from subagents.tools.names import TASK_CANCEL_TOOL_NAME, TASK_OUTPUT_TOOL_NAME
 if TYPE_CHECKING:
     from subagents.models.base import ToolSpec
     from subagents.models.settings import ProviderSettings
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.services import Services
     from subagents.tools.base import Tool, ToolRegistry
 
 __all__ = [
@@ -150,7 +150,7 @@ def _provider_of(model_name: str) -> str:
     return model_name.partition(":")[0].strip().lower()
 
 
-def someone_can_answer(runtime: Runtime) -> bool:
+def someone_can_answer(runtime: Services) -> bool:
     """Whether AskHuman is offered: someone can answer a question of this run.
 
     AskHuman pauses the run until a person answers (``subagents resume TASK --set answer=...``

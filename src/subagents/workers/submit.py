@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import SubagentsError
-from subagents.store.records import new_id, utc_now
+from subagents.store.records import TaskRecord, new_id, utc_now
 from subagents.workers.engine import (
     APP_VERSION,
     DEFAULT_QUEUE,
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from subagents.runtime.pause import HumanDecision
     from subagents.runtime.runtime import Runtime
     from subagents.store.base import Store
-    from subagents.store.records import TaskRecord
     from subagents.workflows.graph import Workflow
 
 __all__ = [
@@ -62,13 +61,39 @@ def queue_run(
     task record (``runtime``'s store must be a PostgreSQL store)."""
     store = _store_of(runtime)
     store_url = postgres_url(store)
-    task = runtime.queued_task(
-        prompt, agent=agent, description=description, tags=tags, retention_days=retention_days
-    )
+    task = _queued_task(runtime, prompt, agent, description, tags, retention_days)
     task.settings["remote"] = {"queue": queue}
     store.create_task(task)
     _enqueue(store, task, store_url, queue, task.id)
     return task
+
+
+def _queued_task(
+    runtime: Runtime,
+    prompt: str,
+    agent: str | None,
+    description: str | None,
+    tags: tuple[str, ...],
+    retention_days: int | None,
+) -> TaskRecord:
+    """The record of a run that a worker will carry out: status ``pending``, ``runtime``'s
+    workspace, mode and rules, its text redacted. ``agent`` must name an agent here; the
+    model is the one ``runtime`` was given, or the worker's default when it was given none."""
+    if agent is not None:
+        runtime.inventory.get(agent)  # an unknown agent is refused now, not on the worker
+    main = runtime.model_chooser.main_given
+    redactor = runtime.redactor()
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    return TaskRecord(
+        description=redactor.text(description or first_line[:100]),
+        prompt=redactor.text(prompt),
+        assigned_agent=agent,
+        model=main if isinstance(main, str) else None,
+        workspace=str(runtime.workspace),
+        tags=list(tags),
+        retention_days=retention_days,
+        settings=runtime.permissions.task_settings(),
+    )
 
 
 def queue_workflow(

@@ -262,7 +262,7 @@ async def run_workflow(
     recorder = None
     if store is not None:
         task = workflow_task(runtime, workflow, input, task_id=task_id, description=description)
-        recorder = Recorder(store, task, runtime._redactor())
+        recorder = Recorder(store, task, runtime.redactor())
         recorder.start_task()
         store.claim_task(task.id, runtime.owner)
     engine = _Engine(runtime, workflow, recorder, progress, {})

@@ -1,0 +1,57 @@
+"""Services: what building and running sessions needs of a runtime, and nothing more.
+
+:class:`~subagents.runtime.assembly.SessionBuilder` is written against this protocol, not
+against :class:`~subagents.runtime.runtime.Runtime` (which provides it): the builder sees the
+models, tools, permissions, hooks and events of the runtime, never its runs or workflows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from subagents.config import Config
+    from subagents.definitions.model import AgentDefinition
+    from subagents.inventory import Inventory
+    from subagents.runtime.events import EventBus
+    from subagents.runtime.hooks import Hooks
+    from subagents.runtime.instructions import ProjectInstructions
+    from subagents.runtime.models import ModelChooser
+    from subagents.runtime.permissions import RunPermissions
+    from subagents.runtime.toolbox import Toolbox
+    from subagents.store.base import Store
+
+__all__ = ["Services"]
+
+
+class Services(Protocol):
+    """The runtime's parts a session is built from (see the module docstring)."""
+
+    workspace: Path
+    model_chooser: ModelChooser
+    toolbox: Toolbox
+    permissions: RunPermissions
+    hooks: Hooks
+    events: EventBus
+    stream: bool
+    store: Store | None
+    """Only whether there is one: a run without a store cannot pause for a person."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def inventory(self) -> Inventory: ...
+
+    def session_hooks(self, definition: AgentDefinition | None, *, subagent: bool) -> Hooks:
+        """The run's hooks plus those of ``definition``'s own file."""
+        ...
+
+    def project_instructions(self, workspace: Path) -> ProjectInstructions:
+        """The CLAUDE.md / AGENTS.md files for ``workspace``, read once per run."""
+        ...
+
+    def definition_named(self, name: str) -> AgentDefinition | None:
+        """The current definition of the agent ``name``, if it has one."""
+        ...
