@@ -2,9 +2,10 @@
 
 The first prompt is :meth:`Runtime.run`; every later one :meth:`Runtime.continue_task` on the
 same task, so the main agent sees the whole conversation and ``subagents trace`` /
-``resume`` work on it as on any run. :class:`ChatSession` is that loop without a screen (the
-slash commands, ``@agent`` prompts, switching task or model); the Textual app
-(:mod:`subagents.cli.chat_app`) and the line mode (``--no-tui``) both drive it.
+``resume`` work on it as on any run. :class:`~subagents.cli.chat_session.ChatSession` is
+that loop without a screen (the slash commands, ``@agent`` prompts, switching task or
+model); the Textual app (:mod:`subagents.cli.chat_app`) and the line mode (``--no-tui``)
+here both drive it.
 
 Textual is imported only when the app starts, so that ``subagents --help`` stays fast.
 """

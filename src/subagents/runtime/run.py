@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from subagents.runtime.session import Session
     from subagents.runtime.tool_menu import DescriptionProfile
 
-__all__ = ["Run", "check_delegation", "handed_to"]
+__all__ = ["Run", "check_delegation", "handed_to", "task_description"]
 
 
 class Run:
@@ -110,7 +110,7 @@ class Run:
             check_delegation(session, delegate_to)
         if store is not None:
             task = TaskRecord(
-                description=description or _first_line(prompt)[:100],
+                description=task_description(description, prompt),
                 prompt=prompt,
                 assigned_agent=agent,
                 model=session.model.name,
@@ -343,6 +343,7 @@ def _run(session: Session, prompt: str) -> Coroutine[Any, Any, RunResult]:
     return session.run(with_mentions(prompt, session.agent_types(), pass_words_on=compact))
 
 
-def _first_line(prompt: str) -> str:
-    """What names a task when its run is given no description."""
-    return prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+def task_description(description: str | None, prompt: str) -> str:
+    """What names a task: its description, else the first line of its prompt."""
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    return description or first_line[:100]

@@ -79,13 +79,14 @@ def _queued_task(
     """The record of a run that a worker will carry out: status ``pending``, ``runtime``'s
     workspace, mode and rules, its text redacted. ``agent`` must name an agent here; the
     model is the one ``runtime`` was given, or the worker's default when it was given none."""
+    from subagents.runtime.run import task_description
+
     if agent is not None:
         runtime.inventory.get(agent)  # an unknown agent is refused now, not on the worker
     main = runtime.model_chooser.main_given
     redactor = runtime.redactor()
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
     return TaskRecord(
-        description=redactor.text(description or first_line[:100]),
+        description=redactor.text(task_description(description, prompt)),
         prompt=redactor.text(prompt),
         assigned_agent=agent,
         model=main if isinstance(main, str) else None,
