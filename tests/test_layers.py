@@ -191,3 +191,17 @@ def test_the_checks_see_imports_inside_functions_and_not_type_checking_ones(
     names = set(_imported_names("subagents.probe", source))
     assert "subagents.runtime.runtime" in names
     assert not any(name.startswith("subagents.cli") for name in names)
+
+
+def test_below_the_facade_nothing_names_runtime_even_for_type_checking() -> None:
+    """Sessions, runs, delegation and workflows are written against ``Services``
+    (:mod:`subagents.runtime.services`), so the facade can change without them."""
+    facade = "subagents.runtime.runtime"
+    naming = sorted(
+        name
+        for name, path in modules().items()
+        if name not in (ROOT, facade)
+        and layer_of(name) < layer_of(facade)
+        and f"from {facade} import" in path.read_text()
+    )
+    assert not naming, naming

@@ -313,6 +313,47 @@ async def test_a_side_effecting_tool_node_cut_off_by_a_crash_asks_before_running
     assert entry.status == "completed"
 
 
+@pytest.mark.parametrize("policy", ["rerun", "fail"])
+async def test_a_tool_node_cut_off_by_a_crash_follows_interrupted_tool_calls_as_a_session_does(
+    project: Path, store: SQLiteStore, policy: str
+) -> None:
+    """``[subagents] interrupted_tool_calls`` rules a workflow's tool node as it rules a
+    session's call: 'rerun' runs it again without asking, 'fail' stops without running it."""
+    from subagents.config import Config, SubagentsSettings
+
+    runs: list[str] = []
+
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy (a side effect)."""
+        runs.append(target)
+        if len(runs) == 1:
+            raise Crash
+        return f"deployed {target}"
+
+    workflow = Workflow(
+        name="deploy",
+        entry_point="deploy",
+        nodes={"deploy": ToolNode(tool="deploy", arguments={"target": "{{ input }}"})},
+    )
+    config = Config(subagents=SubagentsSettings(interrupted_tool_calls=policy))
+    crashed = runtime_for(project, store, tools=[deploy])
+    with pytest.raises(Crash):
+        await crashed.run_workflow(workflow, "prod", task_id="deploy-task")
+    store.release_task("deploy-task", crashed.owner)
+    resumed = await runtime_for(project, store, tools=[deploy], config=config).resume("deploy-task")
+    (entry,) = store.ledger("deploy-task", workflow_session_id("deploy-task"))
+    if policy == "rerun":
+        assert resumed.status == "completed", resumed.error
+        assert runs == ["prod", "prod"]
+        assert entry.status == "completed"
+    else:
+        assert resumed.status == "failed"
+        assert resumed.error is not None and "interrupted_tool_calls" in resumed.error
+        assert runs == ["prod"]
+        assert entry.status == "failed"
+
+
 async def test_a_tool_node_that_needs_approval_pauses_at_the_node(
     project: Path, store: SQLiteStore
 ) -> None:

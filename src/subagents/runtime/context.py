@@ -10,17 +10,14 @@ build them) gets the defaults: no decisions, ask about interrupted calls, no bac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from subagents.runtime.pause import HumanDecision, WaitPoint
+    from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
 
-__all__ = ["InterruptedPolicy", "RunContext"]
-
-InterruptedPolicy = Literal["ask", "rerun", "fail"]
-"""What a resumed session does with a side-effecting call that started and never reported:
-ask a person, run it again, or answer the model that it did not complete."""
+__all__ = ["RunContext"]
 
 
 class RunContext(Protocol):

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
+    from subagents.inventory import Inventory
     from subagents.models.choice import ModelChoice
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.services import Services
     from subagents.runtime.worktree import Worktree, WorktreeOutcome
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
@@ -58,6 +59,7 @@ __all__ = [
     "TaskCancelInput",
     "TaskInput",
     "TaskOutputInput",
+    "TaskToolDescriptions",
 ]
 
 # A SubagentStop hook may send a subagent back to work; this bounds a hook that always does.
@@ -131,7 +133,7 @@ class SubagentHandle:
 class Delegation:
     """Subagent bookkeeping for one top-level run."""
 
-    runtime: Runtime
+    runtime: Services
     main: Session | None = None
     handles: dict[str, SubagentHandle] = field(default_factory=dict)
     spawn_results: list[SpawnResult] = field(default_factory=list)
@@ -168,7 +170,7 @@ class Delegation:
                     # Delegating changes nothing by itself, and a subagent runs under the
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,
-                    compact_description=self.runtime.task_tool_description(compact=True),
+                    compact_description=self._task_description(compact=True),
                     background_parameters=_TASK_BACKGROUND_PARAMETERS,
                     parallel=True,
                 ),
@@ -197,8 +199,9 @@ class Delegation:
             )
         return self._tools
 
-    def _task_description(self) -> str:
-        return self.runtime.task_tool_description()
+    def _task_description(self, *, compact: bool = False) -> str:
+        runtime = self.runtime
+        return runtime.task_descriptions.of(runtime.inventory, compact=compact)
 
     def _active_types(self) -> tuple[str, ...]:
         return tuple(record.definition.name for record in self.runtime.inventory.active())
@@ -227,7 +230,7 @@ class Delegation:
         kept = self._allowed_types.get(session)
         if kept is not None and kept[0] == generation:
             return kept[1]
-        definition = self.runtime._definition_named(session.agent_type)
+        definition = self.runtime.definition_named(session.agent_type)
         allowed = self.allowed_subagent_types_of(definition, session.parent)
         self._allowed_types[session] = (generation, allowed)
         return allowed
@@ -551,7 +554,7 @@ class Delegation:
         if record is None:
             return None
         session = self._builder().rebuilt(record, parent, recorder)
-        definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
+        definition = _definition_or_stub(self.runtime, record.agent_name, session.system_prompt)
         handle = SubagentHandle(session, definition, parent, record.model, description)
         handle.rebound = True
         self.handles[child_id] = handle
@@ -860,7 +863,7 @@ class Delegation:
             if record.session_id in self.handles:
                 continue
             session = self._builder().rebuilt(record, parent, recorder)
-            definition = self.runtime.definition_or_stub(record.agent_name, session.system_prompt)
+            definition = _definition_or_stub(self.runtime, record.agent_name, session.system_prompt)
             handle = SubagentHandle(
                 session, definition, parent, record.model, record.task_description, background=True
             )
@@ -917,6 +920,37 @@ class Delegation:
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+
+
+class TaskToolDescriptions:
+    """The Task tool's description and its compact form for an inventory's active agents,
+    made again only when the inventory is reloaded (a run builds the Task tool per session)."""
+
+    def __init__(self) -> None:
+        self._made: tuple[int, str, str] | None = None
+
+    def of(self, inventory: Inventory, *, compact: bool = False) -> str:
+        made = self._made
+        if made is None or made[0] != inventory.generation:
+            active = [record.definition for record in inventory.active()]
+            made = self._made = (
+                inventory.generation,
+                task_tool_description(active),
+                task_tool_description(active, compact=True),
+            )
+        return made[2] if compact else made[1]
+
+
+def _definition_or_stub(services: Services, name: str, system_prompt: str) -> AgentDefinition:
+    """The current definition of ``name``, or a stand-in if it is gone since the run began."""
+    from subagents.definitions.model import AgentDefinition
+
+    definition = services.definition_named(name)
+    if definition is not None:
+        return definition
+    return AgentDefinition(
+        name=name, description="(restored from the store)", system_prompt=system_prompt
+    )
 
 
 def task_tool_description(active: list[AgentDefinition], *, compact: bool = False) -> str:

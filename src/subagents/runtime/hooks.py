@@ -18,15 +18,18 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents._process import run_process
 from subagents.matchers import compile_matcher
 from subagents.secrets import tool_environment
 from subagents.status import HookEvent as HookEventName
+
+if TYPE_CHECKING:
+    from subagents.config import HookCommand
 
 __all__ = [
     "CommandHook",
@@ -191,6 +194,16 @@ class Hooks:
 
     def copy(self) -> Hooks:
         return Hooks(list(self._registrations))
+
+    def add_commands(
+        self, commands: Mapping[HookEventName, Sequence[HookCommand]], env: Mapping[str, str]
+    ) -> None:
+        """Register the shell commands of config.toml's ``[[hooks.EVENT]]`` tables, run with
+        the environment ``env``."""
+        for event, entries in commands.items():
+            for entry in entries:
+                hook = CommandHook(entry.command, timeout_seconds=entry.timeout, env=env)
+                self.add(event, hook, matcher=entry.matcher)
 
     def has(self, event: HookEventName) -> bool:
         return any(r.event == event for r in self._registrations)

@@ -59,6 +59,7 @@ __all__ = [
     "RULES_FOLDER",
     "USER_FILE_NAME",
     "InstructionFile",
+    "InstructionsPerRun",
     "ProjectInstructions",
     "imports_in",
     "instruction_candidates",
@@ -194,6 +195,23 @@ def load_project_instructions(
             f"supported here: {shown}" + (f" and {more} more" if more > 0 else "")
         )
     return ProjectInstructions(tuple(collector.files), tuple(collector.warnings))
+
+
+class InstructionsPerRun:
+    """The instruction files of each workspace, read once per run, so that every session of a
+    run starts from the same instructions; :meth:`clear` when the next run begins."""
+
+    def __init__(self) -> None:
+        self._read: dict[Path, ProjectInstructions] = {}
+
+    def clear(self) -> None:
+        self._read.clear()
+
+    def of(self, workspace: Path) -> ProjectInstructions:
+        found = self._read.get(workspace)
+        if found is None:
+            found = self._read[workspace] = load_project_instructions(workspace)
+        return found
 
 
 def _rule_files(directory: str, warnings: list[str]) -> list[Path]:

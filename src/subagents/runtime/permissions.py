@@ -93,13 +93,15 @@ class RunPermissions:
             **self.rule_settings(arguments),
         }
 
-    def restored_arguments(self, task: TaskRecord, *, adopted: bool) -> RuleArguments:
+    def restored_arguments(self, task: TaskRecord) -> RuleArguments:
         """This runtime's rules plus the stored rules of ``task``, for its resumed run only;
-        an imported task not resumed here yet (``adopted`` false) keeps only its deny rules:
-        an archive grants nothing."""
+        an imported task not resumed here yet keeps only its deny rules: an archive grants
+        nothing."""
+        from subagents.runtime.resumption import not_adopted
         from subagents.tools.rule_sources import restored_rule_arguments
 
-        return restored_rule_arguments(task.settings, *self.arguments, trusted=adopted)
+        trusted = not not_adopted(task)
+        return restored_rule_arguments(task.settings, *self.arguments, trusted=trusted)
 
     def for_run(
         self, pause: Approver | None, rules: PermissionRules | None = None

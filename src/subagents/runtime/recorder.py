@@ -356,7 +356,7 @@ class Recorder:
 
     def ledger_entry(
         self,
-        session: Session,
+        session_id: str,
         call: ToolCall,
         tool: Tool,
         outcome: ToolOutcome | None = None,
@@ -373,7 +373,7 @@ class Recorder:
         return {
             "schema_version": RECORD_SCHEMA_VERSION,
             "task_id": self.task.id,
-            "session_id": session.agent_id,
+            "session_id": session_id,
             "tool_call_id": call.id,
             "tool_name": call.name,
             "arguments": self._arguments(call.arguments)[0],

@@ -1,5 +1,5 @@
-"""Resuming a stored task: whether it may be resumed, which person's decision goes to which
-session, and an imported task made this workspace's own on its first resume.
+"""Resuming a stored task: whether it may be resumed or continued, which person's decision goes
+to which session, and an imported task made this workspace's own on its first resume.
 """
 
 from __future__ import annotations
@@ -8,15 +8,23 @@ from typing import TYPE_CHECKING
 
 from subagents.errors import StoreError
 from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
+from subagents.store.lease import lease_refusal
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.runtime.permissions import RuleArguments, RunPermissions
-    from subagents.store.base import Store
+    from subagents.store.base import Store, TaskOwner
     from subagents.store.records import TaskRecord
 
-__all__ = ["adopt_if_imported", "decisions_for", "not_adopted", "pending_question"]
+__all__ = [
+    "adopt_if_imported",
+    "claim_to_continue",
+    "decisions_for",
+    "latest_conversation",
+    "not_adopted",
+    "pending_question",
+]
 
 
 def pending_question(store: Store, task: TaskRecord) -> HumanQuestion | None:
@@ -99,3 +107,44 @@ def adopt_if_imported(
             "imported": {**imported, "adopted_at": utc_now().isoformat()},
         }
     return calls
+
+
+def claim_to_continue(store: Store, task: TaskRecord, owner: TaskOwner, *, force: bool) -> None:
+    """Claim ``task`` for a follow-up prompt in its conversation, or say why it cannot have
+    one: a workflow run, a task waiting for a person, one that stopped before it finished, or
+    one another live process holds."""
+    if "workflow" in task.settings:
+        raise StoreError(
+            f"Task {task.id} is a workflow run; it has no conversation to continue.",
+            hint="run the workflow again with 'subagents workflow run', or continue one of "
+            "its agents' tasks",
+        )
+    if task.status == "awaiting_human":
+        raise StoreError(
+            f"Task {task.id} is waiting for a person; answer that first.",
+            hint=f"run 'subagents resume {task.id[:8]} --approve' (or --reject REASON), "
+            "then continue it",
+        )
+    if task.status in ("pending", "running") and not force:
+        holder = store.claim_task(task.id, owner)
+        if holder is not None:
+            raise lease_refusal(holder)
+        store.release_task(task.id, owner)
+        raise StoreError(
+            f"Task {task.id} stopped before it finished (status {task.status}).",
+            hint=f"finish it with 'subagents resume {task.id[:8]}' first",
+        )
+    holder = store.claim_task(task.id, owner, force=force)
+    if holder is not None:
+        raise lease_refusal(holder)
+
+
+def latest_conversation(store: Store, workspace: Path) -> str | None:
+    """The newest task of ``workspace`` that can be continued (not a workflow, not waiting for
+    a person, not running): what ``run --continue`` goes on with."""
+    for task in store.list_tasks(limit=None):
+        if task.workspace != str(workspace) or "workflow" in task.settings:
+            continue
+        if task.status in ("completed", "failed", "cancelled"):
+            return task.id
+    return None

@@ -30,12 +30,12 @@ from subagents.store.records import TaskRecord, new_id
 from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
-    from subagents.runtime.context import InterruptedPolicy
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.services import Services
     from subagents.runtime.session import Session
+    from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
 
 __all__ = ["Run", "check_delegation", "handed_to", "task_description"]
@@ -57,7 +57,7 @@ class Run:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Services,
         *,
         decisions: dict[WaitPoint, HumanDecision] | None = None,
         reask_calls: frozenset[str] = frozenset(),

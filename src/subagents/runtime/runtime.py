@@ -8,24 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ConfigError, StoreError
 from subagents.models.base import Model
-from subagents.runtime.delegation import Delegation
-from subagents.runtime.events import EventBus
-from subagents.runtime.hooks import CommandHook, Hooks
+from subagents.runtime.delegation import Delegation, TaskToolDescriptions
+from subagents.runtime.events import EventBus, InstructionsNotice
+from subagents.runtime.hooks import Hooks
+from subagents.runtime.instructions import InstructionsPerRun
 from subagents.runtime.models import ModelChooser
-from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
-from subagents.runtime.permissions import Headless, RuleArguments, RunPermissions
+from subagents.runtime.pause import HumanDecision, HumanQuestion
+from subagents.runtime.permissions import Headless, RunPermissions
 from subagents.runtime.prompt import MAIN_AGENT_PROMPT
 from subagents.runtime.result import RunResult
 from subagents.runtime.resumption import (
     adopt_if_imported,
+    claim_to_continue,
     decisions_for,
-    not_adopted,
+    latest_conversation,
     pending_question,
 )
 from subagents.runtime.run import Run
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
     from subagents.redaction import Redactor
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.store.base import Store
-    from subagents.store.records import TaskRecord
     from subagents.tools.permissions import Approver, PermissionMode
     from subagents.workflows.graph import Workflow
 
@@ -110,8 +111,8 @@ class Runtime:
             models=models,
             agent_models=agent_models,
         )
-        self._instructions: dict[Path, ProjectInstructions] = {}  # read once per run
-        self._task_description: tuple[int, str, str] | None = None
+        self._instructions = InstructionsPerRun()
+        self.task_descriptions = TaskToolDescriptions()
         # a copy: hooks from config.toml are added to it without touching the caller's
         self.hooks = hooks.copy() if hooks is not None else Hooks()
         self.events = events if events is not None else EventBus()
@@ -158,12 +159,7 @@ class Runtime:
             self._config = load_config(self.workspace)
         if not self._config_hooks_added:
             self._config_hooks_added = True
-            for event, commands in self._config.hooks.items():
-                for entry in commands:
-                    hook = CommandHook(
-                        entry.command, timeout_seconds=entry.timeout, env=self.toolbox.environment()
-                    )
-                    self.hooks.add(event, hook, matcher=entry.matcher)
+            self.hooks.add_commands(self._config.hooks, self.toolbox.environment())
         return self._config
 
     @property
@@ -181,29 +177,10 @@ class Runtime:
             self.toolbox.hide_endpoint_keys()
         return self._inventory
 
-    def _restored_rule_arguments(self, task: TaskRecord) -> RuleArguments:
-        return self.permissions.restored_arguments(task, adopted=not not_adopted(task))
-
     def _store_files(self) -> list[Path]:
         """The store's file, when it keeps one (tools must not write it)."""
         path = getattr(self.store, "path", None)
         return [path] if isinstance(path, Path) else []
-
-    def task_tool_description(self, *, compact: bool = False) -> str:
-        """The Task tool's description for the current inventory (rebuilt after a reload);
-        ``compact``: its form in the compact description profile."""
-        from subagents.runtime.delegation import task_tool_description
-
-        inventory = self.inventory
-        cached = self._task_description
-        if cached is None or cached[0] != inventory.generation:
-            active = [record.definition for record in inventory.active()]
-            cached = self._task_description = (
-                inventory.generation,
-                task_tool_description(active),
-                task_tool_description(active, compact=True),
-            )
-        return cached[2] if compact else cached[1]
 
     # -- running -----------------------------------------------------------------------------
 
@@ -290,47 +267,17 @@ class Runtime:
 
         store = self._require_store()
         task = store.get_task(task_id)
-        if "workflow" in task.settings:
-            raise StoreError(
-                f"Task {task.id} is a workflow run; it has no conversation to continue.",
-                hint="run the workflow again with 'subagents workflow run', or continue one of "
-                "its agents' tasks",
-            )
-        if task.status == "awaiting_human":
-            raise StoreError(
-                f"Task {task.id} is waiting for a person; answer that first.",
-                hint=f"run 'subagents resume {task.id[:8]} --approve' (or --reject REASON), "
-                "then continue it",
-            )
-        if task.status in ("pending", "running") and not force:
-            holder = store.claim_task(task.id, self.owner)
-            if holder is not None:
-                raise lease_refusal(holder)
-            store.release_task(task.id, self.owner)
-            raise StoreError(
-                f"Task {task.id} stopped before it finished (status {task.status}).",
-                hint=f"finish it with 'subagents resume {task.id[:8]}' first",
-            )
-        holder = store.claim_task(task.id, self.owner, force=force)
-        if holder is not None:
-            raise lease_refusal(holder)
+        claim_to_continue(store, task, self.owner, force=force)
         self._instructions.clear()
         await self.toolbox.start_mcp()
-        run = self._last_run = Run(self, rule_arguments=self._restored_rule_arguments(task))
+        run = self._last_run = Run(self, rule_arguments=self.permissions.restored_arguments(task))
         recorder = Recorder(store, task, self.redactor())
         return await run.follow_up(recorder, prompt, delegate_to=delegate_to)
 
     def latest_conversation(self) -> str | None:
         """The newest task of this workspace that can be continued (not a workflow, not
         waiting for a person, not running): what ``run --continue`` goes on with."""
-        store = self._require_store()
-        workspace = str(self.workspace)
-        for task in store.list_tasks(limit=None):
-            if task.workspace != workspace or "workflow" in task.settings:
-                continue
-            if task.status in ("completed", "failed", "cancelled"):
-                return task.id
-        return None
+        return latest_conversation(self._require_store(), self.workspace)
 
     async def run_workflow(
         self,
@@ -358,36 +305,22 @@ class Runtime:
     def check_workflow(self, workflow: Workflow, *, source: str = "") -> None:
         """Refuse ``workflow`` when it has problems here (unknown or inactive agents, tools
         this runtime does not have, a broken graph): every one, with its location."""
-        from subagents.errors import WorkflowValidationError
-        from subagents.workflows.validate import problem_errors, validate_workflow
+        from subagents.workflows.runner import check_workflow
 
-        agents = {name: record.status for name, record in self.inventory.records.items()}
-        problems = validate_workflow(
-            workflow, agents=agents, tools=self.toolbox.base_tools().names()
-        )
-        errors = problem_errors(problems)
-        if errors:
-            raise WorkflowValidationError(workflow.name, errors, source=source)
+        check_workflow(self, workflow, source=source)
 
     def _announce_instruction_problems(self) -> None:
         """Read the CLAUDE.md / AGENTS.md files afresh for this run, and say which were cut
         or skipped."""
         self._instructions.clear()
         if self.events.active:
-            from subagents.runtime.events import InstructionsNotice
-
             for warning in self.project_instructions(self.workspace).warnings:
                 self.events.emit(InstructionsNotice(warning))
 
     def project_instructions(self, workspace: Path) -> ProjectInstructions:
         """The CLAUDE.md / AGENTS.md files for ``workspace``, read once per run: every
         session of a run starts from the same instructions."""
-        found = self._instructions.get(workspace)
-        if found is None:
-            from subagents.runtime.instructions import load_project_instructions
-
-            found = self._instructions[workspace] = load_project_instructions(workspace)
-        return found
+        return self._instructions.of(workspace)
 
     async def resume(
         self,
@@ -411,7 +344,7 @@ class Runtime:
         store = self._require_store()
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
-        rule_arguments = self._restored_rule_arguments(task)
+        rule_arguments = self.permissions.restored_arguments(task)
         decisions = decisions_for(store, task, decision)
         ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self.owner, force=force)
@@ -419,42 +352,16 @@ class Runtime:
             raise lease_refusal(holder)
         await self.toolbox.start_mcp()
         if "workflow" in task.settings:
-            return await self._resume_workflow(task, rule_arguments, decisions, workflow)
+            from subagents.workflows.runner import resume_workflow
+
+            return await resume_workflow(self, task, rule_arguments, decisions, workflow=workflow)
+        reask = adopt_if_imported(
+            task, rule_arguments, workspace=self.workspace, permissions=self.permissions
+        )
         run = self._last_run = Run(
-            self,
-            decisions=decisions,
-            reask_calls=self._adopt_if_imported(task, rule_arguments),
-            rule_arguments=rule_arguments,
+            self, decisions=decisions, reask_calls=reask, rule_arguments=rule_arguments
         )
         return await run.resume(Recorder(store, task, self.redactor()), ended=ended)
-
-    async def _resume_workflow(
-        self,
-        task: TaskRecord,
-        rules: RuleArguments,
-        decisions: dict[WaitPoint, HumanDecision],
-        workflow: Workflow | None,
-    ) -> RunResult:
-        """Continue a workflow task (claimed by this process) at its node. The graph is the
-        one the task started with, checked again against this runtime's agents and tools."""
-        from subagents.runtime.recorder import Recorder
-        from subagents.workflows.runner import definition_of, resume_workflow
-
-        store = self._require_store()
-        try:
-            self._adopt_if_imported(task, rules)  # an archive's settings are not taken
-            graph = workflow if workflow is not None else definition_of(task)
-            self.check_workflow(graph, source=f"task {task.id[:8]}")
-        except BaseException:
-            store.release_task(task.id, self.owner)
-            raise
-        recorder = Recorder(store, task, self.redactor())
-        return await resume_workflow(self, task, recorder, decisions, workflow=graph)
-
-    def _adopt_if_imported(self, task: TaskRecord, rules: RuleArguments) -> frozenset[str]:
-        return adopt_if_imported(
-            task, rules, workspace=self.workspace, permissions=self.permissions
-        )
 
     # -- durability --------------------------------------------------------------------------
 
@@ -481,11 +388,7 @@ class Runtime:
         """Every credential this runtime was given (see
         :func:`subagents.secrets.known_credentials`), with the keys of the agents' own
         endpoints (``llm_config.api_key_env``): what must never be stored or printed."""
-        from subagents.secrets import known_credentials
-
-        self.inventory  # read, so that the agents' endpoint keys are known  # noqa: B018
-        credentials = known_credentials(self.config, self.toolbox.configured_mcp())
-        return [*credentials, *self.toolbox.endpoint_keys().values()]
+        return self.toolbox.credentials()
 
     def redactor(self) -> Redactor:
         """A redactor of every credential this runtime knows (see :meth:`credentials`)."""
@@ -499,45 +402,24 @@ class Runtime:
         record = self.inventory.records.get(name)
         return record.definition if record is not None else None
 
-    _definition_named = definition_named
-
-    def definition_or_stub(self, name: str, system_prompt: str) -> AgentDefinition:
-        """The current definition of ``name``, or a stand-in if it is gone since the run began."""
-        from subagents.definitions.model import AgentDefinition
-
-        definition = self._definition_named(name)
-        if definition is not None:
-            return definition
-        return AgentDefinition(
-            name=name, description="(restored from the store)", system_prompt=system_prompt
-        )
-
     def resume_sync(
         self, task_id: str, decision: HumanDecision | None = None, *, force: bool = False
     ) -> RunResult:
-        """:meth:`resume` for code that is not async."""
-
-        async def resume_and_close() -> RunResult:
-            try:
-                return await self.resume(task_id, decision, force=force)
-            finally:
-                await self.aclose()
-
-        return asyncio.run(resume_and_close())
+        """:meth:`resume` for code that is not async (see :meth:`run_sync`)."""
+        return asyncio.run(self._closing_after(self.resume(task_id, decision, force=force)))
 
     def run_sync(
         self, prompt: str, *, agent: str | None = None, tags: Sequence[str] = ()
     ) -> RunResult:
         """:meth:`run` for code that is not async. Provider connections are closed at the end,
         since they belong to the event loop this call creates."""
+        return asyncio.run(self._closing_after(self.run(prompt, agent=agent, tags=tags)))
 
-        async def run_and_close() -> RunResult:
-            try:
-                return await self.run(prompt, agent=agent, tags=tags)
-            finally:
-                await self.aclose()
-
-        return asyncio.run(run_and_close())
+    async def _closing_after(self, running: Awaitable[RunResult]) -> RunResult:
+        try:
+            return await running
+        finally:
+            await self.aclose()
 
     def hand_over(self) -> None:
         """From now on a run of this runtime that is cancelled stops as a crash stops it: its

@@ -1,8 +1,10 @@
 """Services: what building and running sessions needs of a runtime, and nothing more.
 
-:class:`~subagents.runtime.assembly.SessionBuilder` is written against this protocol, not
-against :class:`~subagents.runtime.runtime.Runtime` (which provides it): the builder sees the
-models, tools, permissions, hooks and events of the runtime, never its runs or workflows.
+:class:`~subagents.runtime.assembly.SessionBuilder`, :class:`~subagents.runtime.run.Run`,
+:class:`~subagents.runtime.delegation.Delegation` and the workflow runner are written against
+this protocol, not against :class:`~subagents.runtime.runtime.Runtime` (which provides it):
+they see the models, tools, permissions, hooks, events and store of the runtime, never the
+facade that starts, resumes and continues runs. Nothing below the facade imports it.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ if TYPE_CHECKING:
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
+    from subagents.redaction import Redactor
+    from subagents.runtime.delegation import TaskToolDescriptions
     from subagents.runtime.events import EventBus
     from subagents.runtime.hooks import Hooks
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.models import ModelChooser
     from subagents.runtime.permissions import RunPermissions
     from subagents.runtime.toolbox import Toolbox
-    from subagents.store.base import Store
+    from subagents.store.base import Store, TaskOwner
 
 __all__ = ["Services"]
 
@@ -36,7 +40,12 @@ class Services(Protocol):
     events: EventBus
     stream: bool
     store: Store | None
-    """Only whether there is one: a run without a store cannot pause for a person."""
+    owner: TaskOwner
+    """What this process claims its tasks as."""
+    handing_over: bool
+    """A cancelled run stops as a crash does, for another process to continue (a worker that
+    shuts down)."""
+    task_descriptions: TaskToolDescriptions
 
     @property
     def config(self) -> Config: ...
@@ -54,4 +63,8 @@ class Services(Protocol):
 
     def definition_named(self, name: str) -> AgentDefinition | None:
         """The current definition of the agent ``name``, if it has one."""
+        ...
+
+    def redactor(self) -> Redactor:
+        """A redactor of every credential the runtime knows."""
         ...

@@ -66,6 +66,7 @@ from subagents.runtime.steps import (
     model_step,
     tool_step,
 )
+from subagents.runtime.tool_call import in_ledger
 from subagents.runtime.tool_menu import (
     DescriptionProfile,
     ToolMenu,
@@ -393,8 +394,8 @@ class Session:
         entries = []
         for call in calls:
             tool = self.tools.get(call.name)
-            if tool is not None and not tool.read_only:
-                entries.append(recorder.ledger_entry(self, call, tool))
+            if tool is not None and in_ledger(tool):
+                entries.append(recorder.ledger_entry(self.agent_id, call, tool))
                 self.ledger_opened.add(call.id)
         return tuple(entries)
 

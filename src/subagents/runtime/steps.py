@@ -57,6 +57,7 @@ from subagents.runtime.answer_check import (
     retry_settings,
 )
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, RunPaused
+from subagents.runtime.tool_call import INTERRUPTED_TEXT, after_crash, in_ledger
 from subagents.store.records import RecordFields
 from subagents.tools.base import ToolContext
 from subagents.tools.execution import ToolOutcome, execute_tool_call
@@ -478,7 +479,7 @@ class _CallStep:
             return
         recorder = session.recorder
         assert recorder is not None
-        self._write_ledger(recorder.ledger_entry(session, call, tool))
+        self._write_ledger(recorder.ledger_entry(session.agent_id, call, tool))
 
     def _close_ledger(self, tool: Tool, outcome: ToolOutcome) -> None:
         session, call = self.session, self.call
@@ -486,9 +487,11 @@ class _CallStep:
         recorder = session.recorder
         assert recorder is not None
         if self.close_with_turn:  # the tool result message, in the same commit, holds it
-            self.closing = recorder.ledger_entry(session, call, tool, outcome, with_result=False)
+            self.closing = recorder.ledger_entry(
+                session.agent_id, call, tool, outcome, with_result=False
+            )
         else:
-            self._write_ledger(recorder.ledger_entry(session, call, tool, outcome))
+            self._write_ledger(recorder.ledger_entry(session.agent_id, call, tool, outcome))
 
     async def settle(self) -> ToolOutcome:
         session, call, recovering = self.session, self.call, self.recovering
@@ -513,16 +516,17 @@ class _CallStep:
         recorder = session.recorder
         if recovering and tool is not None and recorder is not None:
             entry = recorder.ledger_by_call(session.agent_id).get(call.id)
-            if entry is not None and entry.status != "started":
+            policy = "ask" if context is None else context.interrupted_tool_calls
+            recovery = after_crash(entry, tool, policy)
+            if recovery == "settled":
+                assert entry is not None
                 return _outcome_from_ledger(call, entry)
-            if entry is not None and not (tool.read_only or tool.idempotent):
-                policy = "ask" if context is None else context.interrupted_tool_calls
-                if policy == "ask":
-                    raise RunPaused(session.question(call, "crash_recovery"))
-                if policy == "fail":
-                    outcome = error_outcome(call, _INTERRUPTED, "error")
-                    self._close_ledger(tool, outcome)
-                    return outcome
+            if recovery == "ask":
+                raise RunPaused(session.question(call, "crash_recovery"))
+            if recovery == "fail":
+                outcome = error_outcome(call, INTERRUPTED_TEXT, "error")
+                self._close_ledger(tool, outcome)
+                return outcome
         return await self.execute(call, tool)
 
     def _imported(self) -> bool:
@@ -538,7 +542,7 @@ class _CallStep:
     ) -> ToolOutcome:
         session = self.session
         recorder = session.recorder
-        tracked = recorder is not None and tool is not None and not tool.read_only
+        tracked = recorder is not None and tool is not None and in_ledger(tool)
         hooks = session.hooks
         if hooks is not None and hooks:
             denial = await _pre_tool_use(session, call)
@@ -586,7 +590,7 @@ class _CallStep:
         if decision.action == "reject":
             reason = decision.reason or "no reason given"
             outcome = error_outcome(call, f"A person rejected this call: {reason}", "denied")
-            if session.recorder is not None and tool is not None and not tool.read_only:
+            if session.recorder is not None and tool is not None and in_ledger(tool):
                 self._close_ledger(tool, outcome)  # the paused call's entry: it never ran
             return outcome
         if decision.action == "modify" and decision.arguments is not None:
@@ -618,7 +622,7 @@ class _CallStep:
         """Answer the call without running it, closing the ledger entry it may have left."""
         session, call = self.session, self.call
         outcome = error_outcome(call, text, "error")
-        if session.recorder is not None and tool is not None and not tool.read_only:
+        if session.recorder is not None and tool is not None and in_ledger(tool):
             self._close_ledger(tool, outcome)
         return outcome
 
@@ -745,10 +749,6 @@ _SECRET_LOST_APPROVED = (
     "A person approved this call, but its arguments held a secret, which is never stored, so "
     "they did not survive the pause and the call was not run. Make exactly the same call "
     "again: it will run without asking again."
-)
-_INTERRUPTED = (
-    "This call was started before the process stopped and did not report back, so it may or "
-    "may not have taken effect. Check its effect before you try it again."
 )
 
 

@@ -99,6 +99,16 @@ class Toolbox:
             return {}
         return endpoint_keys(record.definition for record in inventory.records.values())
 
+    def credentials(self) -> list[str]:
+        """Every credential the runtime was given (see
+        :func:`subagents.secrets.known_credentials`), with the keys of the agents' own
+        endpoints (``llm_config.api_key_env``): what must never be stored or printed."""
+        from subagents.secrets import known_credentials
+
+        self._inventory()  # read, so that the agents' endpoint keys are known
+        configured = known_credentials(self._config(), self.configured_mcp())
+        return [*configured, *self.endpoint_keys().values()]
+
     def hide_endpoint_keys(self) -> None:
         """Take those keys out of the tools' environment, as the providers' keys are."""
         if self._tool_env is not None:

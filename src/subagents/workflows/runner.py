@@ -29,17 +29,26 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from subagents.errors import SubagentsError, WorkflowConditionError, WorkflowError
+from subagents.errors import (
+    SubagentsError,
+    WorkflowConditionError,
+    WorkflowError,
+    WorkflowValidationError,
+)
+from subagents.messages import ToolCall
 from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
-from subagents.status import LedgerStatus, RunStatus
+from subagents.runtime.steps import error_outcome
+from subagents.runtime.tool_call import INTERRUPTED_TEXT, after_crash, in_ledger
+from subagents.status import RunStatus
 from subagents.store.base import StepWrite
-from subagents.store.records import CheckpointRecord, ToolLedgerEntry, TraceRecord
+from subagents.store.records import CheckpointRecord, TraceRecord
+from subagents.tools.base import ToolContext
+from subagents.tools.execution import execute_tool_call
 from subagents.workflows.conditions import evaluate_condition, render_template, route_key
 from subagents.workflows.graph import (
     END,
@@ -51,10 +60,12 @@ from subagents.workflows.graph import (
     Workflow,
 )
 from subagents.workflows.state import StateUpdate, WorkflowMessage, WorkflowState
+from subagents.workflows.validate import problem_errors, validate_workflow
 
 if TYPE_CHECKING:
+    from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
-    from subagents.runtime.runtime import Runtime
+    from subagents.runtime.services import Services
     from subagents.store.records import TaskRecord
     from subagents.tools.base import Tool, ToolRegistry
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
@@ -63,6 +74,7 @@ __all__ = [
     "PROGRESS_VERSION",
     "NodeVisit",
     "WorkflowOutcome",
+    "check_workflow",
     "definition_of",
     "node_session_id",
     "resume_workflow",
@@ -245,7 +257,7 @@ class _Stopped(BaseException):
 
 
 async def run_workflow(
-    runtime: Runtime,
+    runtime: Services,
     workflow: Workflow,
     input: str | Mapping[str, Any] = "",
     *,
@@ -270,7 +282,7 @@ async def run_workflow(
 
 
 def workflow_task(
-    runtime: Runtime,
+    runtime: Services,
     workflow: Workflow,
     input: str | Mapping[str, Any] = "",
     *,
@@ -300,18 +312,42 @@ def workflow_task(
     )
 
 
+def check_workflow(runtime: Services, workflow: Workflow, *, source: str = "") -> None:
+    """Refuse ``workflow`` when it has problems here (unknown or inactive agents, tools
+    ``runtime`` does not have, a broken graph): every one, with its location."""
+    agents = {name: record.status for name, record in runtime.inventory.records.items()}
+    tools = runtime.toolbox.base_tools().names()
+    errors = problem_errors(validate_workflow(workflow, agents=agents, tools=tools))
+    if errors:
+        raise WorkflowValidationError(workflow.name, errors, source=source)
+
+
 async def resume_workflow(
-    runtime: Runtime,
+    runtime: Services,
     task: TaskRecord,
-    recorder: Recorder,
+    rules: RuleArguments,
     decisions: dict[WaitPoint, HumanDecision],
     *,
     workflow: Workflow | None = None,
 ) -> RunResult:
-    """Continue the workflow task ``task`` (claimed by the caller) where it stopped."""
-    store = recorder.store
-    if workflow is None:
-        workflow = definition_of(task)
+    """Continue the workflow task ``task`` (claimed by the caller) at its node. The graph is
+    the one the task started with (``workflow`` for one built in code), checked again against
+    ``runtime``'s agents and tools; an imported task is made this workspace's own first."""
+    from subagents.runtime.recorder import Recorder
+    from subagents.runtime.resumption import adopt_if_imported
+
+    store = runtime.store
+    assert store is not None
+    try:
+        # an archive's settings are not taken
+        adopt_if_imported(task, rules, workspace=runtime.workspace, permissions=runtime.permissions)
+        if workflow is None:
+            workflow = definition_of(task)
+        check_workflow(runtime, workflow, source=f"task {task.id[:8]}")
+    except BaseException:
+        store.release_task(task.id, runtime.owner)
+        raise
+    recorder = Recorder(store, task, runtime.redactor())
     session_id = workflow_session_id(task.id)
     latest = store.latest_checkpoint(task.id, session_id)
     if latest is None:  # stopped before its first node finished: start over, same ids
@@ -390,7 +426,7 @@ class _Engine:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Services,
         workflow: Workflow,
         recorder: Recorder | None,
         progress: _Progress,
@@ -564,19 +600,14 @@ class _Engine:
         }
 
     async def _tool(self, node: ToolNode, name: str, key: str, state: WorkflowState) -> StateUpdate:
-        from subagents.messages import ToolCall
-        from subagents.tools.base import ToolContext
-        from subagents.tools.execution import execute_tool_call
-
         tool = self._tool_named(node.tool, name)
         arguments = self._render_value(node.arguments, state, f"node {name!r} arguments")
         call = ToolCall(key, tool.name, arguments)
         content: str | None = None
         is_error = False
-        side_effect = not (tool.read_only or tool.idempotent)
-        recorder = self.recorder
-        if side_effect and recorder is not None:
-            content, is_error = self._settled_or_ask(recorder, tool, name, key, arguments)
+        recorder = self.recorder if in_ledger(tool) else None
+        if recorder is not None:
+            content, is_error = self._settled_or_ask(recorder, tool, name, call)
         if content is None:
             ctx = ToolContext(
                 self.runtime.workspace,
@@ -595,20 +626,13 @@ class _Engine:
                         "failed", f"node {name!r}: {tool.name} not allowed: {verdict.reason}"
                     )
                 if verdict.arguments is not None:
-                    arguments = dict(verdict.arguments)
-                    call = ToolCall(key, tool.name, arguments)
-            if side_effect and recorder is not None:
-                recorder.write_ledger(
-                    self._ledger(tool, key, arguments, "started").model_dump(mode="json")
-                )
+                    call = ToolCall(key, tool.name, dict(verdict.arguments))
+            if recorder is not None:
+                recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool))
             outcome = await execute_tool_call(call, self._registry(), ctx)
             content, is_error = outcome.message.content, outcome.message.is_error
-            if side_effect and recorder is not None:
-                entry = self._ledger(tool, key, arguments, "failed" if is_error else "completed")
-                entry.result = recorder.redactor.text(content)
-                entry.is_error = is_error
-                entry.finished_at = datetime.now(UTC)
-                recorder.write_ledger(entry.model_dump(mode="json"))
+            if recorder is not None:
+                recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool, outcome))
         if is_error:
             raise _Stopped("failed", f"node {name!r}: tool {tool.name} failed: {content}")
         message = WorkflowMessage("tool", content, node=name, name=tool.name)
@@ -616,16 +640,29 @@ class _Engine:
         return StateUpdate([message], fields)
 
     def _settled_or_ask(
-        self, recorder: Recorder, tool: Tool, name: str, key: str, arguments: dict[str, Any]
+        self, recorder: Recorder, tool: Tool, name: str, call: ToolCall
     ) -> tuple[str | None, bool]:
-        """A side-effecting tool node found in the ledger: its result when it finished; when
-        it started and never finished (a crash), a person decides whether it runs again."""
-        entry = recorder.ledger_by_call(self.session_id).get(key)
-        if entry is None:
+        """A tool node met again, settled by its ledger entry as a session's call is (see
+        :mod:`subagents.runtime.tool_call`): its result when it finished, ``None`` to run it;
+        one that started and never finished (a crash) follows ``interrupted_tool_calls``."""
+        entry = recorder.ledger_by_call(self.session_id).get(call.id)
+        policy = self.runtime.config.subagents.interrupted_tool_calls
+        recovery = after_crash(entry, tool, policy)
+        if recovery == "run":
             return None, False
-        if entry.status != "started":
+        if recovery == "settled":
+            assert entry is not None
             return entry.result or "", entry.is_error
-        point = WaitPoint(self.task_id, (self.session_id,), f"{key}:rerun")
+        if recovery == "fail":
+            interrupted = error_outcome(call, INTERRUPTED_TEXT, "error")
+            recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool, interrupted))
+            raise _Stopped(
+                "failed",
+                f"node {name!r}: {tool.name} was running when the process stopped and may or "
+                "may not have taken effect; not run again ([subagents] interrupted_tool_calls "
+                "= 'fail')",
+            )
+        point = WaitPoint(self.task_id, (self.session_id,), f"{call.id}:rerun")
         decision = self.decisions.pop(point, None)
         if decision is None:
             raise _Paused(
@@ -636,7 +673,7 @@ class _Engine:
                     f"Tool node {name!r} ({tool.name}) was running when the process stopped: "
                     "it may or may not have taken effect. Approve to run it again, reject to "
                     "stop the workflow.",
-                    arguments,
+                    call.arguments,
                 )
             )
         self._deliver(point, decision, tool.name)
@@ -645,21 +682,6 @@ class _Engine:
                 "cancelled", f"node {name!r} not run again: {decision.reason or 'rejected'}"
             )
         return None, False
-
-    def _ledger(
-        self, tool: Tool, key: str, arguments: dict[str, Any], status: LedgerStatus
-    ) -> ToolLedgerEntry:
-        assert self.recorder is not None
-        return ToolLedgerEntry(
-            task_id=self.task_id,
-            session_id=self.session_id,
-            tool_call_id=key,
-            tool_name=tool.name,
-            arguments=self.recorder.redactor.value(arguments),
-            status=status,
-            read_only=tool.read_only,
-            idempotent=tool.idempotent,
-        )
 
     def _permissions(self, name: str, key: str) -> PermissionPolicy:
         """The run's policy, with a person asked by pausing the run at this node."""
