@@ -15,7 +15,7 @@ LLAMA_PIP_CACHE := $(HOME)/.cache/subagents/pip-llamacpp-portable
 
 .PHONY: demo test test-fast lint typecheck unit system-packages bench fuzz eval clean
 
-# The MCP reference server nobody here wrote, for the interop tests (tests/test_mcp_interop.py):
+# The MCP reference server nobody here wrote, for the interop tests (tests/tools/test_mcp_interop.py):
 # from npm, into the venv, when Node is there; without it those tests skip and say why.
 EVERYTHING_VERSION := 2026.8.31
 EVERYTHING := $(VENV)/node/.everything-$(EVERYTHING_VERSION)

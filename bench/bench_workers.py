@@ -1,7 +1,8 @@
 """Runs per second on worker processes (DBOS on PostgreSQL) against the in-process path.
 
-The workload is the one of the chaos test (tests/test_workers_failover.py): a main agent hands
-the prompt to ``middle``, which hands it to ``leaf``, which runs one Bash command; each answers.
+The workload is the one of the chaos test (tests/workers/test_workers_failover.py): a main
+agent hands the prompt to ``middle``, which hands it to ``leaf``, which runs one Bash command;
+each answers.
 A run is 3 sessions, 6 model calls (an OpenAI-compatible server on 127.0.0.1 that computes each
 answer from the conversation) and 3 tool calls (2 Task, 1 Bash): 9 steps.
 

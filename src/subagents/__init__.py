@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # every public exception (tests/test_public_surface.py fails when one is missing)
+    # every public exception (tests/core/test_public_surface.py fails when one is missing)
     "AgentDefinitionError": "subagents.errors",
     "AgentNotFoundError": "subagents.errors",
     "AgentUnavailableError": "subagents.errors",

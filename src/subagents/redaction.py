@@ -38,7 +38,7 @@ escapes did next to it: a known credential (escaped as JSON escapes it), each to
 never escapes, or allowing for their escapes), a secret's key followed by its operator
 (``password\\": `` as well as ``password=``). Finding none, no string in the value can change,
 and the value itself is returned; finding one, the value is walked as :meth:`Redactor.value`
-walks it. Either way the stored JSON is the same (``tests/test_redact_shared.py``). Small
+walks it. Either way the stored JSON is the same (``tests/core/test_redact_shared.py``). Small
 values gain most (a message with a few strings: the walk's calls cost more than the scan); one
 above 2 KB of JSON is walked, its long strings being what both scan.
 
@@ -245,7 +245,7 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
         (r"-(?<=sk-)(?<![A-Za-z0-9_]sk-)(?P<secret>[A-Za-z0-9_-]{16,512})",),
     ),
 )
-"""Every shape of secret the redactor recognises, one entry per format (tests/test_redact.py
+"""Every shape of secret the redactor recognises, one entry per format (tests/core/test_redact.py
 has an example of each). Where two match at the same place the earlier entry wins."""
 
 KEYED_FORMATS: tuple[KeyedFormat, ...] = (

@@ -3,7 +3,7 @@
 A run ends with a :data:`RunStatus`; the store keeps a :data:`TaskStatus` for the task and a
 :data:`SessionStatus` for each agent's conversation; the run UI shows a :data:`BlockStatus`
 per agent; trace records carry a :data:`TraceStatus`. Where one vocabulary becomes another,
-the translation is a table here, total over its source (``tests/test_status.py`` checks every
+the translation is a table here, total over its source (``tests/core/test_status.py`` checks every
 value maps), so a status added to one vocabulary cannot silently fall into another's default.
 
 The modules that used these names before (``runtime.result``, ``store.records``,

@@ -5,7 +5,7 @@ signature: about 50 ms of every run, most of which calls no tool at all. A defer
 what a model is shown (name, description, JSON Schema) and what the permission layer asks
 (read-only, writes_paths, ...) from :mod:`subagents.tools.builtin.catalogue`; reading its
 ``function`` or ``input_model`` loads the real tool once and takes both from it. Everything
-else about it is the real tool's (tests/test_builtin_tool_catalogue.py checks that).
+else about it is the real tool's (tests/tools/test_builtin_tool_catalogue.py checks that).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the built-in tools show a model and the permission layer, without importing
 them (see subagents.tools.deferred). Generated from the tools by
-tests/test_builtin_tool_catalogue.py, which checks it is current: do not edit.
+tests/tools/test_builtin_tool_catalogue.py, which checks it is current: do not edit.
 """
 
 from typing import Any
