@@ -21,8 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from subagents.cli.progress import progress_printer
 from subagents.cli.trace import render_tree
+from subagents.cli.ui.progress import progress_printer
 from subagents.messages import ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime.events import EventBus

@@ -23,10 +23,10 @@ from textual.widgets import Static
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from paths import TESTS
 from subagents.cli.chat import run_line_mode
-from subagents.cli.chat_app import ChatApp, TurnView, rich_color
 from subagents.cli.chat_session import ChatSession, decision_of
-from subagents.cli.chat_view import MAX_DIFF_LINES, Transcript, diff_lines, render_transcript
-from subagents.cli.ui import ApprovalScreen, BlockView
+from subagents.cli.ui.chat_app import ChatApp, TurnView, rich_color
+from subagents.cli.ui.chat_view import MAX_DIFF_LINES, Transcript, diff_lines, render_transcript
+from subagents.cli.ui.live import ApprovalScreen, BlockView
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse

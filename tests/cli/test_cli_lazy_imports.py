@@ -28,7 +28,7 @@ NEVER = (
     "mcp",
     "anthropic",
     "subagents.cli.chat",
-    "subagents.cli.ui",
+    "subagents.cli.ui.live",
     "subagents.cli.workflow",
     "subagents.workflows",
 )

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from fakes.openai_server import FakeOpenAIServer
 from fakes.sleep import RecordingSleep
-from subagents.cli.progress import ProgressPrinter, progress_printer
+from subagents.cli.ui.progress import ProgressPrinter, progress_printer
 from subagents.errors import ModelRetriesExhaustedError
 from subagents.messages import ToolCall, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse

@@ -22,8 +22,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
-from subagents.cli.blocks import AgentBlock
-from subagents.cli.ui import ApprovalScreen, BlockView, RunApp
+from subagents.cli.ui.blocks import AgentBlock
+from subagents.cli.ui.live import ApprovalScreen, BlockView, RunApp
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelResponse

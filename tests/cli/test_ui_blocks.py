@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from subagents.cli.blocks import (
+from subagents.cli.ui.blocks import (
     COLLAPSED_MESSAGES,
     EXPANDED_MESSAGES,
     AgentBlock,
@@ -450,7 +450,7 @@ async def test_no_secret_reaches_a_block_even_split_across_stream_deltas(tmp_pat
 
 
 def test_a_retrying_model_call_shows_on_its_block_until_the_answer_comes() -> None:
-    from subagents.cli.ui import render_block
+    from subagents.cli.ui.live import render_block
     from subagents.messages import Usage
 
     tree = BlockTree()
@@ -472,7 +472,7 @@ def test_a_retrying_model_call_shows_on_its_block_until_the_answer_comes() -> No
 def test_a_blocks_header_is_one_line_that_fits_and_keeps_name_and_status(
     width: int, description: str, model: str
 ) -> None:
-    from subagents.cli.ui import render_block
+    from subagents.cli.ui.live import render_block
 
     tree = BlockTree()
     tree(ev.SessionStarted("a1", "main", None, "m", 0))

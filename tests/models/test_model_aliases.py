@@ -19,7 +19,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cli_project import MODEL, Project, ScriptedServer
-from subagents.cli.blocks import BlockTree
+from subagents.cli.ui.blocks import BlockTree
 from subagents.config import Config, load_config
 from subagents.definitions.model import AgentDefinition
 from subagents.definitions.validate import check_model

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
 from fakes.schema_server import CapabilityServer
 from subagents.cli.app import app
-from subagents.cli.progress import ProgressPrinter
 from subagents.cli.servers import model_server
+from subagents.cli.ui.progress import ProgressPrinter
 from subagents.errors import ModelConfigurationError
 from subagents.messages import AssistantMessage, ToolCall, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings

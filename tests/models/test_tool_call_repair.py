@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rich.console import Console
 
 from fakes.openai_server import FakeOpenAIServer, chunk, usage
-from subagents.cli.blocks import BlockTree
 from subagents.cli.trace import render_tree
+from subagents.cli.ui.blocks import BlockTree
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import (
     AssistantMessage,

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from subagents.cli.blocks import BlockTree
-from subagents.cli.progress import progress_printer
 from subagents.cli.trace import trace_command
+from subagents.cli.ui.blocks import BlockTree
+from subagents.cli.ui.progress import progress_printer
 from subagents.config import Config, SubagentsSettings, load_config
 from subagents.definitions.model import AgentDefinition
 from subagents.errors import ConfigError, LoopDetectedError, ToolError

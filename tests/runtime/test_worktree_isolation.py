@@ -411,7 +411,7 @@ async def test_the_progress_output_names_a_kept_worktree(tmp_path: Path) -> None
 
     from rich.console import Console
 
-    from subagents.cli.progress import ProgressPrinter
+    from subagents.cli.ui.progress import ProgressPrinter
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
 
@@ -777,7 +777,7 @@ def test_isolated_runs_in_successive_event_loops_share_no_lock(tmp_path: Path) -
 
 
 async def test_the_live_block_of_the_subagent_names_its_kept_worktree(tmp_path: Path) -> None:
-    from subagents.cli.blocks import BlockTree
+    from subagents.cli.ui.blocks import BlockTree
     from subagents.runtime.events import EventBus
 
     repo = make_repo(tmp_path / "repo")

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 
 from paths import TESTS
-from subagents.cli.blocks import BlockTree
-from subagents.cli.progress import progress_printer
 from subagents.cli.trace import render_tree
-from subagents.cli.ui import render_block
+from subagents.cli.ui.blocks import BlockTree
+from subagents.cli.ui.live import render_block
+from subagents.cli.ui.progress import progress_printer
 from subagents.definitions.model import AgentDefinition
 from subagents.messages import ToolCall, ToolResultMessage
 from subagents.models.base import ModelRequest, ModelResponse

@@ -477,7 +477,7 @@ async def test_a_crash_inside_a_fan_out_resumes_only_the_branch_that_had_not_fin
 async def test_the_live_ui_shows_each_agent_node_as_a_block_and_the_path_taken(
     project: Path,
 ) -> None:
-    from subagents.cli.ui import RunApp
+    from subagents.cli.ui.live import RunApp
     from subagents.runtime.events import EventBus
 
     runtime = runtime_for(project, None, events=EventBus())

@@ -4,7 +4,7 @@ The first prompt is :meth:`Runtime.run`; every later one :meth:`Runtime.continue
 same task, so the main agent sees the whole conversation and ``subagents trace`` /
 ``resume`` work on it as on any run. :class:`~subagents.cli.chat_session.ChatSession` is
 that loop without a screen (the slash commands, ``@agent`` prompts, switching task or
-model); the Textual app (:mod:`subagents.cli.chat_app`) and the line mode (``--no-tui``)
+model); the Textual app (:mod:`subagents.cli.ui.chat_app`) and the line mode (``--no-tui``)
 here both drive it.
 
 Textual is imported only when the app starts, so that ``subagents --help`` stays fast.
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from subagents.cli.chat_session import ChatSession, decision_of
-from subagents.cli.common import ModelOption, WorkspaceOption, stderr_console
+from subagents.cli.common import stderr_console
+from subagents.cli.options import ModelOption, PermissionModeOption, WorkspaceOption
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,12 +45,7 @@ def chat_command(
     no_tui: Annotated[
         bool, typer.Option("--no-tui", help="Plain line output: read a line, run it, print.")
     ] = False,
-    permission_mode: Annotated[
-        str,
-        typer.Option(
-            "--permission-mode", help="default | acceptEdits | plan | dontAsk | bypassPermissions"
-        ),
-    ] = "default",
+    permission_mode: PermissionModeOption = "default",
 ) -> None:
     """Talk with the main agent: each prompt is a durable turn of one task.
 
@@ -58,7 +54,6 @@ def chat_command(
     """
     from rich.console import Console
 
-    from subagents.cli.answer import quote_markup
     from subagents.errors import SubagentsError
 
     err = Console(stderr=True)
@@ -75,11 +70,10 @@ def chat_command(
             permission_mode=permission_mode,
         )
     except SubagentsError as error:
-        from subagents.redaction import Redactor
+        from subagents.cli.render import EXIT_ERROR, print_error
 
-        hint = f"\nhint: {error.hint}" if error.hint else ""
-        err.print(f"[red]Error:[/] {quote_markup(Redactor().text(error.message + hint))}")
-        raise typer.Exit(2) from None
+        print_error(error)
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def open_chat(
@@ -136,7 +130,7 @@ def open_chat(
         elif resume is not None:
             session.task_id = session.store.get_task(resume).id
         if tui:
-            from subagents.cli.chat_app import ChatApp
+            from subagents.cli.ui.chat_app import ChatApp
 
             ChatApp(session).run()
         else:
@@ -168,7 +162,7 @@ async def run_line_mode(
 
     from subagents.cli.answer import write_answer
     from subagents.cli.common import AnswerWatch
-    from subagents.cli.progress import progress_printer
+    from subagents.cli.ui.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.redaction import Redactor
 

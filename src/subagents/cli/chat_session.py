@@ -1,7 +1,7 @@
 """The chat without a screen: :class:`ChatSession` runs each prompt as a durable turn of one
 task (the first :meth:`Runtime.run`, every later one :meth:`Runtime.continue_task`), and reads
 the slash commands, ``@agent`` prompts, switching task or model. The Textual app
-(:mod:`subagents.cli.chat_app`) and the line mode of :mod:`subagents.cli.chat` both drive it.
+(:mod:`subagents.cli.ui.chat_app`) and the line mode of :mod:`subagents.cli.chat` both drive it.
 """
 
 from __future__ import annotations

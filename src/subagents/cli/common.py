@@ -1,4 +1,6 @@
-"""Options and error handling shared by the commands that work on the task store."""
+"""What the commands share besides their options (:mod:`subagents.cli.options`) and their
+endings (:mod:`subagents.cli.render`): the store a command works on, consoles, the user-error
+guard, and the watch that tells whether an answer is on the screen already."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,19 +16,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = [
-    "EXIT_ERROR",
-    "EXIT_FAILED",
-    "EXIT_OK",
-    "EXIT_PAUSED",
     "AnswerWatch",
-    "CwdOption",
-    "JsonOption",
-    "ModelOption",
-    "StoreOption",
     "StoreTarget",
-    "TaskArgument",
-    "WorkspaceOption",
-    "exit_code",
     "make_console",
     "same_terminal",
     "stderr_console",
@@ -34,60 +25,18 @@ __all__ = [
     "user_errors",
 ]
 
-# Exit codes of `run`, `resume` and `workflow run` (documented in the README and `run --help`).
-EXIT_OK = 0  # completed
-EXIT_FAILED = 1  # failed, out of turns (max_turns), cancelled
-EXIT_ERROR = 2  # a usage or configuration error: nothing ran
-EXIT_PAUSED = 3  # paused: waiting for a person (`subagents resume TASK` goes on)
-
-CwdOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--cwd",
-        help="Project directory to work from (default: the current directory).",
-        exists=True,
-        file_okay=False,
-    ),
-]
-# the two commands that run agents: `run` and `chat`
-ModelOption = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="Model as PROVIDER:MODEL or an alias (sonnet, haiku)."),
-]
-WorkspaceOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--cwd", help="Workspace directory (default: current).", exists=True, file_okay=False
-    ),
-]
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        help="The store: a file, or a URL (sqlite:///ABSOLUTE/PATH). Default: "
-        ".subagents/state.db of the project, else under SUBAGENTS_HOME or ~.",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-TaskArgument = Annotated[
-    str, typer.Argument(help="Task id, or a unique prefix of it (4 characters or more).")
-]
-
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Print a SubagentsError as a clear message (no traceback, no secret) and exit 2."""
+    """Print a SubagentsError as every command does (:func:`subagents.cli.render.print_error`:
+    no traceback, no secret) and exit 2."""
+    from subagents.cli.render import EXIT_ERROR, print_error
     from subagents.errors import SubagentsError
 
     try:
         yield
     except SubagentsError as error:
-        from subagents.redaction import Redactor
-
-        redactor = Redactor()  # an error may quote a stored value or a config line
-        typer.echo(f"error: {redactor.text(error.message)}", err=True)
-        if error.hint:
-            typer.echo(f"hint: {redactor.text(error.hint)}", err=True)
+        print_error(error)
         raise typer.Exit(EXIT_ERROR) from None
 
 
@@ -140,15 +89,6 @@ def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, emoji=False)
-
-
-def exit_code(status: str) -> int:
-    """The exit code of a run that ended with ``status`` (see the ``EXIT_*`` constants)."""
-    if status == "completed":
-        return EXIT_OK
-    if status == "awaiting_human":
-        return EXIT_PAUSED
-    return EXIT_FAILED
 
 
 def same_terminal() -> bool:

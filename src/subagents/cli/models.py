@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
+from subagents.cli.common import make_console, user_errors
+from subagents.cli.options import CwdOption, JsonOption
 
 if TYPE_CHECKING:
     from subagents.config import Config

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
+from subagents.cli.common import make_console, user_errors
+from subagents.cli.options import CwdOption, JsonOption
 
 __all__ = ["permissions_app"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from subagents.cli.common import exit_code
+from subagents.cli.render import Ending, print_ending
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +32,7 @@ def report_queued(
 ) -> None:
     """Say that ``task`` is queued; with ``wait``, wait for it to end (or pause) and print
     its result, exiting with the code ``run`` would have."""
-    from subagents.cli.answer import markup_safe, quote_markup, write_answer
+    from subagents.cli.answer import quote_markup
     from subagents.workers.submit import wait_for_task
 
     short = task.id[:8]
@@ -59,19 +59,12 @@ def report_queued(
         "output": ended.result or "",
         "error": ended.error,
     }
-    if as_json:
-        typer.echo(json.dumps(redactor.value(payload), indent=2))
-    else:
-        if ended.result:
-            write_answer(redactor.text(ended.result))
-        if ended.status == "awaiting_human":
-            err.print(
-                f"[yellow]Waiting for a person.[/] See the question with 'subagents tasks show "
-                f"{short}', then: subagents resume {short} --remote --approve | --reject REASON"
-            )
-        elif ended.status != "completed":
-            reason = markup_safe(redactor.text(ended.error or ""), err)
-            err.print(f"[red]Run {ended.status}:[/] {reason}")
-    code = exit_code(ended.status)
-    if code:
-        raise typer.Exit(code)
+    print_ending(
+        Ending.of_task(ended),
+        err,
+        redactor,
+        as_json=as_json,
+        payload=payload,
+        how_to_resume=f"see the question with 'subagents tasks show {short}', then: "
+        f"subagents resume {short} --remote --approve | --reject REASON",
+    )

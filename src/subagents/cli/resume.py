@@ -11,17 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from subagents.cli.common import (
-    EXIT_PAUSED,
-    AnswerWatch,
+from subagents.cli.common import AnswerWatch, stderr_console, store_path, user_errors
+from subagents.cli.options import (
     CwdOption,
+    QueueOption,
     StoreOption,
     TaskArgument,
-    exit_code,
-    stderr_console,
-    store_path,
-    user_errors,
+    TrustProjectMcpOption,
+    WaitOption,
 )
+from subagents.cli.render import EXIT_PAUSED, Ending, how_to_resume, print_ending
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,13 +65,7 @@ def resume_command(
             help="Continue in this mode (default: the task's own; 'default' for an imported task).",
         ),
     ] = None,
-    trust_project_mcp: Annotated[
-        bool,
-        typer.Option(
-            "--trust-project-mcp",
-            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
-        ),
-    ] = False,
+    trust_project_mcp: TrustProjectMcpOption = False,
     cwd: CwdOption = None,
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -91,13 +84,8 @@ def resume_command(
             "the shared PostgreSQL store instead of continuing here.",
         ),
     ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
-    ] = False,
-    queue: Annotated[
-        str, typer.Option("--queue", help="With --remote: the workers' queue.")
-    ] = "subagents",
+    wait: WaitOption = False,
+    queue: QueueOption = "subagents",
 ) -> None:
     """Continue TASK where it stopped: after a crash, or with a decision when it waits for one.
 
@@ -108,9 +96,9 @@ def resume_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person.
     """
-    from subagents.cli.answer import markup_safe, quote_markup, write_answer
+    from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
-    from subagents.cli.progress import ProgressPrinter, progress_printer
+    from subagents.cli.ui.progress import ProgressPrinter, progress_printer
     from subagents.errors import StoreError
     from subagents.inventory import explicit_agents_from_json
     from subagents.redaction import Redactor
@@ -199,32 +187,23 @@ def resume_command(
             finally:
                 if printer is not None:
                     printer.close()
-    if as_json:
-        question = result.question.to_dict() if result.question is not None else None
-        payload: dict[str, Any] = {
-            "task_id": result.task_id,
-            "status": result.status,
-            "output": result.output,
-            "error": result.error,
-            "question": question,
-        }
-        typer.echo(json.dumps(redactor.value(payload), indent=2))
-    else:
-        if result.output.strip() and not watch.on_screen(result.output):
-            write_answer(redactor.text(result.output))
-        if result.question is not None:
-            asked = markup_safe(redactor.text(result.question.text), err)
-            err.print(
-                f"[yellow]Waiting for a person:[/] {asked}\n"
-                f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
-                + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
-            )
-        elif not result.success:
-            reason = markup_safe(redactor.text(result.error or ""), err)
-            err.print(f"[red]Run {result.status}:[/] {reason}")
-    code = exit_code(result.status)
-    if code:
-        raise typer.Exit(code)
+    question = result.question.to_dict() if result.question is not None else None
+    payload: dict[str, Any] = {
+        "task_id": result.task_id,
+        "status": result.status,
+        "output": result.output,
+        "error": result.error,
+        "question": question,
+    }
+    print_ending(
+        Ending.of(result),
+        err,
+        redactor,
+        as_json=as_json,
+        payload=payload,
+        how_to_resume=how_to_resume(result.task_id),
+        on_screen=watch.on_screen,
+    )
 
 
 Asker = Callable[["HumanQuestion"], "HumanDecision | None"]

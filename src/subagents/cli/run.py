@@ -9,19 +9,30 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.common import (
-    EXIT_ERROR,
-    AnswerWatch,
+from subagents.cli.common import AnswerWatch, stderr_console
+from subagents.cli.options import (
+    ExitWhenDoneOption,
     ModelOption,
+    PermissionModeOption,
+    QueueOption,
+    TrustProjectMcpOption,
+    WaitOption,
     WorkspaceOption,
+    YesOption,
+)
+from subagents.cli.render import (
+    EXIT_ERROR,
+    Ending,
     exit_code,
-    stderr_console,
+    how_to_resume,
+    print_ending,
+    print_error,
 )
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from subagents.cli.progress import ProgressPrinter
+    from subagents.cli.ui.progress import ProgressPrinter
     from subagents.config import Config
     from subagents.definitions.model import AgentDefinition
     from subagents.redaction import Redactor, StreamRedactor
@@ -103,13 +114,7 @@ def run_command(
             "share it, as with [subagents] max_turns).",
         ),
     ] = None,
-    permission_mode: Annotated[
-        str,
-        typer.Option(
-            "--permission-mode",
-            help="default | acceptEdits | plan | dontAsk | bypassPermissions",
-        ),
-    ] = "default",
+    permission_mode: PermissionModeOption = "default",
     allowed_tools: Annotated[
         list[str] | None,
         typer.Option(
@@ -128,17 +133,8 @@ def run_command(
             "tool name to take the tool away (repeatable; comma or space separated).",
         ),
     ] = None,
-    yes: Annotated[
-        bool,
-        typer.Option("--yes", "-y", help="Approve every tool call that would ask (headless)."),
-    ] = False,
-    trust_project_mcp: Annotated[
-        bool,
-        typer.Option(
-            "--trust-project-mcp",
-            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
-        ),
-    ] = False,
+    yes: YesOption = False,
+    trust_project_mcp: TrustProjectMcpOption = False,
     no_store: Annotated[
         bool,
         typer.Option(
@@ -152,10 +148,7 @@ def run_command(
         bool,
         typer.Option("--ui", help="Show the run live in a terminal UI, one block per agent."),
     ] = False,
-    exit_when_done: Annotated[
-        bool,
-        typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends."),
-    ] = False,
+    exit_when_done: ExitWhenDoneOption = False,
     otel: Annotated[
         bool,
         typer.Option(
@@ -179,13 +172,8 @@ def run_command(
             "store (SUBAGENTS_STORE) instead of running it here; prints the task id.",
         ),
     ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
-    ] = False,
-    queue: Annotated[
-        str, typer.Option("--queue", help="With --remote: the workers' queue.")
-    ] = "subagents",
+    wait: WaitOption = False,
+    queue: QueueOption = "subagents",
 ) -> None:
     """Run an agent on PROMPT, streaming its progress, and print the final answer.
 
@@ -201,9 +189,9 @@ def run_command(
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
     error; 3 paused, waiting for a person; 130 interrupted.
     """
-    from subagents.cli.answer import markup_safe, quote_markup
+    from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
-    from subagents.cli.progress import progress_printer
+    from subagents.cli.ui.progress import progress_printer
     from subagents.errors import SubagentsError
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
@@ -321,7 +309,7 @@ def run_command(
         if interactive:
             runtime.permissions.approver = ask_person(err, redactor, printer)
         if ui:
-            from subagents.cli.ui import run_in_ui
+            from subagents.cli.ui.live import run_in_ui
 
             ui_result = run_in_ui(
                 runtime,
@@ -347,7 +335,7 @@ def run_command(
     except SubagentsError as error:
         if stream is not None:
             stream.close()
-        err.print(f"[red]Error:[/] {quote_markup(redactor.text(str(error)))}")
+        print_error(error, redactor)
         raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
@@ -363,37 +351,20 @@ def run_command(
             database.close()
     if stream is not None:
         stream.finish(result_payload(result))
-    elif fmt == "json":
-        typer.echo(json.dumps(redactor.value(result_payload(result)), indent=2))
-    else:
-        # once: not again when it streamed to the terminal stdout shows; nothing when empty
-        if result.output.strip() and not watch.on_screen(result.output):
-            _print_answer(redactor.text(result.output))
-        if result.question is not None:
-            asked = markup_safe(redactor.text(result.question.text), err)
-            err.print(
-                f"[yellow]Waiting for a person:[/] {asked}\n"
-                f"resume with: subagents resume {result.task_id} --approve | --reject REASON"
-                + (" (or without a decision at a terminal: it asks)" if sys.stdin.isatty() else "")
-            )
-        elif not result.success:
-            reason = markup_safe(redactor.text(result.error or ""), err)
-            err.print(f"[red]Run {result.status}:[/] {reason}")
-        if result.task_id is not None:
-            err.print(f"[dim]task {result.task_id}[/]")
-    code = exit_code(result.status)
-    if code:
-        raise typer.Exit(code)
-
-
-def _print_answer(answer: str) -> None:
-    """The answer on stdout (see :mod:`subagents.cli.answer`); at a terminal after a blank
-    line, which sets it apart from the progress above it."""
-    from subagents.cli.answer import write_answer, writes_to_terminal
-
-    if writes_to_terminal(sys.stdout):
-        sys.stdout.write("\n")
-    write_answer(answer)
+        code = exit_code(result.status)
+        if code:
+            raise typer.Exit(code)
+        return
+    # the answer once: not again when it streamed to the terminal stdout shows
+    print_ending(
+        Ending.of(result),
+        err,
+        redactor,
+        as_json=fmt == "json",
+        payload=result_payload(result),
+        how_to_resume=how_to_resume(result.task_id),
+        on_screen=watch.on_screen,
+    )
 
 
 def result_payload(result: RunResult) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from subagents.cli.common import CwdOption, JsonOption, make_console, user_errors
+from subagents.cli.common import make_console, user_errors
+from subagents.cli.options import CwdOption, JsonOption
 
 if TYPE_CHECKING:
     from subagents.skills import Skill, SkillCatalog

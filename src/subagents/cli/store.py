@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from subagents.cli.common import CwdOption, StoreOption, store_path, user_errors
+from subagents.cli.common import store_path, user_errors
+from subagents.cli.options import CwdOption, StoreOption
 
 if TYPE_CHECKING:
     from subagents.store.base import Store

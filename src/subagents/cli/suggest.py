@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from subagents._preview import shorten
-from subagents.cli.common import CwdOption, JsonOption, user_errors
+from subagents.cli.common import user_errors
+from subagents.cli.options import CwdOption, JsonOption
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -18,15 +18,8 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from subagents.cli import plain
-from subagents.cli.common import (
-    CwdOption,
-    JsonOption,
-    StoreOption,
-    TaskArgument,
-    make_console,
-    store_path,
-    user_errors,
-)
+from subagents.cli.common import make_console, store_path, user_errors
+from subagents.cli.options import CwdOption, JsonOption, StoreOption, TaskArgument
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

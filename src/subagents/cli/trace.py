@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from subagents.cli.answer import markup_line, markup_text
-from subagents.cli.common import (
-    CwdOption,
-    JsonOption,
-    StoreOption,
-    TaskArgument,
-    store_path,
-    user_errors,
-)
+from subagents.cli.common import store_path, user_errors
+from subagents.cli.options import CwdOption, JsonOption, StoreOption, TaskArgument
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -218,7 +212,7 @@ def _add_session(
 
 
 def _add_todos(node: Tree, session: SessionTrace, terminal: bool) -> None:
-    from subagents.cli.progress import TODO_MARKS
+    from subagents.cli.ui.progress import TODO_MARKS
     from subagents.todos import todo_counts
 
     todos = node.add(f"[dim]todos ({todo_counts(session.todos)})[/]")

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from subagents.cli.common import EXIT_ERROR
+from subagents.cli.render import EXIT_ERROR, print_error
 
 __all__ = ["worker_command"]
 
@@ -70,7 +70,6 @@ def worker_command(
     """
     from rich.console import Console
 
-    from subagents.cli.answer import quote_markup
     from subagents.errors import SubagentsError
     from subagents.store.open import configured_store
     from subagents.workers.engine import require_postgres
@@ -91,7 +90,7 @@ def worker_command(
         stop = _stop_on_signals()
         worker.start()
     except SubagentsError as error:
-        err.print(f"[red]Error:[/] {quote_markup(str(error))}")
+        print_error(error)
         raise typer.Exit(EXIT_ERROR) from None
     try:
         # A wait with a timeout: a signal the kernel hands to another of the process's threads

@@ -17,7 +17,8 @@ import typer
 
 from subagents.cli import plain
 from subagents.cli.answer import write_answer
-from subagents.cli.common import CwdOption, user_errors
+from subagents.cli.common import user_errors
+from subagents.cli.options import CwdOption
 from subagents.cli.workflow_checks import (
     WIDTH,
     base_folder,

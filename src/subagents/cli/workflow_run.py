@@ -8,7 +8,17 @@ from typing import Annotated, Any
 
 import typer
 
-from subagents.cli.common import CwdOption, stderr_console
+from subagents.cli.common import stderr_console
+from subagents.cli.options import (
+    CwdOption,
+    ExitWhenDoneOption,
+    PermissionModeOption,
+    QueueOption,
+    TrustProjectMcpOption,
+    WaitOption,
+    YesOption,
+)
+from subagents.cli.render import EXIT_ERROR, Ending, how_to_resume, print_ending, print_error
 
 __all__ = ["workflow_run_command"]
 
@@ -29,29 +39,17 @@ def workflow_run_command(
             "--model", "-m", help="The model of agents whose file names none this machine runs."
         ),
     ] = None,
-    permission_mode: Annotated[
-        str, typer.Option("--permission-mode", help="default, acceptEdits, plan, ...")
-    ] = "default",
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Approve every tool call that would ask.")
-    ] = False,
+    permission_mode: PermissionModeOption = "default",
+    yes: YesOption = False,
     no_store: Annotated[
         bool, typer.Option("--no-store", help="Do not record the run (it cannot be resumed).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    trust_project_mcp: Annotated[
-        bool,
-        typer.Option(
-            "--trust-project-mcp",
-            help="Start the project's MCP servers without asking (CI; see 'subagents mcp trust').",
-        ),
-    ] = False,
+    trust_project_mcp: TrustProjectMcpOption = False,
     ui: Annotated[
         bool, typer.Option("--ui", help="Show the run live: a block per agent, the path taken.")
     ] = False,
-    exit_when_done: Annotated[
-        bool, typer.Option("--exit-when-done", help="With --ui: close the UI when the run ends.")
-    ] = False,
+    exit_when_done: ExitWhenDoneOption = False,
     cwd: CwdOption = None,
     remote: Annotated[
         bool,
@@ -61,22 +59,17 @@ def workflow_run_command(
             "store (SUBAGENTS_STORE) instead of running it here.",
         ),
     ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option("--wait", help="With --remote: wait for the run to end, print its answer."),
-    ] = False,
-    queue: Annotated[
-        str, typer.Option("--queue", help="With --remote: the workers' queue.")
-    ] = "subagents",
+    wait: WaitOption = False,
+    queue: QueueOption = "subagents",
 ) -> None:
     """Run WORKFLOW from its entry point. Every node execution is checkpointed: a run that
     pauses at a human node or a checkpoint, or stops in a crash, continues with `subagents
     resume TASK [--approve | --reject REASON | --set KEY=VALUE]`."""
-    from subagents.cli.answer import markup_safe, quote_markup, write_answer
+    from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
-    from subagents.cli.progress import ProgressPrinter, progress_printer
     from subagents.cli.resume import _key_value
     from subagents.cli.run import _open_store
+    from subagents.cli.ui.progress import ProgressPrinter, progress_printer
     from subagents.cli.workflow_checks import (
         base_folder,
         check_workflow_file,
@@ -155,7 +148,7 @@ def workflow_run_command(
             )
             return
         if ui:
-            from subagents.cli.ui import run_in_ui
+            from subagents.cli.ui.live import run_in_ui
 
             shown = run_in_ui(
                 runtime,
@@ -177,8 +170,8 @@ def workflow_run_command(
                 events.subscribe(printer)
             result = runtime_run(runtime, checked.workflow, initial)
     except SubagentsError as error:
-        err.print(f"[red]Error:[/] {quote_markup(redactor.text(str(error)))}")
-        raise typer.Exit(2) from None
+        print_error(error, redactor)
+        raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         err.print("[yellow]Interrupted.[/] Continue it with 'subagents resume' and the task id.")
         raise typer.Exit(130) from None
@@ -189,37 +182,25 @@ def workflow_run_command(
             database.close()
     outcome = result.workflow
     taken = [visit.node for visit in outcome.path] if outcome is not None else []
-    if as_json:
-        payload = {
-            "task_id": result.task_id,
-            "status": result.status,
-            "output": result.output,
-            "error": result.error,
-            "question": result.question.to_dict() if result.question is not None else None,
-            "path": taken,
-            "state": outcome.state.as_dict() if outcome is not None else None,
-        }
-        typer.echo(json.dumps(redactor.value(payload), indent=2, default=str))
-    else:
+    payload = {
+        "task_id": result.task_id,
+        "status": result.status,
+        "output": result.output,
+        "error": result.error,
+        "question": result.question.to_dict() if result.question is not None else None,
+        "path": taken,
+        "state": outcome.state.as_dict() if outcome is not None else None,
+    }
+    if not as_json:
         err.print(f"[dim]path:[/] {quote_markup(' -> '.join(taken) or '(no node ran)')}")
-        write_answer(redactor.text(result.output))
-        if result.question is not None:
-            asked = markup_safe(redactor.text(result.question.text), err)
-            err.print(
-                f"[yellow]Waiting for a person:[/] {asked}"
-                f"\nresume with: subagents resume {result.task_id} --approve | --reject REASON"
-                " [--set KEY=VALUE]"
-            )
-        elif not result.success:
-            reason = markup_safe(redactor.text(result.error or ""), err)
-            err.print(f"[red]Run {result.status}:[/] {reason}")
-        if result.task_id is not None:
-            err.print(f"[dim]task {result.task_id}[/]")
-    from subagents.cli.common import exit_code
-
-    code = exit_code(result.status)  # 0 completed, 1 failed, 3 paused for a person
-    if code:
-        raise typer.Exit(code)
+    print_ending(
+        Ending.of(result),
+        err,
+        redactor,
+        as_json=as_json,
+        payload=payload,
+        how_to_resume=how_to_resume(result.task_id, "[--set KEY=VALUE]"),
+    )
 
 
 def runtime_run(runtime: Any, workflow: Any, initial: dict[str, Any]) -> Any:

@@ -1,11 +1,11 @@
 """The Textual app of `subagents chat`: a scrolling conversation over a prompt input.
 
 Each turn is a :class:`TurnView`: the prompt and the main agent's words and tool calls (a
-:class:`~subagents.cli.chat_view.Transcript`), its subagents as
-:class:`~subagents.cli.ui.BlockView` blocks of the turn's own
-:class:`~subagents.cli.blocks.BlockTree`, then the answer. A timer redraws what changed, as in
+:class:`~subagents.cli.ui.chat_view.Transcript`), its subagents as
+:class:`~subagents.cli.ui.live.BlockView` blocks of the turn's own
+:class:`~subagents.cli.ui.blocks.BlockTree`, then the answer. A timer redraws what changed, as in
 the run UI. While a turn runs the app is its approver (the run UI's
-:class:`~subagents.cli.ui.ApprovalScreen`). A side panel shows the background agents and the
+:class:`~subagents.cli.ui.live.ApprovalScreen`). A side panel shows the background agents and the
 todo list when there are any; the status line the model, the task and the tokens.
 """
 
@@ -22,16 +22,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from subagents.cli.blocks import BlockTree, format_tokens
 from subagents.cli.chat_session import ChatSession, decision_of, request_of
-from subagents.cli.chat_view import Transcript, render_transcript
-from subagents.cli.progress import TODO_MARKS
-from subagents.cli.ui import QUIT_REASON, ApprovalQueue, BlockView
+from subagents.cli.ui.blocks import BlockTree, format_tokens
+from subagents.cli.ui.chat_view import Transcript, render_transcript
+from subagents.cli.ui.live import QUIT_REASON, ApprovalQueue, BlockView
+from subagents.cli.ui.progress import TODO_MARKS
 from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
 
 if TYPE_CHECKING:
-    from subagents.cli.blocks import AgentBlock
+    from subagents.cli.ui.blocks import AgentBlock
     from subagents.runtime.pause import HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.todos import TodoItem

@@ -1,6 +1,6 @@
 """The live terminal UI of `subagents run --ui`: one block per agent, expandable, updated live.
 
-The run executes inside the Textual app's event loop; a :class:`~subagents.cli.blocks.BlockTree`
+The run executes inside the Textual app's event loop; a :class:`~subagents.cli.ui.blocks.BlockTree`
 subscribed to the run's events keeps the model up to date, and a timer redraws only the blocks
 that changed, at most every ``refresh_interval`` seconds, so a busy run pays for one dict
 update per event, not for a redraw.
@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static, TextArea
 
-from subagents.cli.blocks import (
+from subagents.cli.ui.blocks import (
     WAITING_FOR_YOU,
     AgentBlock,
     BlockMessage,
@@ -40,7 +40,7 @@ from subagents.cli.blocks import (
     format_tokens,
     short_id,
 )
-from subagents.cli.progress import TODO_MARKS
+from subagents.cli.ui.progress import TODO_MARKS
 from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
 

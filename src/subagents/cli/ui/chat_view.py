@@ -1,6 +1,6 @@
 """What one chat turn shows of its main agent: the prompt, the answers, compact tool lines.
 
-:class:`Transcript` is an event handler like :class:`~subagents.cli.blocks.BlockTree`, but it
+:class:`Transcript` is an event handler like :class:`~subagents.cli.ui.blocks.BlockTree`, but it
 keeps the *whole* turn of the main agent (a block keeps only its latest messages), because in a
 chat the main agent's words are the conversation. Subagents stay blocks. Plain Rich, no
 Textual: the line mode (``--no-tui``) prints the same text.
