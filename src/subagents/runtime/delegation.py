@@ -1,4 +1,5 @@
-"""Delegation: the Task tool and the subagent sessions it starts.
+"""Delegation: the Task tools and the subagent sessions they start (what the model is told
+about the tools is :mod:`subagents.runtime.task_tools`).
 
 One :class:`Delegation` belongs to one top-level run. It resolves a Task call to an agent
 definition, builds the child session (fresh history, allowed tools, resolved model), runs it in
@@ -10,13 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import functools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING
 
 from subagents._preview import shorten
 from subagents.errors import SubagentsError, ToolError, WorktreeError
@@ -29,6 +26,17 @@ from subagents.runtime.recorder import child_session_id
 from subagents.runtime.requests import reminder, users_words, with_users_words
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
+from subagents.runtime.task_tools import (
+    NONE_AVAILABLE,
+    TASK_BACKGROUND_PARAMETERS,
+    TaskCancelInput,
+    TaskInput,
+    TaskOutputInput,
+    input_schema_of,
+    no_background,
+    task_schema,
+    task_tool_description,
+)
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
@@ -36,73 +44,22 @@ from subagents.tools.names import (
     TASK_OUTPUT_TOOL_NAME,
     TASK_TOOL_NAME,
 )
-from subagents.tools.schema import input_schema
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
     from pathlib import Path
 
     from subagents.definitions.model import AgentDefinition
-    from subagents.inventory import Inventory
     from subagents.models.choice import ModelChoice
     from subagents.runtime.services import Services
     from subagents.runtime.worktree import Worktree, WorktreeOutcome
     from subagents.store.records import SessionRecord
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
-__all__ = [
-    "COMPACT_LISTING_CHARS",
-    "DELEGATION_TOOL_NAMES",
-    "MAX_STOP_HOOK_RETURNS",
-    "Delegation",
-    "SubagentHandle",
-    "TaskCancelInput",
-    "TaskInput",
-    "TaskOutputInput",
-    "TaskToolDescriptions",
-]
+__all__ = ["DELEGATION_TOOL_NAMES", "MAX_STOP_HOOK_RETURNS", "Delegation", "SubagentHandle"]
 
 # A SubagentStop hook may send a subagent back to work; this bounds a hook that always does.
 MAX_STOP_HOOK_RETURNS = 5
-
-
-class TaskInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    description: str = Field(description="A short (3-5 word) description of the task")
-    prompt: str = Field(description="The complete task for the agent, with all context it needs")
-    # Required, as the schema shown to models says (see _task_schema); the default only lets
-    # the tool itself answer a call without it, with the agent types to choose from.
-    subagent_type: str = Field(
-        default="",
-        description="The type of agent to use, from the list in this tool's description "
-        "(with resume: the type of the agent being resumed)",
-    )
-    model: str | None = Field(
-        default=None, description="Optional model for this run: an alias or provider:model"
-    )
-    run_in_background: bool = Field(
-        default=False, description="Return at once; you are notified when the agent finishes"
-    )
-    resume: str | None = Field(
-        default=None,
-        description="Only to continue an earlier subagent with its history: its agent_id "
-        "(give its subagent_type too); leave out to start a new one",
-    )
-
-
-class TaskOutputInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str = Field(description="The agent_id returned when the agent was started")
-    block: bool = Field(default=True, description="Wait for the agent to finish")
-    timeout: float = Field(default=300.0, ge=0, le=3600, description="Seconds to wait at most")
-
-
-class TaskCancelInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str = Field(description="The agent_id of the background agent to stop")
 
 
 @dataclass(slots=True, eq=False)
@@ -160,7 +117,7 @@ class Delegation:
                 Tool(
                     name=TASK_TOOL_NAME,
                     description=self._task_description(),
-                    parameters=_task_schema(self._active_types()),
+                    parameters=task_schema(self._active_types()),
                     function=self._task_tool,
                     input_model=TaskInput,
                     takes_context=True,
@@ -171,7 +128,7 @@ class Delegation:
                     # same permission mode, so plan (read-only) mode may still delegate.
                     read_only=True,
                     compact_description=self._task_description(compact=True),
-                    background_parameters=_TASK_BACKGROUND_PARAMETERS,
+                    background_parameters=TASK_BACKGROUND_PARAMETERS,
                     parallel=True,
                 ),
                 Tool(
@@ -180,7 +137,7 @@ class Delegation:
                         "Get the status and result of a subagent started with "
                         "run_in_background; by default waits until it finishes."
                     ),
-                    parameters=_schema(TaskOutputInput),
+                    parameters=input_schema_of(TaskOutputInput),
                     function=self._task_output_tool,
                     input_model=TaskOutputInput,
                     takes_context=True,
@@ -190,7 +147,7 @@ class Delegation:
                 Tool(
                     name=TASK_CANCEL_TOOL_NAME,
                     description="Stop a subagent that is running in the background.",
-                    parameters=_schema(TaskCancelInput),
+                    parameters=input_schema_of(TaskCancelInput),
                     function=self._task_cancel_tool,
                     input_model=TaskCancelInput,
                     takes_context=True,
@@ -246,19 +203,19 @@ class Delegation:
         description = task_tool_description(active)
         compact = task_tool_description(active, compact=True)
         if not active:
-            description += _NONE_AVAILABLE
-            compact += _NONE_AVAILABLE
+            description += NONE_AVAILABLE
+            compact += NONE_AVAILABLE
         return Tool(
             name=base.name,
             description=description,
             compact_description=compact,
-            parameters=_task_schema(tuple(definition.name for definition in active)),
+            parameters=task_schema(tuple(definition.name for definition in active)),
             function=base.function,
             input_model=base.input_model,
             takes_context=True,
             timeout_seconds=base.timeout_seconds,
             read_only=True,
-            background_parameters=_TASK_BACKGROUND_PARAMETERS,
+            background_parameters=TASK_BACKGROUND_PARAMETERS,
             parallel=True,
         )
 
@@ -792,7 +749,7 @@ class Delegation:
     def _background_handle(self, tool: str, agent_id: str, parent: Session) -> SubagentHandle:
         """The background subagent ``agent_id`` of ``parent``, for TaskOutput / TaskCancel."""
         if not self.has_background(parent.agent_id):
-            raise ToolError(_no_background(tool, agent_id, self._types_for(parent)))
+            raise ToolError(no_background(tool, agent_id, self._types_for(parent)))
         return self._own_handle(agent_id, parent)
 
     async def _task_output_tool(
@@ -922,25 +879,6 @@ class Delegation:
             await asyncio.gather(*running, return_exceptions=True)
 
 
-class TaskToolDescriptions:
-    """The Task tool's description and its compact form for an inventory's active agents,
-    made again only when the inventory is reloaded (a run builds the Task tool per session)."""
-
-    def __init__(self) -> None:
-        self._made: tuple[int, str, str] | None = None
-
-    def of(self, inventory: Inventory, *, compact: bool = False) -> str:
-        made = self._made
-        if made is None or made[0] != inventory.generation:
-            active = [record.definition for record in inventory.active()]
-            made = self._made = (
-                inventory.generation,
-                task_tool_description(active),
-                task_tool_description(active, compact=True),
-            )
-        return made[2] if compact else made[1]
-
-
 def _definition_or_stub(services: Services, name: str, system_prompt: str) -> AgentDefinition:
     """The current definition of ``name``, or a stand-in if it is gone since the run began."""
     from subagents.definitions.model import AgentDefinition
@@ -951,95 +889,6 @@ def _definition_or_stub(services: Services, name: str, system_prompt: str) -> Ag
     return AgentDefinition(
         name=name, description="(restored from the store)", system_prompt=system_prompt
     )
-
-
-def task_tool_description(active: list[AgentDefinition], *, compact: bool = False) -> str:
-    """What the model is told about the Task tool: how to use it and the agents on offer.
-
-    ``compact`` (the compact description profile, see :mod:`subagents.runtime.tool_menu`):
-    one sentence on use, and each agent's first sentence while they fit in
-    :data:`COMPACT_LISTING_CHARS`; the agents after that by name only, as many as fit, then
-    how many more there are. A small model's whole first request must stay small (a project
-    with the 158 agents of a public collection listed 16 kB of them); an agent the person
-    names is pointed out to the model anyway (:mod:`subagents.runtime.mentions`).
-    """
-    if compact:
-        return "\n".join([_TASK_USE_COMPACT, "", _AGENTS_HEADING, *_compact_listing(active)])
-    lines = [_TASK_USE, "", _AGENTS_HEADING]
-    for definition in active:
-        lines.append(f"- {definition.name}: {definition.description.strip()}")
-    return "\n".join(lines)
-
-
-COMPACT_LISTING_CHARS = 1_600
-"""The characters of the compact Task description's agent listing."""
-_SUMMARIES_SHARE = 0.6  # of the listing given to agents with their first sentence
-
-
-def _compact_listing(active: list[AgentDefinition]) -> list[str]:
-    """The lines of the compact agent listing (see :func:`task_tool_description`)."""
-    from subagents.runtime.tool_menu import first_sentence
-
-    lines: list[str] = []
-    used = 0
-    for index, definition in enumerate(active):
-        line = f"- {definition.name}: {first_sentence(definition.description)}"
-        if used + len(line) > COMPACT_LISTING_CHARS * _SUMMARIES_SHARE and index:
-            return lines + _names_only(active[index:], COMPACT_LISTING_CHARS - used)
-        lines.append(line)
-        used += len(line) + 1
-    return lines
-
-
-def _names_only(rest: list[AgentDefinition], room: int) -> list[str]:
-    names: list[str] = []
-    for definition in rest:
-        room -= len(definition.name) + 2
-        if room < 0:
-            break
-        names.append(definition.name)
-    lines = [f"- also: {', '.join(names)}"] if names else []
-    unlisted = len(rest) - len(names)
-    if unlisted:
-        lines.append(f"- and {unlisted} more agents, not listed here")
-    return lines
-
-
-_TASK_USE = (
-    "Launch a subagent to handle a task on its own: give `subagent_type` (one of the agents "
-    "below), a short `description` and the complete `prompt`. The subagent starts with a fresh "
-    "context: put everything it needs in `prompt`. It returns its final answer, followed by its "
-    "agent_id. To continue that same subagent later, with its history, call Task with `resume` "
-    "set to its agent_id and `subagent_type` set to its type; without `resume` a new subagent "
-    "starts. Launch several at once by making several Task calls in one turn."
-)
-_TASK_USE_COMPACT = (
-    "Start a subagent: give subagent_type (one of the agents below), a short description and "
-    "the complete prompt; it returns its answer (with run_in_background: at once, and "
-    "TaskOutput gets the answer later)."
-)
-_TASK_BACKGROUND_PARAMETERS = ("run_in_background",)
-_AGENTS_HEADING = "Available agents (subagent_type: what it is for):"
-_NONE_AVAILABLE = "\n- (none of the agents this agent may start is available here)"
-
-
-def _no_background(tool: str, agent_id: str, types: list[str]) -> str:
-    """The answer to TaskOutput / TaskCancel when there is no background subagent."""
-    from subagents.definitions.validate import normalise_name
-
-    text = (
-        f"{tool} cannot be used now: you have no background subagent (one started with "
-        "Task and run_in_background=true that is still running or whose result you have not "
-        "seen)."
-    )
-    named = normalise_name(agent_id)
-    kind = next((t for t in types if normalise_name(t) == named), None)
-    if kind is not None:
-        return (
-            f"{text} {agent_id!r} is an agent type: to run that agent, call Task with "
-            f'subagent_type="{kind}", a short description and the complete prompt.'
-        )
-    return f"{text} To get work done by a subagent, call Task; otherwise answer yourself."
 
 
 def _fallback_event(session: Session, choice: ModelChoice) -> ev.ModelFallback:
@@ -1181,29 +1030,6 @@ def _drop_notification(handle: SubagentHandle) -> None:
     marker = f"agent_id: {handle.session.agent_id} "
     inbox = handle.parent._inbox
     inbox[:] = [item for item in inbox if marker not in item]
-
-
-@functools.lru_cache(maxsize=32)
-def _task_schema(types: tuple[str, ...]) -> dict[str, Any]:
-    """The Task tool's schema: ``subagent_type`` required (resuming names the agent's type too)
-    and one of ``types`` (a model that decodes under the schema can only name a real agent;
-    others are told the choices by the tool), ``description`` and ``prompt`` not empty."""
-    schema = copy.deepcopy(_schema(TaskInput))
-    required: list[str] = schema["required"]
-    if "subagent_type" not in required:
-        required.insert(required.index("prompt") + 1, "subagent_type")
-    for name in ("description", "prompt", "subagent_type"):
-        schema["properties"][name]["minLength"] = 1
-    schema["properties"]["subagent_type"].pop("default", None)
-    if types:
-        schema["properties"]["subagent_type"]["enum"] = list(types)
-    return schema
-
-
-@functools.cache
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema shown to models, as for every tool; built once per input model."""
-    return input_schema(model)
 
 
 def _opening(handle: SubagentHandle, prompt: str) -> str:

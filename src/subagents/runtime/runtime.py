@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ConfigError, StoreError
 from subagents.models.base import Model
-from subagents.runtime.delegation import Delegation, TaskToolDescriptions
+from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, InstructionsNotice
 from subagents.runtime.hooks import Hooks
 from subagents.runtime.instructions import InstructionsPerRun
@@ -32,6 +32,7 @@ from subagents.runtime.resumption import (
 )
 from subagents.runtime.run import Run
 from subagents.runtime.session import Session
+from subagents.runtime.task_tools import TaskToolDescriptions
 from subagents.runtime.toolbox import Toolbox
 from subagents.store.base import TaskOwner
 from subagents.store.lease import lease_refusal

@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
     from subagents.redaction import Redactor
-    from subagents.runtime.delegation import TaskToolDescriptions
     from subagents.runtime.events import EventBus
     from subagents.runtime.hooks import Hooks
     from subagents.runtime.instructions import ProjectInstructions
     from subagents.runtime.models import ModelChooser
     from subagents.runtime.permissions import RunPermissions
+    from subagents.runtime.task_tools import TaskToolDescriptions
     from subagents.runtime.toolbox import Toolbox
     from subagents.store.base import Store, TaskOwner
 
