@@ -21,7 +21,13 @@ import typer
 
 from subagents.cli.chat_session import ChatSession, decision_of
 from subagents.cli.common import stderr_console
-from subagents.cli.options import ModelOption, PermissionModeOption, WorkspaceOption
+from subagents.cli.options import (
+    ModelOption,
+    PermissionModeOption,
+    WorkspaceOption,
+    permission_mode_named,
+)
+from subagents.cli.render import EXIT_ERROR, print_error, print_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,14 +58,11 @@ def chat_command(
     Subagents show as blocks, tool calls as compact lines, approvals are asked on screen.
     Type /help for the commands; '@agent-name PROMPT' hands a prompt to that agent.
     """
-    from rich.console import Console
-
     from subagents.errors import SubagentsError
 
-    err = Console(stderr=True)
     if continue_ and resume is not None:
-        err.print("[red]--continue and --resume do not go together[/] - drop one of them")
-        raise typer.Exit(2)
+        print_problem("--continue and --resume do not go together", "drop one of them")
+        raise typer.Exit(EXIT_ERROR)
     try:
         open_chat(
             model=model,
@@ -70,8 +73,6 @@ def chat_command(
             permission_mode=permission_mode,
         )
     except SubagentsError as error:
-        from subagents.cli.render import EXIT_ERROR, print_error
-
         print_error(error)
         raise typer.Exit(EXIT_ERROR) from None
 
@@ -93,13 +94,8 @@ def open_chat(
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
     from subagents.store.open import open_store
-    from subagents.tools.permissions import PERMISSION_MODES
 
-    if permission_mode not in PERMISSION_MODES:
-        raise ConfigError(
-            f"Unknown permission mode {permission_mode!r}",
-            hint="use one of: " + ", ".join(PERMISSION_MODES),
-        )
+    mode = permission_mode_named(permission_mode)
     database = open_store(cwd=cwd)
     # the project's MCP servers: asked about once, on the line before the app takes the
     # screen (line mode: when stdin is a terminal); otherwise left out with what to do
@@ -109,7 +105,7 @@ def open_chat(
         return Runtime(
             cwd=cwd,
             model=chosen,
-            permission_mode=permission_mode,  # type: ignore[arg-type]
+            permission_mode=mode,
             headless="pause",  # nobody to ask (line mode without a terminal): pause the turn
             events=EventBus(),
             stream=True,

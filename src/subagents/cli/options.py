@@ -4,9 +4,12 @@ with the same help, in every command that has it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from subagents.tools.permissions import PermissionMode
 
 __all__ = [
     "CwdOption",
@@ -21,6 +24,7 @@ __all__ = [
     "WaitOption",
     "WorkspaceOption",
     "YesOption",
+    "permission_mode_named",
 ]
 
 CwdOption = Annotated[
@@ -79,3 +83,17 @@ WaitOption = Annotated[
     bool, typer.Option("--wait", help="With --remote: wait for the run to end, print its answer.")
 ]
 QueueOption = Annotated[str, typer.Option("--queue", help="With --remote: the workers' queue.")]
+
+
+def permission_mode_named(name: str) -> PermissionMode:
+    """The mode ``--permission-mode NAME`` names; a ConfigError naming the modes there are
+    for any other."""
+    from subagents.errors import ConfigError
+    from subagents.tools.permissions import PERMISSION_MODES
+
+    for mode in PERMISSION_MODES:
+        if mode == name:
+            return mode
+    raise ConfigError(
+        f"Unknown permission mode {name!r}.", hint="use one of: " + ", ".join(PERMISSION_MODES)
+    )

@@ -37,6 +37,7 @@ __all__ = [
     "print_answer",
     "print_ending",
     "print_error",
+    "print_problem",
 ]
 
 # Exit codes of `run`, `resume` and `workflow run` (documented in the README and `run --help`).
@@ -58,13 +59,19 @@ def exit_code(status: str) -> int:
 def print_error(error: SubagentsError, redactor: Redactor | None = None) -> None:
     """``error: MESSAGE`` and ``hint: WHAT TO DO`` on stderr, secrets redacted (an error may
     quote a stored value or a config line)."""
+    print_problem(error.message, error.hint, redactor)
+
+
+def print_problem(message: str, hint: str | None, redactor: Redactor | None = None) -> None:
+    """:func:`print_error` for a problem found before anything ran (options that do not go
+    together, say)."""
     if redactor is None:
         from subagents.redaction import Redactor
 
         redactor = Redactor()
-    typer.echo(f"error: {redactor.text(error.message)}", err=True)
-    if error.hint:
-        typer.echo(f"hint: {redactor.text(error.hint)}", err=True)
+    typer.echo(f"error: {redactor.text(message)}", err=True)
+    if hint:
+        typer.echo(f"hint: {redactor.text(hint)}", err=True)
 
 
 def print_answer(answer: str) -> None:

@@ -19,6 +19,7 @@ from subagents.cli.options import (
     TaskArgument,
     TrustProjectMcpOption,
     WaitOption,
+    permission_mode_named,
 )
 from subagents.cli.render import EXIT_PAUSED, Ending, how_to_resume, print_ending
 
@@ -117,7 +118,8 @@ def resume_command(
         # with no decision given, the pending question is asked there too
         at_terminal = not as_json and sys.stdin.isatty()
         ask_here = decision is None and at_terminal
-        _check_mode(permission_mode)
+        if permission_mode is not None:
+            permission_mode_named(permission_mode)
         session_agents = explicit_agents_from_json(agents_json) if agents_json else []
         path = store_path(cwd, store)
         from subagents.workers.engine import WorkerError
@@ -304,17 +306,6 @@ def _read_line(prompt: str) -> str | None:
         return input(prompt)
     except EOFError:
         return None
-
-
-def _check_mode(mode: str | None) -> None:
-    from subagents.errors import SubagentsError
-    from subagents.tools.permissions import PERMISSION_MODES
-
-    if mode is not None and mode not in PERMISSION_MODES:
-        raise SubagentsError(
-            f"Unknown permission mode {mode!r}.",
-            hint=f"use one of: {', '.join(PERMISSION_MODES)}",
-        )
 
 
 def _queue_remotely(

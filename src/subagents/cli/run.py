@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.common import AnswerWatch, stderr_console
+from subagents.cli.common import AnswerWatch, stderr_console, user_errors
 from subagents.cli.options import (
     ExitWhenDoneOption,
     ModelOption,
@@ -19,6 +19,7 @@ from subagents.cli.options import (
     WaitOption,
     WorkspaceOption,
     YesOption,
+    permission_mode_named,
 )
 from subagents.cli.render import (
     EXIT_ERROR,
@@ -27,6 +28,7 @@ from subagents.cli.render import (
     how_to_resume,
     print_ending,
     print_error,
+    print_problem,
 )
 
 if TYPE_CHECKING:
@@ -195,13 +197,11 @@ def run_command(
     from subagents.errors import SubagentsError
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
-    from subagents.tools.permissions import PERMISSION_MODES
     from subagents.tracing.otlp import start_live_export
 
     err = stderr_console()
     redactor = Redactor()  # the environment's secrets, until the project's config is read
     problem = _usage_problem(
-        permission_mode,
         output_format,
         as_json=as_json,
         ui=ui,
@@ -221,10 +221,10 @@ def run_command(
         otel=otel,
     )
     if problem is not None:
-        err.print(f"[red]{quote_markup(problem[0])}[/] - {quote_markup(problem[1])}")
+        print_problem(*problem)
         raise typer.Exit(EXIT_ERROR)
-    if permission_mode not in PERMISSION_MODES:  # (said above; for the type checker)
-        raise typer.Exit(EXIT_ERROR)
+    with user_errors():
+        mode = permission_mode_named(permission_mode)
     fmt = "json" if as_json else output_format
     machine = fmt != "text"
     # with --ui the UI owns the terminal and asks the person itself (see run_in_ui)
@@ -255,7 +255,7 @@ def run_command(
                 cwd=cwd,
                 config=config,
                 model=model,
-                permission_mode=permission_mode,  # type: ignore[arg-type]
+                permission_mode=mode,
                 headless=headless,
                 events=events,
                 stream=fmt != "json",
@@ -506,7 +506,6 @@ def _event_line(event: Event) -> dict[str, Any] | None:
 
 
 def _usage_problem(
-    permission_mode: str,
     output_format: str,
     *,
     as_json: bool,
@@ -519,13 +518,6 @@ def _usage_problem(
     max_turns: int | None,
 ) -> tuple[str, str] | None:
     """What is wrong with the options (message, what to do), or None."""
-    from subagents.tools.permissions import PERMISSION_MODES
-
-    if permission_mode not in PERMISSION_MODES:
-        return (
-            f"Unknown permission mode {permission_mode!r}",
-            "use one of: " + ", ".join(PERMISSION_MODES),
-        )
     if output_format not in OUTPUT_FORMATS:
         return (
             f"Unknown output format {output_format!r}",

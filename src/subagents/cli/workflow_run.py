@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from subagents.cli.common import stderr_console
+from subagents.cli.common import stderr_console, user_errors
 from subagents.cli.options import (
     CwdOption,
     ExitWhenDoneOption,
@@ -17,8 +17,16 @@ from subagents.cli.options import (
     TrustProjectMcpOption,
     WaitOption,
     YesOption,
+    permission_mode_named,
 )
-from subagents.cli.render import EXIT_ERROR, Ending, how_to_resume, print_ending, print_error
+from subagents.cli.render import (
+    EXIT_ERROR,
+    Ending,
+    how_to_resume,
+    print_ending,
+    print_error,
+    print_problem,
+)
 
 __all__ = ["workflow_run_command"]
 
@@ -81,26 +89,21 @@ def workflow_run_command(
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
     from subagents.runtime.runtime import Runtime
-    from subagents.tools.permissions import PERMISSION_MODES
     from subagents.workflows.files import find_workflow
 
     err = stderr_console()
     redactor = Redactor()
-    if permission_mode not in PERMISSION_MODES:
-        err.print(
-            f"[red]Unknown permission mode {permission_mode!r}[/] - use one of: "
-            + ", ".join(PERMISSION_MODES)
-        )
-        raise typer.Exit(2)
+    with user_errors():
+        mode = permission_mode_named(permission_mode)
     if ui and as_json:
-        err.print("[red]--ui and --json do not go together[/] - drop one of them")
-        raise typer.Exit(2)
+        print_problem("--ui and --json do not go together", "drop one of them")
+        raise typer.Exit(EXIT_ERROR)
     if (wait and not remote) or (remote and (ui or no_store)):
-        err.print(
-            "[red]--wait goes with --remote, and --remote not with --ui or --no-store[/] - "
-            "a queued run is carried out by a worker; follow it with 'subagents tasks show'"
+        print_problem(
+            "--wait goes with --remote, and --remote not with --ui or --no-store",
+            "a queued run is carried out by a worker; follow it with 'subagents tasks show'",
         )
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_ERROR)
     printer: ProgressPrinter | None = None
     database = None
     try:
@@ -127,7 +130,7 @@ def workflow_run_command(
         runtime = Runtime(
             cwd=cwd,
             model=model,
-            permission_mode=permission_mode,  # type: ignore[arg-type]
+            permission_mode=mode,
             headless="allow" if yes else "pause" if database is not None else "deny",
             events=events,
             store=database,

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 HeadlessPolicy = Literal["allow", "deny"]
-PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 
 # The tools ``acceptEdits`` approves without asking: they only change files in the workspace.
 EDIT_TOOL_NAMES: frozenset[str] = frozenset({"Write", "Edit", "MultiEdit"})
