@@ -59,6 +59,9 @@ Format::
     [tools]
     pass_env = ["OPENAI_API_KEY"]    # provider keys the Bash tool and shell hooks may see
 
+    [budget]                    # a run's whole tree of agents; reaching it pauses the run
+    max_tokens = 200000         # input + output tokens (`run --max-budget-tokens` overrides)
+
     [web]                       # WebFetch and WebSearch (see subagents.tools.web.settings)
     allow_private_addresses = ["127.0.0.1"]  # hosts / IPs / CIDRs WebFetch may reach
     search_backend = "brave"    # or "tavily", "searxng"; the key is read from BRAVE_API_KEY
@@ -105,6 +108,7 @@ __all__ = [
     "CONFIG_FILE_NAME",
     "HOME_ENV_VAR",
     "MAX_CONFIG_FILE_BYTES",
+    "BudgetSettings",
     "Config",
     "ConfigFile",
     "HookCommand",
@@ -242,6 +246,15 @@ class SandboxSettings(BaseModel):
     network: bool = False
 
 
+class BudgetSettings(BaseModel):
+    """The ``[budget]`` table: ``max_tokens`` caps the input and output tokens of a run's
+    whole tree of agents (see :mod:`subagents.runtime.budget`); none by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
 class StoreSettings(BaseModel):
     """The ``[store]`` table: ``url`` names the store every project's runs are recorded in (a
     file path, ``sqlite:///PATH``, or ``postgresql://...``; see :mod:`subagents.store.open`),
@@ -287,6 +300,7 @@ class ConfigFile(BaseModel):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +316,7 @@ class Config:
     tools: ToolsSettings = field(default_factory=ToolsSettings)
     web: WebSettings = field(default_factory=WebSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -434,6 +449,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         tools=effective.tools,
         web=effective.web,
         store=effective.store,
+        budget=effective.budget,
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -576,6 +592,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(ToolsSettings.model_fields)
     elif parents == ["web"]:
         allowed = list(WebSettings.model_fields)
+    elif parents == ["budget"]:
+        allowed = list(BudgetSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
     else:

@@ -259,6 +259,25 @@ def test_unknown_key_suggests_the_closest(home: Path) -> None:
         load_config(home / "nowhere", home=home)
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[budget]\nmax_token = 5000\n", "did you mean 'budget.max_tokens'"),
+        ("[budget]\nmax_tokens = 0\n", "max_tokens"),
+        ('[budget]\nmax_tokens = "lots"\n', "max_tokens"),
+    ],
+)
+def test_a_bad_budget_is_a_clear_error(home: Path, text: str, said: str) -> None:
+    write(home / ".subagents" / "config.toml", text)
+    with pytest.raises(ConfigError, match=said):
+        load_config(home / "nowhere", home=home)
+
+
+def test_the_budget_table_sets_the_runs_token_budget(home: Path) -> None:
+    write(home / ".subagents" / "config.toml", "[budget]\nmax_tokens = 250000\n")
+    assert load_config(home / "nowhere", home=home).budget.max_tokens == 250_000
+
+
 def test_every_problem_is_listed(home: Path, project: Path) -> None:
     write(
         project / ".subagents" / "config.toml",

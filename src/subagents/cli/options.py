@@ -15,6 +15,7 @@ __all__ = [
     "CwdOption",
     "ExitWhenDoneOption",
     "JsonOption",
+    "MaxBudgetTokensOption",
     "ModelOption",
     "PermissionModeOption",
     "QueueOption",
@@ -63,6 +64,16 @@ PermissionModeOption = Annotated[
     str,
     typer.Option(
         "--permission-mode", help="default | acceptEdits | plan | dontAsk | bypassPermissions"
+    ),
+]
+MaxBudgetTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-budget-tokens",
+        min=1,
+        help="The input and output tokens the whole run may spend, subagents included; "
+        "reaching it pauses the run (exit 4), and a resume with a larger budget goes on "
+        "(default: the task's own, else [budget] max_tokens).",
     ),
 ]
 TrustProjectMcpOption = Annotated[

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from subagents.store.records import TaskRecord
 
 __all__ = [
+    "EXIT_BUDGET",
     "EXIT_ERROR",
     "EXIT_FAILED",
     "EXIT_OK",
@@ -45,10 +46,13 @@ EXIT_OK = 0  # completed
 EXIT_FAILED = 1  # failed, out of turns (max_turns), cancelled
 EXIT_ERROR = 2  # a usage or configuration error: nothing ran
 EXIT_PAUSED = 3  # paused: waiting for a person (`subagents resume TASK` goes on)
+EXIT_BUDGET = 4  # paused at its token budget (`resume TASK --max-budget-tokens N` goes on)
 
 
-def exit_code(status: str) -> int:
+def exit_code(status: str, *, budget_reached: bool = False) -> int:
     """The exit code of a run that ended with ``status`` (see the ``EXIT_*`` constants)."""
+    if budget_reached:
+        return EXIT_BUDGET
     if status == "completed":
         return EXIT_OK
     if status == "awaiting_human":
@@ -95,11 +99,23 @@ class Ending:
     error: str | None
     question: str | None
     """What it waits for a person to answer, when the command knows."""
+    spent_tokens: int | None = None
+    """Set when the run stopped at its token budget: what it spent."""
 
     @classmethod
     def of(cls, result: RunResult) -> Ending:
-        question = result.question.text if result.question is not None else None
-        return cls(result.task_id, result.status, result.output, result.error, question)
+        asked = result.question
+        if asked is None:
+            return cls(result.task_id, result.status, result.output, result.error, None)
+        spent = asked.arguments.get("spent_tokens") if asked.kind == "budget" else None
+        return cls(
+            result.task_id,
+            result.status,
+            result.output,
+            result.error,
+            asked.text,
+            spent if isinstance(spent, int) else None,
+        )
 
     @classmethod
     def of_task(cls, task: TaskRecord) -> Ending:
@@ -135,13 +151,18 @@ def print_ending(
     line that goes on when the run waits for a person.
     """
     from subagents.cli.answer import markup_safe, quote_markup
+    from subagents.runtime.budget import budget_hint
 
     if as_json:
         typer.echo(json.dumps(redactor.value(dict(payload)), indent=2, default=str))
     else:
         if ending.output.strip() and not on_screen(ending.output):
             print_answer(redactor.text(ending.output))
-        if ending.status == "awaiting_human":
+        if ending.spent_tokens is not None and ending.task_id is not None:
+            reached = markup_safe(redactor.text(ending.question or ""), err)
+            hint = budget_hint(ending.task_id, ending.spent_tokens)
+            err.print(f"[yellow]Budget reached:[/] {reached}\ngo on with: {quote_markup(hint)}")
+        elif ending.status == "awaiting_human":
             asked = ending.question
             waits = f": {markup_safe(redactor.text(asked), err)}" if asked else ""
             err.print(f"[yellow]Waiting for a person[/]{waits}\n{quote_markup(how_to_resume)}")
@@ -150,6 +171,6 @@ def print_ending(
             err.print(f"[red]Run {ending.status}:[/] {reason}")
         if ending.task_id is not None:
             err.print(f"[dim]task {ending.task_id}[/]")
-    code = exit_code(ending.status)
+    code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
     if code:
         raise typer.Exit(code)

@@ -14,6 +14,7 @@ import typer
 from subagents.cli.common import AnswerWatch, stderr_console, store_path, user_errors
 from subagents.cli.options import (
     CwdOption,
+    MaxBudgetTokensOption,
     QueueOption,
     StoreOption,
     TaskArgument,
@@ -55,6 +56,7 @@ def resume_command(
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE for the decision (e.g. answer=8080)."),
     ] = None,
+    max_budget_tokens: MaxBudgetTokensOption = None,
     force: Annotated[
         bool,
         typer.Option("--force", help="Take the task over from a process that is gone for good."),
@@ -95,7 +97,7 @@ def resume_command(
     that needs approval pauses the task again. Secrets are redacted from everything printed.
 
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
-    error; 3 paused, waiting for a person.
+    error; 3 paused, waiting for a person; 4 paused at the token budget.
     """
     from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
@@ -156,6 +158,7 @@ def resume_command(
                 project_mcp=project_server_policy(
                     interactive=at_terminal, trust_all=trust_project_mcp
                 ),
+                max_budget_tokens=max_budget_tokens,
             )
             redactor = Redactor(runtime.credentials())
             if not as_json:
@@ -171,7 +174,7 @@ def resume_command(
                     runtime.permissions.approver = ask_person(err, redactor, printer)
                 if ask_here and not not_adopted(record):
                     pending = pending_question(database, record)
-                    if pending is not None:
+                    if pending is not None and pending.kind != "budget":  # no one to ask
                         decision = _ask_decision(err, redactor, pending)
                         if decision is None:
                             err.print(f"[yellow]No decision given;[/] task {record.id} waits.")
@@ -237,7 +240,7 @@ def _resume_asking(
     async def resume_and_close() -> RunResult:
         try:
             result = await runtime.resume(task_id, decision, force=force)
-            while ask is not None and result.status == "awaiting_human" and result.question:
+            while ask is not None and result.question and result.question.kind != "budget":
                 following = await asyncio.to_thread(ask, result.question)
                 if following is None:
                     break

@@ -12,6 +12,7 @@ import typer
 from subagents.cli.common import AnswerWatch, stderr_console, user_errors
 from subagents.cli.options import (
     ExitWhenDoneOption,
+    MaxBudgetTokensOption,
     ModelOption,
     PermissionModeOption,
     QueueOption,
@@ -107,6 +108,7 @@ def run_command(
             help="Continue the conversation of TASK (id or unique prefix) with PROMPT.",
         ),
     ] = None,
+    max_budget_tokens: MaxBudgetTokensOption = None,
     max_turns: Annotated[
         int | None,
         typer.Option(
@@ -189,7 +191,7 @@ def run_command(
     from everything printed.
 
     Exit codes: 0 completed; 1 failed, out of turns or cancelled; 2 usage or configuration
-    error; 3 paused, waiting for a person; 130 interrupted.
+    error; 3 paused, waiting for a person; 4 paused at the token budget; 130 interrupted.
     """
     from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
@@ -266,6 +268,7 @@ def run_command(
                 project_mcp=project_server_policy(
                     interactive=interactive, trust_all=trust_project_mcp
                 ),
+                max_budget_tokens=max_budget_tokens,
             )
 
         runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)
@@ -351,7 +354,8 @@ def run_command(
             database.close()
     if stream is not None:
         stream.finish(result_payload(result))
-        code = exit_code(result.status)
+        ending = Ending.of(result)
+        code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
         if code:
             raise typer.Exit(code)
         return

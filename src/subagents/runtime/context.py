@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from subagents.messages import Usage
+    from subagents.runtime.budget import TokenBudget
     from subagents.runtime.pause import HumanDecision, WaitPoint
     from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
@@ -39,6 +41,17 @@ class RunContext(Protocol):
     def must_ask_again(self, tool_call_id: str) -> bool:
         """Whether ``tool_call_id`` was pending when the task was imported, so that a person
         of this runtime must approve it before it runs."""
+        ...
+
+    # -- the budget ----------------------------------------------------------------------------
+
+    def over_budget(self) -> TokenBudget | None:
+        """The run's budget once it is reached (see :mod:`subagents.runtime.budget`);
+        ``None`` while the run may make another call."""
+        ...
+
+    def spend(self, agent: str, usage: Usage) -> None:
+        """Count a model call of a session of type ``agent`` against the run's budget."""
         ...
 
     # -- settings the loop reads ---------------------------------------------------------------

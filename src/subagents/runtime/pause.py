@@ -30,8 +30,9 @@ __all__ = [
     "WaitPoint",
 ]
 
-QuestionKind = Literal["approval", "ask_human", "crash_recovery", "workflow"]
-"""``workflow``: a human node or a checkpoint of a workflow asks to go on."""
+QuestionKind = Literal["approval", "ask_human", "crash_recovery", "workflow", "budget"]
+"""``workflow``: a human node or a checkpoint of a workflow asks to go on; ``budget``: the run
+reached its token budget (:mod:`subagents.runtime.budget`), and goes on with a larger one."""
 
 WAIT_POINT_VERSION = 1
 

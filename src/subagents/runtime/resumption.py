@@ -44,10 +44,11 @@ def not_adopted(task: TaskRecord) -> bool:
 
 
 def decisions_for(
-    store: Store, task: TaskRecord, decision: HumanDecision | None
+    store: Store, task: TaskRecord, decision: HumanDecision | None, *, budget: int | None = None
 ) -> dict[WaitPoint, HumanDecision]:
     """The person's ``decision`` addressed to the session that asked; StoreError, saying what
-    to do, when the task does not wait for one and got one, waits and got none, or is done."""
+    to do, when the task does not wait for one and got one, waits and got none, or is done.
+    A task its token budget stopped needs a larger ``budget`` instead of a decision."""
     if not_adopted(task):
         # Someone else's question about someone else's call: not the person's to answer
         # blind. The first resume asks again, in this runtime's words and settings.
@@ -62,7 +63,9 @@ def decisions_for(
     else:
         question = pending_question(store, task)
     decisions: dict[WaitPoint, HumanDecision] = {}
-    if question is not None:
+    if question is not None and question.kind == "budget":
+        _check_larger_budget(store, task, decision, budget)
+    elif question is not None:
         if decision is None:
             raise StoreError(
                 f"Task {task.id} is waiting for a person: {question.text}",
@@ -81,6 +84,27 @@ def decisions_for(
             hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
         )
     return decisions
+
+
+def _check_larger_budget(
+    store: Store, task: TaskRecord, decision: HumanDecision | None, budget: int | None
+) -> None:
+    """A task its budget stopped goes on with a budget larger than what it spent."""
+    from subagents.runtime.budget import TokenBudget, budget_hint
+
+    spent = TokenBudget.after(store.sessions(task.id), None).spent
+    if decision is not None:
+        raise StoreError(
+            f"Task {task.id} waits for a larger token budget, not for a decision.",
+            hint=f"run '{budget_hint(task.id[:8], spent)}'",
+        )
+    if budget is None or budget <= spent:
+        given = f"--max-budget-tokens {budget:,} is" if budget is not None else "no budget is"
+        raise StoreError(
+            f"Task {task.id} stopped at its token budget after {spent:,} tokens, and {given} "
+            "larger than that.",
+            hint=f"run '{budget_hint(task.id[:8], spent)}'",
+        )
 
 
 def adopt_if_imported(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
+from subagents.runtime.budget import BUDGET_SETTING, TokenBudget, budget_setting
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
@@ -30,6 +31,7 @@ from subagents.store.records import TaskRecord, new_id
 from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
+    from subagents.messages import Usage
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from subagents.runtime.session import Session
     from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
+    from subagents.store.records import SessionRecord
 
 __all__ = ["Run", "check_delegation", "handed_to", "task_description"]
 
@@ -46,6 +49,7 @@ class Run:
 
     __slots__ = (
         "_profiles",
+        "budget",
         "builder",
         "decisions",
         "delegation",
@@ -76,6 +80,7 @@ class Run:
         self.recorder: Recorder | None = None
         self.result: RunResult | None = None
         self._profiles: dict[str, DescriptionProfile] = {}
+        self.budget = TokenBudget(runtime.max_budget_tokens or runtime.config.budget.max_tokens)
 
     @property
     def main(self) -> Session | None:
@@ -117,7 +122,7 @@ class Run:
                 workspace=str(runtime.workspace),
                 tags=list(tags),
                 retention_days=retention_days,
-                settings=runtime.permissions.task_settings(),
+                settings=runtime.permissions.task_settings() | budget_setting(self.budget.limit),
             )
             recorder = self.recorder = Recorder(store, task, runtime.redactor())
             if task_id is not None:
@@ -137,9 +142,9 @@ class Run:
         (``ended``: it failed or was cancelled, and gets a fresh turn budget)."""
         self.recorder = recorder
         store, task = recorder.store, recorder.task
-        main_record = next(
-            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
-        )
+        sessions = store.sessions(task.id)
+        main_record = next((r for r in sessions if r.parent_session_id is None), None)
+        self._restore_budget(task, sessions)
         recorder.resume_task()
         if main_record is None:  # stopped before the first step was written: start over
             session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
@@ -161,9 +166,9 @@ class Run:
         user message and a fresh turn budget (``delegate_to``: see :func:`handed_to`)."""
         self.recorder = recorder
         store, task = recorder.store, recorder.task
-        main_record = next(
-            (r for r in store.sessions(task.id) if r.parent_session_id is None), None
-        )
+        sessions = store.sessions(task.id)
+        main_record = next((r for r in sessions if r.parent_session_id is None), None)
+        self._restore_budget(task, sessions)
         if main_record is None:  # it never got to its first step: start it with this prompt
             session = self.builder.main(task.assigned_agent, agent_id=main_session_id(task.id))
         else:
@@ -181,6 +186,16 @@ class Run:
         session.run_turns = 0
         work = handed_to(session, prompt, delegate_to) if delegate_to else _run(session, prompt)
         return await self._drive(session, with_stop_hooks(session, work))
+
+    def _restore_budget(self, task: TaskRecord, sessions: Sequence[SessionRecord]) -> None:
+        """The budget of a task that goes on: the one given now (kept with the task from now
+        on), else the task's own, else the config's; what its sessions spent counts."""
+        given = self.runtime.max_budget_tokens
+        if given is not None:
+            task.settings[BUDGET_SETTING] = given
+        kept = task.settings.get(BUDGET_SETTING)
+        limit = given or (kept if isinstance(kept, int) else self.budget.limit)
+        self.budget = TokenBudget.after(sessions, limit)
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
@@ -265,6 +280,12 @@ class Run:
 
     def must_ask_again(self, tool_call_id: str) -> bool:
         return tool_call_id in self.reask_calls
+
+    def over_budget(self) -> TokenBudget | None:
+        return self.budget if self.budget.reached() else None
+
+    def spend(self, agent: str, usage: Usage) -> None:
+        self.budget.charge(agent, usage)
 
     @property
     def interrupted_tool_calls(self) -> InterruptedPolicy:

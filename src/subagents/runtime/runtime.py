@@ -71,6 +71,9 @@ class Runtime:
     ``subagents run --allowedTools / --disallowedTools`` passes them; the rules of
     ``.claude/settings.json``, ``.claude/settings.local.json`` and ``~/.claude/settings.json``
     are added to them.
+
+    ``max_budget_tokens`` caps the input and output tokens of each run's whole tree of agents
+    (see :mod:`subagents.runtime.budget`); a resumed task keeps its own unless it is given.
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class Runtime:
         allowed_tools: Sequence[str] = (),
         disallowed_tools: Sequence[str] = (),
         project_mcp: ProjectServerPolicy | None = None,
+        max_budget_tokens: int | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
@@ -119,6 +123,7 @@ class Runtime:
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
+        self.max_budget_tokens = max_budget_tokens
         self._last_run: Run | None = None  # the run a UI shows (cancel_background; last_delegation)
         self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         self.handing_over = False  # see hand_over()
@@ -346,7 +351,7 @@ class Runtime:
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
         rule_arguments = self.permissions.restored_arguments(task)
-        decisions = decisions_for(store, task, decision)
+        decisions = decisions_for(store, task, decision, budget=self.max_budget_tokens)
         ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:

@@ -46,6 +46,9 @@ class Services(Protocol):
     """A cancelled run stops as a crash does, for another process to continue (a worker that
     shuts down)."""
     task_descriptions: TaskToolDescriptions
+    max_budget_tokens: int | None
+    """The token budget of the runs started or resumed here, when given (see
+    :mod:`subagents.runtime.budget`); else the task's own, else ``[budget] max_tokens``."""
 
     @property
     def config(self) -> Config: ...

@@ -44,6 +44,7 @@ from subagents.messages import (
 from subagents.models.base import ModelSettings
 from subagents.runtime import events as ev
 from subagents.runtime.answer_check import CUT_OFF_MARK
+from subagents.runtime.budget import BUDGET_KEY
 from subagents.runtime.hooks import Hooks
 from subagents.runtime.loop_guard import (
     DEFAULT_MAX_REPEATED_FAILURES,
@@ -245,6 +246,7 @@ class Session:
                 if finished is not None:
                     return finished
             while self.run_turns < self.max_turns:
+                self._check_budget()
                 self.run_turns += 1
                 self.turns += 1
                 self._deliver_inbox()
@@ -263,6 +265,8 @@ class Session:
                 if answered.traces:
                     self._traces.extend(answered.traces)
                 self.usage.add(response.usage)
+                if self.context is not None:
+                    self.context.spend(self.agent_type, response.usage)
                 if self._looping():  # its answers kept looping: the last one is not taken
                     return await self._stop_for_loop(started)
                 self.messages.append(
@@ -645,6 +649,29 @@ class Session:
             tool_name=call.name,
             arguments=dict(call.arguments),
             text=text,
+        )
+
+    def _check_budget(self) -> None:
+        """Pause before a model call the run's budget has no room for (see
+        :mod:`subagents.runtime.budget`)."""
+        context = self.context
+        budget = context.over_budget() if context is not None else None
+        if budget is None:
+            return
+        task_id = self.recorder.task_id if self.recorder is not None else ""
+        raise RunPaused(
+            HumanQuestion(
+                kind="budget",
+                task_id=task_id,
+                session_id=self.agent_id,
+                session_path=self.path,
+                agent_type=self.agent_type,
+                tool_call_id=BUDGET_KEY,
+                tool_name="",
+                arguments={"spent_tokens": budget.spent, "max_budget_tokens": budget.limit},
+                text=f"The run reached its token budget: {budget.report()} spent. Resume it "
+                "with a larger budget to go on.",
+            )
         )
 
     def ask(

@@ -79,6 +79,7 @@ def _queued_task(
     """The record of a run that a worker will carry out: status ``pending``, ``runtime``'s
     workspace, mode and rules, its text redacted. ``agent`` must name an agent here; the
     model is the one ``runtime`` was given, or the worker's default when it was given none."""
+    from subagents.runtime.budget import budget_setting
     from subagents.runtime.run import task_description
 
     if agent is not None:
@@ -93,7 +94,7 @@ def _queued_task(
         workspace=str(runtime.workspace),
         tags=list(tags),
         retention_days=retention_days,
-        settings=runtime.permissions.task_settings(),
+        settings=runtime.permissions.task_settings() | budget_setting(runtime.max_budget_tokens),
     )
 
 

@@ -1,0 +1,45 @@
+"""`run --max-budget-tokens` and `resume --max-budget-tokens` with the real console script and a
+local OpenAI-compatible server that reports usage (18 tokens a call): the run stops at its
+budget with exit code 4, says what it spent and how to go on, and goes on with more."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_project import MODEL, Project, ScriptedServer, project, server
+
+pytestmark = pytest.mark.slow  # real subprocesses: not in `make test-fast`
+
+__all__ = ["project", "server"]  # the fixtures, used by name below
+
+PER_CALL = 18  # what fakes.openai_server.usage() reports: 11 in, 7 out
+
+
+def test_a_run_stops_at_its_budget_and_a_resume_with_more_goes_on(
+    project: Project, server: ScriptedServer
+) -> None:
+    (project.root / "notes.md").write_text("notes\n")
+    for index in range(5):
+        server.call("Read", {"file_path": "notes.md"}, call_id=f"call_{index}")
+    server.say("Read them all.")
+
+    stopped = project.cli("run", "Read the notes five times", "--model", MODEL,
+                          "--max-budget-tokens", "40")  # fmt: skip
+
+    assert stopped.code == 4, stopped.err
+    assert len(server.requests) == 3  # 18, 36, 54: no call once 40 was spent
+    assert "Budget reached" in stopped.said and "54 of 40 tokens (main 54)" in stopped.said
+    task_id = stopped.task_id
+    assert f"subagents resume {task_id} --max-budget-tokens" in stopped.said
+
+    again = project.cli("resume", task_id[:8])
+    assert again.code == 2 and "larger than that" in again.err and len(server.requests) == 3
+
+    done = project.cli("resume", task_id[:8], "--max-budget-tokens", "1000")
+    assert done.code == 0, done.err
+    assert done.out.strip() == "Read them all."
+    assert len(server.requests) == 6  # the three turns left, none again
+    sessions = project.show(task_id)["sessions"]
+    assert sum(s["usage"]["input_tokens"] + s["usage"]["output_tokens"] for s in sessions) == (
+        6 * PER_CALL
+    )

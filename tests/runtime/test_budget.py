@@ -1,0 +1,127 @@
+"""A run's token budget (runtime/budget.py): one pool for the whole tree of agents, looked at
+before each model call; reaching it pauses the run where it stands, and a resume with a larger
+budget goes on from there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from subagents.definitions.model import AgentDefinition
+from subagents.errors import StoreError
+from subagents.messages import ToolResultMessage, Usage
+from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.pause import HumanDecision
+from subagents.runtime.runtime import Runtime
+from subagents.store.sqlite import SQLiteStore, open_store
+from subagents.testing import FunctionModel, text_response, tool_call_response
+
+CALL_TOKENS = (560, 140)  # input, output: 700 a call
+WORKER = AgentDefinition(name="worker", description="Works.", system_prompt="You work.")
+
+
+class Tree:
+    """A main agent that delegates to ``worker`` ``rounds`` times; the worker reads a file
+    ``steps`` times before it answers. Every call reports the same usage, and is counted."""
+
+    def __init__(self, rounds: int, steps: int) -> None:
+        self.calls: list[str] = []
+        self.reported = Usage()
+        self.main = FunctionModel(self._main(rounds), name="scripted:main")
+        self.worker = FunctionModel(self._worker(steps), name="scripted:worker")
+
+    def _counted(self, agent: str, response: ModelResponse) -> ModelResponse:
+        response.usage = Usage(input_tokens=CALL_TOKENS[0], output_tokens=CALL_TOKENS[1])
+        self.calls.append(agent)
+        self.reported.add(response.usage)
+        return response
+
+    def _main(self, rounds: int) -> Callable[[ModelRequest], ModelResponse]:
+        def turn(request: ModelRequest) -> ModelResponse:
+            done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+            if done < rounds:
+                task = {"description": "work", "prompt": "read notes", "subagent_type": "worker"}
+                return self._counted("main", tool_call_response("Task", task))
+            return self._counted("main", text_response("all rounds done"))
+
+        return turn
+
+    def _worker(self, steps: int) -> Callable[[ModelRequest], ModelResponse]:
+        def turn(request: ModelRequest) -> ModelResponse:
+            done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+            if done < steps:
+                return self._counted("worker", tool_call_response("Read", {"file_path": "n.md"}))
+            return self._counted("worker", text_response("read it"))
+
+        return turn
+
+    def runtime(self, workspace: Path, store: SQLiteStore, budget: int | None) -> Runtime:
+        return Runtime(
+            cwd=workspace,
+            agents=[WORKER],
+            model=self.main,
+            agent_models={"worker": self.worker},
+            store=store,
+            max_budget_tokens=budget,
+        )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "n.md").write_text("notes\n")
+    return root
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    return open_store(tmp_path / "state.db")
+
+
+async def test_a_runaway_tree_stops_within_one_call_of_its_budget_and_goes_on_with_more(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    tree = Tree(rounds=5, steps=4)  # 5 x (1 + 5) + 1 = 31 calls, 21,700 tokens to the end
+    paused = await tree.runtime(workspace, store, 6_000).run("go")
+
+    per_call = sum(CALL_TOKENS)
+    spent = len(tree.calls) * per_call
+    assert 6_000 <= spent < 6_000 + per_call  # no call once the pool was spent
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    assert paused.question is not None and paused.question.kind == "budget"
+    assert f"{spent:,} of 6,000 tokens" in paused.question.text
+    assert "worker" in paused.question.text and "main" in paused.question.text
+    stored = store.sessions(paused.task_id)
+    assert sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in stored) == spent
+
+    with pytest.raises(StoreError, match="larger than that"):  # the same budget: no way on
+        await tree.runtime(workspace, store, None).resume(paused.task_id)
+    with pytest.raises(StoreError, match="not for a decision"):
+        await tree.runtime(workspace, store, 50_000).resume(
+            paused.task_id, HumanDecision("approve")
+        )
+
+    done = await tree.runtime(workspace, store, 50_000).resume(paused.task_id)
+    assert done.status == "completed", done.error
+    assert done.output == "all rounds done"
+    assert tree.calls.count("main") == 6  # no turn lost or repeated across the pause
+    stored = store.sessions(paused.task_id)
+    total = sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in stored)
+    assert total == tree.reported.input_tokens + tree.reported.output_tokens
+    assert store.get_task(paused.task_id).settings["max_budget_tokens"] == 50_000
+
+
+async def test_config_sets_the_budget_and_a_run_within_it_is_untouched(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    config = workspace / ".subagents" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[budget]\nmax_tokens = 100000\n")
+    tree = Tree(rounds=1, steps=1)
+    result = await tree.runtime(workspace, store, None).run("go")
+    assert result.status == "completed", result.error
+    assert result.task_id is not None
+    assert store.get_task(result.task_id).settings["max_budget_tokens"] == 100_000
