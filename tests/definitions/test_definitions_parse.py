@@ -351,6 +351,8 @@ def test_lenient_reading_joins_indented_continuation_lines() -> None:
         ("maxTurns: lots", "'maxTurns' must be a positive whole number"),
         ("maxTurns: 0", "maxTurns must be a positive whole number"),
         ("maxTurns: true", "'maxTurns' must be a positive whole number"),
+        ("maxBudgetTokens: lots", "'maxBudgetTokens' must be a positive whole number"),
+        ("maxBudgetTokens: 0", "maxBudgetTokens must be a positive whole number"),
         ("temperature: hot", "'temperature' must be a number"),
         ("temperature: 2.5", "temperature must be between 0 and 2"),
         ("background: maybe", "'background' must be true or false"),
@@ -367,6 +369,15 @@ def test_values_of_the_wrong_type_are_errors(line: str, fragment: str) -> None:
     d = md("---\n" + "\n".join(lines.values()) + "\n---\nbody\n")
     assert d.status == "invalid"
     assert any(fragment in e for e in d.validation_errors), d.validation_errors
+
+
+@pytest.mark.parametrize("key", ["maxBudgetTokens", "max_budget_tokens", "max-budget-tokens"])
+def test_a_token_budget_reads_in_every_spelling_and_renders_back(key: str) -> None:
+    from subagents.definitions.render import render_markdown
+
+    d = md(f"---\nname: a\ndescription: d\n{key}: 50000\n---\nbody\n")
+    assert (d.max_budget_tokens, d.status) == (50_000, "active")
+    assert md(render_markdown(d)).max_budget_tokens == 50_000
 
 
 def test_numbers_written_as_text_are_accepted() -> None:

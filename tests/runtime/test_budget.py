@@ -125,3 +125,85 @@ async def test_config_sets_the_budget_and_a_run_within_it_is_untouched(
     assert result.status == "completed", result.error
     assert result.task_id is not None
     assert store.get_task(result.task_id).settings["max_budget_tokens"] == 100_000
+
+
+def reader(agent: str, steps: int, calls: list[str]) -> FunctionModel:
+    """Reads a file ``steps`` times, then answers; 700 tokens a call, each one counted."""
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        calls.append(agent)
+        done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+        response = (
+            tool_call_response("Read", {"file_path": "n.md"})
+            if done < steps
+            else text_response(f"{agent} read it")
+        )
+        response.usage = Usage(input_tokens=CALL_TOKENS[0], output_tokens=CALL_TOKENS[1])
+        return response
+
+    return FunctionModel(turn, name=f"scripted:{agent}")
+
+
+def delegating(agent: str, to: str, calls: list[str]) -> FunctionModel:
+    """Starts ``to`` once, then answers with what came back; 700 tokens a call."""
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        calls.append(agent)
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            task = {"description": "work", "prompt": "read notes", "subagent_type": to}
+            response = tool_call_response("Task", task)
+        else:
+            response = text_response(f"{agent} heard: {results[-1].content[:80]}")
+        response.usage = Usage(input_tokens=CALL_TOKENS[0], output_tokens=CALL_TOKENS[1])
+        return response
+
+    return FunctionModel(turn, name=f"scripted:{agent}")
+
+
+async def test_a_subagent_stops_at_its_own_budget_and_its_parent_goes_on(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    calls: list[str] = []
+    capped = WORKER.model_copy(update={"max_budget_tokens": 2_000})
+    runtime = Runtime(
+        cwd=workspace,
+        agents=[capped],
+        model=delegating("main", "worker", calls),
+        agent_models={"worker": reader("worker", 10, calls)},
+        store=store,
+    )
+    result = await runtime.run("go")
+    assert result.status == "completed", result.error
+    assert calls.count("worker") == 3  # 700, 1,400, 2,100: no fourth call
+    (spawn,) = result.subagents
+    assert spawn.status == "failed" and spawn.error is not None
+    assert "2,100 of 2,000 tokens" in spawn.error and "maxBudgetTokens" in spawn.error
+    assert result.output.startswith("main heard:")
+
+
+async def test_a_subagent_gets_no_more_than_its_parent_has_left(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    calls: list[str] = []
+    lead = AgentDefinition(
+        name="lead", description="Leads.", system_prompt="You lead.", max_budget_tokens=3_000
+    )
+    generous = WORKER.model_copy(update={"max_budget_tokens": 50_000})
+    runtime = Runtime(
+        cwd=workspace,
+        agents=[lead, generous],
+        model=delegating("main", "lead", calls),
+        agent_models={
+            "lead": delegating("lead", "worker", calls),
+            "worker": reader("worker", 10, calls),
+        },
+        store=store,
+    )
+    result = await runtime.run("go")
+    assert result.status == "completed", result.error
+    # lead spent 700 before it started worker: worker gets 2,300, not 50,000
+    assert calls.count("worker") == 4  # 700 ... 2,100 < 2,300, then 2,800: stopped
+    worker = next(s for s in store.sessions(result.task_id or "") if s.agent_name == "worker")
+    assert worker.status == "error"
+    assert calls.count("lead") == 1  # its own 3,000 were spent by then: it stops too

@@ -42,6 +42,9 @@ FIELD_SPELLINGS: dict[str, str] = {
     "maxTurns": "max_turns",
     "max_turns": "max_turns",
     "max-turns": "max_turns",
+    "maxBudgetTokens": "max_budget_tokens",
+    "max_budget_tokens": "max_budget_tokens",
+    "max-budget-tokens": "max_budget_tokens",
     "permissionMode": "permission_mode",
     "permission_mode": "permission_mode",
     "mcpServers": "mcp_servers",
@@ -206,7 +209,7 @@ def _model(r: _Reader, key: str, value: object) -> str | None:
     return None
 
 
-def _max_turns(r: _Reader, key: str, value: object) -> int | None:
+def _whole_number(r: _Reader, key: str, value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -418,7 +421,8 @@ _CONVERTERS: dict[str, _Converter] = {
     "tools": _tools,
     "disallowed_tools": _disallowed,
     "model": _model,
-    "max_turns": _max_turns,
+    "max_turns": _whole_number,
+    "max_budget_tokens": _whole_number,
     "permission_mode": _permission_mode,
     "color": _text,
     "background": _flag,

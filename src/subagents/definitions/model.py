@@ -74,6 +74,9 @@ class AgentDefinition(BaseModel):
     disallowed_tools: list[str] = []
     model: str | None = None
     max_turns: int | None = None
+    max_budget_tokens: int | None = None
+    """``maxBudgetTokens``: the input and output tokens one session of this agent may spend as
+    a subagent, within what its parent has left (see :mod:`subagents.runtime.budget`)."""
     permission_mode: PermissionMode | None = None
     mcp_servers: list[str] = []
     mcp_server_configs: dict[str, dict[str, Any]] = {}

@@ -260,6 +260,9 @@ def _findings(
         warnings.append(model_warning)
     if d.max_turns is not None and d.max_turns < 1:
         errors.append(f"maxTurns must be a positive whole number, not {_shown(d.max_turns)}")
+    if d.max_budget_tokens is not None and d.max_budget_tokens < 1:
+        shown = _shown(d.max_budget_tokens)
+        errors.append(f"maxBudgetTokens must be a positive whole number, not {shown}")
     if d.temperature is not None and not (
         math.isfinite(d.temperature) and 0.0 <= d.temperature <= 2.0
     ):

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from subagents.errors import ToolError
 from subagents.messages import Usage
 from subagents.runtime.ask_human import ask_human_tool
+from subagents.runtime.budget import TokenBudget
 from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
@@ -304,7 +305,17 @@ class SessionBuilder:
             description=description,
             template=template,
         )
+        session.own_budget = self._own_budget(definition, parent)
         return ChildSession(session, resolved, fallback)
+
+    def _own_budget(self, definition: AgentDefinition, parent: Session) -> TokenBudget | None:
+        """A subagent's own budget (``maxBudgetTokens``), never more than what its parent
+        has left: the parent's own budgets up the tree, and the run's."""
+        wanted = definition.max_budget_tokens
+        if wanted is None:
+            return None
+        rooms = (wanted, parent.tokens_left(), self.context.tokens_left())
+        return TokenBudget(min(room for room in rooms if room is not None))
 
     def _child_template(
         self, parent: Session, definition: AgentDefinition
@@ -389,6 +400,9 @@ class SessionBuilder:
         session.messages = messages
         session.persisted_messages = len(messages)
         session.usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
+        if parent is not None and definition is not None and definition.max_budget_tokens:
+            session.own_budget = TokenBudget(definition.max_budget_tokens)
+            session.own_budget.charge(spec.agent_type, session.usage)
         session.turns = int(state.get("turns", record.turns))
         session.run_turns = int(state.get("run_turns", 0))
         session.tool_call_count = int(state.get("tool_calls", record.tool_calls))

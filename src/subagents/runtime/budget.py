@@ -6,6 +6,11 @@ nothing is lost, the question says what was spent on which agent, and
 ``subagents resume TASK --max-budget-tokens N`` with a larger ``N`` goes on where it stopped.
 Calls already under way when the pool runs dry finish, so a tree passes its budget by at most
 one call for each of its sessions asking at that moment.
+
+An agent file's ``maxBudgetTokens`` gives each of that agent's subagent sessions a budget of its
+own, never more than what its parent has left (the parents' own budgets up the tree, and the
+run's); every call counts against all of them. A subagent that has spent its own ends as one
+that ran out of turns does: its parent gets what it wrote and goes on.
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ class RunContext(Protocol):
         ``None`` while the run may make another call."""
         ...
 
+    def tokens_left(self) -> int | None:
+        """What the run's budget has left (``None``: the run has none)."""
+        ...
+
     def spend(self, agent: str, usage: Usage) -> None:
         """Count a model call of a session of type ``agent`` against the run's budget."""
         ...

@@ -284,6 +284,10 @@ class Run:
     def over_budget(self) -> TokenBudget | None:
         return self.budget if self.budget.reached() else None
 
+    def tokens_left(self) -> int | None:
+        limit = self.budget.limit
+        return None if limit is None else max(limit - self.budget.spent, 0)
+
     def spend(self, agent: str, usage: Usage) -> None:
         self.budget.charge(agent, usage)
 

@@ -44,7 +44,7 @@ from subagents.messages import (
 from subagents.models.base import ModelSettings
 from subagents.runtime import events as ev
 from subagents.runtime.answer_check import CUT_OFF_MARK
-from subagents.runtime.budget import BUDGET_KEY
+from subagents.runtime.budget import BUDGET_KEY, TokenBudget
 from subagents.runtime.hooks import Hooks
 from subagents.runtime.loop_guard import (
     DEFAULT_MAX_REPEATED_FAILURES,
@@ -124,6 +124,8 @@ class Session:
     background: bool = False
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    # maxBudgetTokens of its agent, within what its parent had left (runtime/budget.py)
+    own_budget: TokenBudget | None = None
     status: SessionStatus = "initializing"
     summary: str | None = None
     turns: int = 0
@@ -246,6 +248,11 @@ class Session:
                 if finished is not None:
                     return finished
             while self.run_turns < self.max_turns:
+                stopped = self._own_budget_spent()
+                if stopped is not None:
+                    return await self._finish(
+                        "failed", self._partial_output(), started, error=stopped
+                    )
                 self._check_budget()
                 self.run_turns += 1
                 self.turns += 1
@@ -265,8 +272,7 @@ class Session:
                 if answered.traces:
                     self._traces.extend(answered.traces)
                 self.usage.add(response.usage)
-                if self.context is not None:
-                    self.context.spend(self.agent_type, response.usage)
+                self._spend(response.usage)
                 if self._looping():  # its answers kept looping: the last one is not taken
                     return await self._stop_for_loop(started)
                 self.messages.append(
@@ -650,6 +656,44 @@ class Session:
             arguments=dict(call.arguments),
             text=text,
         )
+
+    def _spend(self, usage: Usage) -> None:
+        """Count a model call against the run's budget and the own budgets up the tree."""
+        if self.context is not None:
+            self.context.spend(self.agent_type, usage)
+        session: Session | None = self
+        while session is not None:
+            if session.own_budget is not None:
+                session.own_budget.charge(self.agent_type, usage)
+            session = session.parent
+
+    def _own_budget_spent(self) -> str | None:
+        """Why this session may make no more calls when its own budget, or an ancestor's, is
+        spent (the error it ends with; its parent gets what it wrote so far)."""
+        session: Session | None = self
+        while session is not None:
+            budget = session.own_budget
+            if budget is not None and budget.reached():
+                whose = "its" if session is self else f"the budget of {session.agent_type}, its"
+                return (
+                    f"stopped at {whose} token budget ({budget.report()}; maxBudgetTokens in "
+                    "the agent's file): the output holds what it wrote so far"
+                )
+            session = session.parent
+        return None
+
+    def tokens_left(self) -> int | None:
+        """The tokens this session's own budget and its ancestors' leave (``None``: no
+        limit of their own)."""
+        left: int | None = None
+        session: Session | None = self
+        while session is not None:
+            budget = session.own_budget
+            if budget is not None and budget.limit is not None:
+                room = max(budget.limit - budget.spent, 0)
+                left = room if left is None else min(left, room)
+            session = session.parent
+        return left
 
     def _check_budget(self) -> None:
         """Pause before a model call the run's budget has no room for (see
