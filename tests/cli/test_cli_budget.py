@@ -32,6 +32,10 @@ def test_a_run_stops_at_its_budget_and_a_resume_with_more_goes_on(
     task_id = stopped.task_id
     assert f"subagents resume {task_id} --max-budget-tokens" in stopped.said
 
+    shown = project.cli("tasks", "show", task_id[:8])
+    assert shown.code == 0 and '"kind": "budget"' in shown.out, shown.err
+    assert f"Go on with: subagents resume {task_id[:8]} --max-budget-tokens" in shown.out
+
     again = project.cli("resume", task_id[:8])
     assert again.code == 2 and "larger than that" in again.err and len(server.requests) == 3
 

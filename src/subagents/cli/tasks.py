@@ -307,7 +307,15 @@ def _print_task(
             f"[yellow]Awaiting a person[/] in session {markup_safe(checkpoint.session_id, console)}"
             f":\n{markup_safe(question, console)}"
         )
-    if waiting or task.status == "awaiting_human":
+    at_budget = any((c.question or {}).get("kind") == "budget" for c in waiting)
+    if at_budget:
+        from subagents.runtime.budget import TokenBudget, budget_hint
+
+        spent = TokenBudget.after(sessions, None).spent
+        console.print(
+            f"Go on with: {budget_hint(task.id[:8], spent)}", highlight=False, markup=False
+        )
+    elif waiting or task.status == "awaiting_human":
         console.print(
             f"Answer with: subagents resume {task.id[:8]} --approve | --reject 'reason' | "
             "--modify '{\"args\": {...}}'",
