@@ -207,3 +207,41 @@ async def test_a_subagent_gets_no_more_than_its_parent_has_left(
     worker = next(s for s in store.sessions(result.task_id or "") if s.agent_name == "worker")
     assert worker.status == "error"
     assert calls.count("lead") == 1  # its own 3,000 were spent by then: it stops too
+
+
+async def test_a_workflows_agent_nodes_share_one_budget_and_resume_with_more(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    from subagents.workflows.graph import AgentNode, Edge, Workflow
+
+    calls: list[str] = []
+    first = AgentDefinition(name="first", description="One.", system_prompt="You read.")
+    second = AgentDefinition(name="second", description="Two.", system_prompt="You read.")
+    workflow = Workflow(
+        name="two-readers",
+        entry_point="one",
+        nodes={"one": AgentNode(agent="first"), "two": AgentNode(agent="second")},
+        edges=[Edge(from_="one", to="two")],
+    )
+
+    def runtime(budget: int | None) -> Runtime:
+        return Runtime(
+            cwd=workspace,
+            agents=[first, second],
+            agent_models={
+                "first": reader("first", 3, calls),
+                "second": reader("second", 3, calls),
+            },
+            store=store,
+            max_budget_tokens=budget,
+        )
+
+    paused = await runtime(4_000).run_workflow(workflow, "go", task_id="readers")
+    # first: 4 calls (2,800); second: 2 calls (4,200), then no room: it pauses at node two
+    assert paused.status == "awaiting_human", paused.error
+    assert paused.question is not None and paused.question.kind == "budget"
+    assert (calls.count("first"), calls.count("second")) == (4, 2)
+
+    done = await runtime(20_000).resume("readers")
+    assert done.status == "completed", done.error
+    assert (calls.count("first"), calls.count("second")) == (4, 4)  # nothing run twice

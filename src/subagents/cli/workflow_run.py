@@ -12,6 +12,7 @@ from subagents.cli.common import stderr_console, user_errors
 from subagents.cli.options import (
     CwdOption,
     ExitWhenDoneOption,
+    MaxBudgetTokensOption,
     PermissionModeOption,
     QueueOption,
     TrustProjectMcpOption,
@@ -59,6 +60,7 @@ def workflow_run_command(
     ] = False,
     exit_when_done: ExitWhenDoneOption = False,
     cwd: CwdOption = None,
+    max_budget_tokens: MaxBudgetTokensOption = None,
     remote: Annotated[
         bool,
         typer.Option(
@@ -138,6 +140,7 @@ def workflow_run_command(
                 interactive=sys.stdin.isatty() and not yes and not ui,
                 trust_all=trust_project_mcp,
             ),
+            max_budget_tokens=max_budget_tokens,
         )
         redactor = Redactor(runtime.credentials())
         if remote:

@@ -21,9 +21,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from subagents.messages import Usage
-    from subagents.store.records import SessionRecord
+    from subagents.store.records import SessionRecord, TaskRecord
 
-__all__ = ["BUDGET_KEY", "BUDGET_SETTING", "TokenBudget", "budget_hint", "budget_setting"]
+__all__ = [
+    "BUDGET_KEY",
+    "BUDGET_SETTING",
+    "TokenBudget",
+    "budget_hint",
+    "budget_setting",
+    "restored_budget",
+]
 
 BUDGET_KEY = "budget"
 """The wait point key of a session paused by its run's budget."""
@@ -70,6 +77,18 @@ class TokenBudget:
         )
         limit = f" of {self.limit:,}" if self.limit is not None else ""
         return f"{self.spent:,}{limit} tokens" + (f" ({agents})" if agents else "")
+
+
+def restored_budget(
+    task: TaskRecord, sessions: Iterable[SessionRecord], given: int | None, configured: int | None
+) -> TokenBudget:
+    """The budget of ``task`` going on: the one ``given`` now (kept with the task from now on),
+    else the task's own, else the ``configured`` one; what its sessions spent counts."""
+    if given is not None:
+        task.settings[BUDGET_SETTING] = given
+    kept = task.settings.get(BUDGET_SETTING)
+    limit = given or (kept if isinstance(kept, int) else configured)
+    return TokenBudget.after(sessions, limit)
 
 
 def budget_hint(task_id: str, spent: int) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
-from subagents.runtime.budget import BUDGET_SETTING, TokenBudget, budget_setting
+from subagents.runtime.budget import TokenBudget, budget_setting, restored_budget
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
@@ -67,6 +67,7 @@ class Run:
         reask_calls: frozenset[str] = frozenset(),
         delegation: Delegation | None = None,
         rule_arguments: RuleArguments | None = None,
+        budget: TokenBudget | None = None,
     ) -> None:
         self.runtime = runtime
         # the person's decision that resumes a paused run, by where it waits; handed out once
@@ -80,7 +81,12 @@ class Run:
         self.recorder: Recorder | None = None
         self.result: RunResult | None = None
         self._profiles: dict[str, DescriptionProfile] = {}
-        self.budget = TokenBudget(runtime.max_budget_tokens or runtime.config.budget.max_tokens)
+        # a workflow's agent nodes share the workflow's budget
+        self.budget = (
+            budget
+            if budget is not None
+            else TokenBudget(runtime.max_budget_tokens or runtime.config.budget.max_tokens)
+        )
 
     @property
     def main(self) -> Session | None:
@@ -188,14 +194,9 @@ class Run:
         return await self._drive(session, with_stop_hooks(session, work))
 
     def _restore_budget(self, task: TaskRecord, sessions: Sequence[SessionRecord]) -> None:
-        """The budget of a task that goes on: the one given now (kept with the task from now
-        on), else the task's own, else the config's; what its sessions spent counts."""
-        given = self.runtime.max_budget_tokens
-        if given is not None:
-            task.settings[BUDGET_SETTING] = given
-        kept = task.settings.get(BUDGET_SETTING)
-        limit = given or (kept if isinstance(kept, int) else self.budget.limit)
-        self.budget = TokenBudget.after(sessions, limit)
+        runtime = self.runtime
+        configured = runtime.config.budget.max_tokens
+        self.budget = restored_budget(task, sessions, runtime.max_budget_tokens, configured)
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the

@@ -39,6 +39,7 @@ from subagents.errors import (
     WorkflowValidationError,
 )
 from subagents.messages import ToolCall
+from subagents.runtime.budget import TokenBudget, budget_setting, restored_budget
 from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
@@ -308,6 +309,7 @@ def workflow_task(
             "permission_mode": runtime.permissions.mode,
             "headless": runtime.permissions.headless,
             "workflow": _stored_definition(workflow),
+            **budget_setting(runtime.max_budget_tokens or runtime.config.budget.max_tokens),
         },
     )
 
@@ -443,6 +445,16 @@ class _Engine:
         self.started = perf_counter()
         self.traces: list[TraceRecord] = []
         self._tools: dict[str, Tool] | None = None
+        # one budget for every agent node (see subagents.runtime.budget)
+        configured = runtime.config.budget.max_tokens
+        given = runtime.max_budget_tokens
+        self.budget = (
+            restored_budget(
+                recorder.task, recorder.store.sessions(recorder.task_id), given, configured
+            )
+            if recorder is not None
+            else TokenBudget(given or configured)
+        )
 
     async def drive(self) -> RunResult:
         from subagents.store.lease import LeaseKeeper
@@ -568,7 +580,7 @@ class _Engine:
         if not prompt.strip():
             prompt = _default_prompt(state)
         session_id = node_session_id(self.task_id, key)
-        run = Run(self.runtime, decisions=self._decisions_under(session_id))
+        run = Run(self.runtime, decisions=self._decisions_under(session_id), budget=self.budget)
         try:
             if self.recorder is not None:
                 result = await run.step(self.recorder, node.agent, prompt, session_id)
