@@ -10,7 +10,23 @@ from typing import Any
 
 from fakes.http_server import FakeHTTPServer, PlannedReply, sse_frame
 
-__all__ = ["FakeAnthropicServer", "message", "stream_events", "text_block", "tool_use_block"]
+__all__ = [
+    "CACHED",
+    "FakeAnthropicServer",
+    "cached",
+    "message",
+    "stream_events",
+    "text_block",
+    "tool_use_block",
+]
+
+CACHED = {"type": "ephemeral"}
+"""The ``cache_control`` of a prompt-cache breakpoint."""
+
+
+def cached(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` as a request carries it where a cache breakpoint ends the prefix."""
+    return {**block, "cache_control": CACHED}
 
 
 def text_block(text: str) -> dict[str, Any]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from fakes.anthropic_server import (
+    CACHED,
     FakeAnthropicServer,
+    cached,
     stream_events,
     text_block,
     tool_use_block,
@@ -89,10 +92,12 @@ async def test_plain_reply_with_usage_and_top_level_system(
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
     body = sent.json()
-    assert body["system"] == "You are careful."
+    assert body["system"] == [cached({"type": "text", "text": "You are careful."})]
     assert body["max_tokens"] == 8192
     assert body["model"] == "claude-test"
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [cached({"type": "text", "text": "hello"})]}
+    ]
     assert "tools" not in body
     assert SECRET in sent.headers.get("x-api-key", "") + sent.headers.get("authorization", "")
 
@@ -122,7 +127,7 @@ async def test_history_tool_results_are_merged_into_one_user_message(
         )
     )
     body = server.requests[0].json()
-    assert body["system"] == "You are careful.\n\nExtra rule."
+    assert body["system"] == [cached({"type": "text", "text": "You are careful.\n\nExtra rule."})]
     assert body["max_tokens"] == 100
     assert body["temperature"] == 0.0
     assert body["tools"] == [
@@ -158,7 +163,7 @@ async def test_history_tool_results_are_merged_into_one_user_message(
                     "content": "bad regex",
                     "is_error": True,
                 },
-                {"type": "text", "text": "and summarise"},
+                cached({"type": "text", "text": "and summarise"}),
             ],
         },
     ]
@@ -351,3 +356,30 @@ def test_missing_key_names_the_variable(monkeypatch: Any) -> None:
     with pytest.raises(ModelConfigurationError) as caught:
         AnthropicModel("claude-sonnet-4-5")
     assert "ANTHROPIC_API_KEY" in str(caught.value)
+
+
+async def test_cache_breakpoints_end_the_system_prompt_and_the_newest_message(
+    server: FakeAnthropicServer, model: AnthropicModel
+) -> None:
+    """Two breakpoints: after the system prompt (tools and prompt, the same for every session of
+    an agent type), and on the newest block (the whole history, for the next turn)."""
+    first = [UserMessage("find TODOs")]
+    second = [
+        *first,
+        AssistantMessage("", tool_calls=(ToolCall("toolu_1", "Grep", {"pattern": "TODO"}),)),
+        ToolResultMessage("toolu_1", "Grep", "a.py:3"),
+    ]
+    for _ in range(2):
+        server.reply_message([text_block("ok")])
+    await model.request(_request(*first, tools=(GREP_TOOL,)))
+    await model.request(_request(*second, tools=(GREP_TOOL,)))
+    bodies = [request.json() for request in server.requests]
+    marks = [json.dumps(body).count('"cache_control"') for body in bodies]
+    assert marks == [2, 2]  # never more than the API's 4
+    assert all(body["system"][-1]["cache_control"] == CACHED for body in bodies)
+    assert bodies[0]["messages"][-1]["content"][-1]["cache_control"] == CACHED
+    # the next turn: the old breakpoint gone, the new one on the tool result
+    assert "cache_control" not in bodies[1]["messages"][0]["content"][-1]
+    assert bodies[1]["messages"][-1]["content"][-1]["cache_control"] == CACHED
+    # the prefix up to the first breakpoint is the same bytes in both turns
+    assert bodies[0]["tools"] == bodies[1]["tools"] and bodies[0]["system"] == bodies[1]["system"]

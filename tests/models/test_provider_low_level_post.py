@@ -15,7 +15,13 @@ import anthropic
 import openai
 import pytest
 
-from fakes.anthropic_server import FakeAnthropicServer, stream_events, text_block, tool_use_block
+from fakes.anthropic_server import (
+    FakeAnthropicServer,
+    cached,
+    stream_events,
+    text_block,
+    tool_use_block,
+)
 from fakes.http_server import PlannedReply, sse_frame
 from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
 from fakes.sleep import RecordingSleep
@@ -193,9 +199,9 @@ async def test_anthropic_sends_the_body_it_built_and_the_sdks_headers(
     assert sent.path == "/v1/messages"
     assert sent.json() == {
         "model": "claude-test",
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+        "messages": [{"role": "user", "content": [cached({"type": "text", "text": "hello"})]}],
         "max_tokens": 77,
-        "system": "Be brief.",
+        "system": [cached({"type": "text", "text": "Be brief."})],
         "tools": [
             {"name": "echo", "description": ECHO.description, "input_schema": ECHO.parameters}
         ],
@@ -313,8 +319,9 @@ async def test_anthropic_merges_tool_results_afresh_each_turn(
         {"role": "user", "content": [{"type": "text", "text": "hello"}]},
         {"role": "assistant", "content": calls},
     ]
-    both = [*start, {"role": "user", "content": [result(0), result(1)]}]
-    assert sent == [[*start, {"role": "user", "content": [result(0)]}], both, both]
+    # the breakpoint moves to the newest block; the shared blocks before it are left as they were
+    both = [*start, {"role": "user", "content": [result(0), cached(result(1))]}]
+    assert sent == [[*start, {"role": "user", "content": [cached(result(0))]}], both, both]
 
 
 # -- errors keep the SDK's classes ----------------------------------------------------------------

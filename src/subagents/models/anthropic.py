@@ -125,6 +125,19 @@ def _merged(
     return "\n\n".join(system_parts), converted
 
 
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with a cache breakpoint on its last block: the prompt up to there (tools,
+    system, history) is cached, and the next turn, which starts with the same prefix, reads it
+    at the cache price. With the one on the system prompt, subagents of one type share their
+    tools and prompt. The blocks are shared with other requests: copied, not changed."""
+    blocks = list(message["content"])
+    blocks[-1] = {**blocks[-1], "cache_control": _EPHEMERAL}
+    return {**message, "content": blocks}
+
+
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
@@ -404,7 +417,9 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
             "max_tokens": settings.max_tokens or self.max_tokens,
         }
         if system:
-            params["system"] = system
+            params["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+        if messages and messages[-1]["role"] == "user":  # (never on an assistant's thinking)
+            messages[-1] = _with_breakpoint(messages[-1])
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools)
             if settings.tool_choice is not None:
