@@ -62,6 +62,10 @@ Format::
     [budget]                    # a run's whole tree of agents; reaching it pauses the run
     max_tokens = 200000         # input + output tokens (`run --max-budget-tokens` overrides)
 
+    [prices."openai:my-local-model"]   # USD per million tokens, for a model the price table
+    input_per_mtok = 0.2               # does not know (else its cost is unknown, counted 0)
+    output_per_mtok = 0.6
+
     [web]                       # WebFetch and WebSearch (see subagents.tools.web.settings)
     allow_private_addresses = ["127.0.0.1"]  # hosts / IPs / CIDRs WebFetch may reach
     search_backend = "brave"    # or "tavily", "searxng"; the key is read from BRAVE_API_KEY
@@ -102,6 +106,7 @@ from subagents.tools.web.settings import WebSettings
 
 if TYPE_CHECKING:
     from subagents.models.choice import ModelChoice
+    from subagents.models.prices import ModelPrice
 
 __all__ = [
     "CONFIG_DIR_NAME",
@@ -114,6 +119,7 @@ __all__ = [
     "HookCommand",
     "HookEvent",
     "PermissionsSettings",
+    "PriceSettings",
     "SandboxSettings",
     "StoreSettings",
     "SubagentsSettings",
@@ -255,6 +261,33 @@ class BudgetSettings(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
 
 
+class PriceSettings(BaseModel):
+    """One ``[prices."PROVIDER:MODEL"]`` table: USD per million tokens (see
+    :mod:`subagents.models.prices`); the cache prices default to the input price."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    output_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    def model_price(self) -> ModelPrice:
+        from decimal import Decimal
+
+        from subagents.models.prices import ModelPrice
+
+        def usd(value: float | None) -> Decimal | None:
+            return None if value is None else Decimal(str(value))
+
+        return ModelPrice(
+            Decimal(str(self.input_per_mtok)),
+            Decimal(str(self.output_per_mtok)),
+            usd(self.cache_read_per_mtok),
+            usd(self.cache_write_per_mtok),
+        )
+
+
 class StoreSettings(BaseModel):
     """The ``[store]`` table: ``url`` names the store every project's runs are recorded in (a
     file path, ``sqlite:///PATH``, or ``postgresql://...``; see :mod:`subagents.store.open`),
@@ -301,6 +334,7 @@ class ConfigFile(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +351,7 @@ class Config:
     web: WebSettings = field(default_factory=WebSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    prices: dict[str, PriceSettings] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
     project_root: Path | None = None
     home: Path | None = None
@@ -450,6 +485,7 @@ def load_config(cwd: Path | None = None, *, home: Path | None = None) -> Config:
         web=effective.web,
         store=effective.store,
         budget=effective.budget,
+        prices=dict(effective.prices),
         sources=sources,
         project_root=project_root,
         home=home_dir,
@@ -596,6 +632,8 @@ def _closest_key(key_path: tuple[str, ...]) -> str | None:
         allowed = list(BudgetSettings.model_fields)
     elif len(parents) == 2 and parents[0] == "providers":
         allowed = list(ProviderSettings.model_fields)
+    elif len(parents) == 2 and parents[0] == "prices":
+        allowed = list(PriceSettings.model_fields)
     else:
         return None
     import difflib  # only for a config with a mistake in it

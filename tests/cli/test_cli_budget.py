@@ -43,7 +43,16 @@ def test_a_run_stops_at_its_budget_and_a_resume_with_more_goes_on(
     assert done.code == 0, done.err
     assert done.out.strip() == "Read them all."
     assert len(server.requests) == 6  # the three turns left, none again
-    sessions = project.show(task_id)["sessions"]
-    assert sum(s["usage"]["input_tokens"] + s["usage"]["output_tokens"] for s in sessions) == (
-        6 * PER_CALL
+    report = project.show(task_id)
+    used = [s["usage"]["input_tokens"] + s["usage"]["output_tokens"] for s in report["sessions"]]
+    assert sum(used) == 6 * PER_CALL
+    # a model the price table does not know: its cost is unknown, not guessed
+    assert report["usage"]["cost_known"] is False and report["usage"]["cost_usd"] == 0
+    config = project.root / ".subagents" / "config.toml"
+    config.write_text(  # $1 an input token, $2 an output token: 11 + 14 a call
+        config.read_text()
+        + f'\n[prices."{MODEL}"]\ninput_per_mtok = 1000000\noutput_per_mtok = 2000000\n'
     )
+    priced = project.show(task_id)["usage"]
+    assert (priced["cost_usd"], priced["cost_known"]) == (6 * 25.0, True)
+    assert "108 tokens, $150.0000" in project.cli("tasks", "show", task_id[:8]).out

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
     from subagents.cli.common import StoreTarget
+    from subagents.cli.usage import UsageReport
     from subagents.redaction import Redactor
     from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
@@ -217,18 +218,33 @@ def show_command(
     sessions = _redacted(sessions, redactor)
     waiting = _redacted(waiting, redactor)
     last = _redacted([last], redactor)[0] if last is not None else None
+    usage = _usage(sessions, cwd)
     if as_json:
+        shown_sessions = [session.model_dump(mode="json") for session in sessions]
+        for shown in shown_sessions:
+            shown["usage"] = usage.sessions[shown["session_id"]]
         _print_json(
             {
                 "task": record.model_dump(mode="json"),
-                "sessions": [session.model_dump(mode="json") for session in sessions],
+                "usage": usage.total,
+                "sessions": shown_sessions,
                 "last_checkpoint": last.model_dump(mode="json") if last else None,
                 "awaiting_human": bool(waiting) or record.status == "awaiting_human",
                 "questions": [checkpoint.model_dump(mode="json") for checkpoint in waiting],
             }
         )
         return
-    _print_task(record, sessions, last, waiting)
+    _print_task(record, sessions, last, waiting, usage)
+
+
+def _usage(sessions: list[SessionRecord], cwd: Path | None) -> UsageReport:
+    """The sessions' usage, priced by the table and this project's ``[prices]``."""
+    from subagents.cli.usage import usage_report
+    from subagents.config import load_config
+
+    with user_errors():
+        prices = load_config(cwd or Path.cwd()).prices
+    return usage_report(sessions, {name: price.model_price() for name, price in prices.items()})
 
 
 def _require_store(path: StoreTarget) -> None:
@@ -259,6 +275,7 @@ def _print_task(
     sessions: list[SessionRecord],
     last: CheckpointRecord | None,
     waiting: list[CheckpointRecord],
+    usage: UsageReport,
 ) -> None:
     import json
 
@@ -278,6 +295,7 @@ def _print_task(
         ("Tags", ", ".join(task.tags) or "-"),
         ("Retention", f"{task.retention_days} days" if task.retention_days is not None else "-"),
         ("Parent task", task.parent_task_id or "-"),
+        ("Usage", _usage_line(usage)),
     ]
     if task.result is not None:
         fields.append(("Result", _short(task.result, 400)))
@@ -291,7 +309,7 @@ def _print_task(
         )
     console.print()
     if sessions:
-        console.print(_sessions_tree(sessions, terminal=at_terminal))
+        console.print(_sessions_tree(sessions, usage, terminal=at_terminal))
     else:
         console.print("No sessions stored.")
     if last is not None:
@@ -324,7 +342,19 @@ def _print_task(
         )
 
 
-def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
+def _usage_line(usage: UsageReport) -> str:
+    total = usage.total
+    kinds = (
+        f"{total['input_tokens']:,} in, {total['output_tokens']:,} out, "
+        f"{total['cache_read_tokens']:,} read from the cache"
+    )
+    line = f"{usage.line()} ({kinds})"
+    if usage.unpriced:
+        line += f"; no price for {', '.join(usage.unpriced)} (set [prices] in config)"
+    return line
+
+
+def _sessions_tree(sessions: list[SessionRecord], usage: UsageReport, *, terminal: bool) -> Tree:
     """The sessions nested under the ones that started them; at a ``terminal`` the control
     characters of what models and agent files wrote (a task's description) shown escaped."""
     from rich.tree import Tree
@@ -335,8 +365,7 @@ def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
         return markup_text(text, terminal=terminal)
 
     def label(session: SessionRecord) -> str:
-        usage = session.usage or {}
-        tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+        tokens = session.usage.get("input_tokens", 0) + session.usage.get("output_tokens", 0)
         text = (
             f"[bold]{quoted(session.agent_name)}[/] {_styled(session.status)} "
             f"{quoted(session.model)}, {session.turns} turns, {session.tool_calls} tool calls"
@@ -344,7 +373,7 @@ def _sessions_tree(sessions: list[SessionRecord], *, terminal: bool) -> Tree:
         if session.background:
             text += " [magenta](background)[/]"
         if tokens:
-            text += f", {tokens} tokens"
+            text += f", {usage.line(session.session_id)}"
         if session.task_description:
             text += f" - {markup_line(session.task_description, 60, terminal=terminal)}"
         return text + f" [dim]{quoted(session.session_id)}[/]"

@@ -1,0 +1,60 @@
+"""What a task's sessions used: tokens by kind and the USD they cost (see
+:mod:`subagents.models.prices`), per session and for the whole task, as ``tasks show`` prints
+them and its ``--json`` gives them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from subagents.models.prices import Cost, ModelPrice
+    from subagents.store.records import SessionRecord
+
+__all__ = ["TOKEN_KINDS", "UsageReport", "usage_report"]
+
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """A task's usage: its total, each session's (by session id), and the models that have no
+    price (their calls count as 0)."""
+
+    total: dict[str, Any]
+    sessions: dict[str, dict[str, Any]]
+    unpriced: tuple[str, ...]
+
+    def line(self, session_id: str | None = None) -> str:
+        """``1,234 tokens, $0.0123`` for a session (the task's total without one)."""
+        usage = self.total if session_id is None else self.sessions[session_id]
+        tokens = usage["input_tokens"] + usage["output_tokens"]
+        cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "cost unknown"
+        return f"{tokens:,} tokens, {cost}"
+
+
+def usage_report(
+    sessions: Sequence[SessionRecord], prices: Mapping[str, ModelPrice]
+) -> UsageReport:
+    from subagents.messages import Usage
+    from subagents.models.prices import cost_of, total_cost
+
+    costs: list[Cost] = []
+    by_session: dict[str, dict[str, Any]] = {}
+    unpriced: list[str] = []
+    totals = dict.fromkeys(TOKEN_KINDS, 0)
+    for record in sessions:
+        counts = {kind: int(record.usage.get(kind, 0)) for kind in TOKEN_KINDS}
+        cost = cost_of(record.model, Usage(**counts), prices)
+        costs.append(cost)
+        if not cost.known and record.model not in unpriced:
+            unpriced.append(record.model)
+        by_session[record.session_id] = _shown(counts, cost)
+        for kind in TOKEN_KINDS:
+            totals[kind] += counts[kind]
+    return UsageReport(_shown(totals, total_cost(costs)), by_session, tuple(unpriced))
+
+
+def _shown(counts: Mapping[str, int], cost: Cost) -> dict[str, Any]:
+    return {**counts, "cost_usd": round(float(cost.usd), 6), "cost_known": cost.known}
