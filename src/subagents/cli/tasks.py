@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from subagents.cli.common import StoreTarget
     from subagents.cli.usage import UsageReport
+    from subagents.models.prices import ModelPrice
     from subagents.redaction import Redactor
     from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
@@ -240,11 +241,16 @@ def show_command(
 def _usage(sessions: list[SessionRecord], cwd: Path | None) -> UsageReport:
     """The sessions' usage, priced by the table and this project's ``[prices]``."""
     from subagents.cli.usage import usage_report
+
+    return usage_report(sessions, _prices(cwd))
+
+
+def _prices(cwd: Path | None) -> dict[str, ModelPrice]:
     from subagents.config import load_config
 
     with user_errors():
         prices = load_config(cwd or Path.cwd()).prices
-    return usage_report(sessions, {name: price.model_price() for name, price in prices.items()})
+    return {name: price.model_price() for name, price in prices.items()}
 
 
 def _require_store(path: StoreTarget) -> None:
@@ -394,6 +400,73 @@ def _sessions_tree(sessions: list[SessionRecord], usage: UsageReport, *, termina
 
     add(tree, None, set())
     return tree
+
+
+@tasks_app.command("usage")
+def usage_command(
+    task: TaskArgument,
+    as_json: JsonOption = False,
+    cwd: CwdOption = None,
+    store: StoreOption = None,
+) -> None:
+    """What TASK used, by agent and model: sessions, model calls, input, output and cache
+    tokens, and the cost in USD (from the price table, or [prices] in config; a model with no
+    price shows '?')."""
+    from subagents.cli.usage import usage_by_agent
+
+    with user_errors():
+        path = store_path(cwd, store)
+        _require_store(path)
+        with _opened(path) as opened:
+            record = opened.get_task(task)
+            sessions = opened.sessions(record.id)
+    usage = _usage(sessions, cwd)
+    rows = usage_by_agent(sessions, _prices(cwd))
+    if as_json:
+        _print_json({"task_id": record.id, "by_agent": rows, "total": usage.total})
+        return
+    width, colour = plain.output_width(), plain.use_colour()
+    total = {**usage.total, "agent": "total", "model": "", "sessions": len(sessions)}
+    total["requests"] = sum(row["requests"] for row in rows)
+    cells = [_usage_cells(row) for row in [*rows, total]]
+    lines = plain.wrap(f"Usage of task {record.id}:", width)
+    lines.extend(plain.table_lines(_USAGE_COLUMNS, cells, width, colour=colour))
+    if usage.unpriced:
+        lines += plain.wrap(
+            f"? no price for {', '.join(usage.unpriced)}: set [prices] in config", width
+        )
+    typer.echo("\n".join(lines), color=colour)
+
+
+_USAGE_COLUMNS = (
+    plain.Column("Agent"),
+    plain.Column("Model"),
+    plain.Column("Sessions", flexible=False),
+    plain.Column("Calls", flexible=False),
+    plain.Column("Input", flexible=False),
+    plain.Column("Output", flexible=False),
+    plain.Column("Cache read", flexible=False, optional=True),
+    plain.Column("Cache write", flexible=False, optional=True),
+    plain.Column("USD", flexible=False),
+)
+
+
+def _usage_cells(row: dict[str, Any]) -> list[str]:
+    def count(kind: str, *, optional: bool = False) -> str:
+        value = int(row[kind])
+        return "" if optional and not value else f"{value:,}"
+
+    return [
+        str(row["agent"]),
+        str(row["model"]),
+        str(row["sessions"]),
+        f"{row['requests']:,}",
+        count("input_tokens"),
+        count("output_tokens"),
+        count("cache_read_tokens", optional=True),
+        count("cache_write_tokens", optional=True),
+        f"{row['cost_usd']:.4f}" if row["cost_known"] else "?",
+    ]
 
 
 @tasks_app.command("cancel")

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from subagents.models.prices import Cost, ModelPrice
     from subagents.store.records import SessionRecord
 
-__all__ = ["TOKEN_KINDS", "UsageReport", "usage_report"]
+__all__ = ["TOKEN_KINDS", "UsageReport", "usage_by_agent", "usage_report"]
 
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -58,3 +58,20 @@ def usage_report(
 
 def _shown(counts: Mapping[str, int], cost: Cost) -> dict[str, Any]:
     return {**counts, "cost_usd": round(float(cost.usd), 6), "cost_known": cost.known}
+
+
+def usage_by_agent(
+    sessions: Sequence[SessionRecord], prices: Mapping[str, ModelPrice]
+) -> list[dict[str, Any]]:
+    """One row for each agent and model: its sessions, model calls, tokens and cost, most
+    tokens first."""
+    groups: dict[tuple[str, str], list[SessionRecord]] = {}
+    for record in sessions:
+        groups.setdefault((record.agent_name, record.model), []).append(record)
+    rows = []
+    for (agent, model), members in groups.items():
+        total = usage_report(members, prices).total
+        calls = sum(int(record.usage.get("requests", 0)) for record in members)
+        rows.append({"agent": agent, "model": model, "sessions": len(members), "requests": calls})
+        rows[-1].update(total)
+    return sorted(rows, key=lambda row: -(row["input_tokens"] + row["output_tokens"]))
