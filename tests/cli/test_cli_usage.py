@@ -84,12 +84,14 @@ def test_the_usage_of_a_fan_out_by_agent_and_model(fanned_out: tuple[Path, str])
     assert (rows["main"]["input_tokens"], rows["main"]["output_tokens"]) == (2_000, 200)
     assert shown["total"]["input_tokens"] == 3_200 and shown["total"]["output_tokens"] == 350
     assert shown["total"]["cost_known"] is False  # scripted models have no price
+    assert shown["total"]["cache_hit_rate"] == pytest.approx(900 / 3_200)
 
     table = usage(project, task_id, columns=80)
     header = table.splitlines()[1]
     assert header.split() == ["Agent", "Model", "Sessions", "Calls", "Input", "Output", "Cache",
                               "read", "USD"]  # fmt: skip
     assert "no price for scripted:main, scripted:worker" in table
+    assert "Cache hit rate: 28% of the input tokens" in table
     assert all(len(line) <= 80 for line in table.splitlines()), table
 
 

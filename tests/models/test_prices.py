@@ -69,3 +69,11 @@ def test_a_priced_models_cost_adds_up_call_by_call(
     apart = cost_of("openai:mine", first, prices) + cost_of("openai:mine", second, prices)
     together = cost_of("openai:mine", first + second, prices)
     assert apart == together and together.usd >= 0
+
+
+def test_every_prompt_token_counts_however_the_provider_reports_them() -> None:
+    from subagents.models.prices import prompt_tokens
+
+    usage = Usage(input_tokens=1_000, cache_read_tokens=4_000, cache_write_tokens=500)
+    assert prompt_tokens("anthropic:claude-haiku-4-5", usage) == 5_500
+    assert prompt_tokens("openai:gpt-4o", usage) == 1_000  # its input holds the cache reads

@@ -355,6 +355,9 @@ def _usage_line(usage: UsageReport) -> str:
         f"{total['cache_read_tokens']:,} read from the cache"
     )
     line = f"{usage.line()} ({kinds})"
+    rate = usage.cache_hit_rate
+    if rate is not None:
+        line += f", cache hit rate {rate:.0%}"
     if usage.unpriced:
         line += f"; no price for {', '.join(usage.unpriced)} (set [prices] in config)"
     return line
@@ -411,7 +414,8 @@ def usage_command(
 ) -> None:
     """What TASK used, by agent and model: sessions, model calls, input, output and cache
     tokens, and the cost in USD (from the price table, or [prices] in config; a model with no
-    price shows '?')."""
+    price shows '?'). Tokens are as each provider reports them: Anthropic's input leaves out
+    what was read from or written to the cache, OpenAI's includes it."""
     from subagents.cli.usage import usage_by_agent
 
     with user_errors():
@@ -423,7 +427,8 @@ def usage_command(
     usage = _usage(sessions, cwd)
     rows = usage_by_agent(sessions, _prices(cwd))
     if as_json:
-        _print_json({"task_id": record.id, "by_agent": rows, "total": usage.total})
+        total = {**usage.total, "cache_hit_rate": usage.cache_hit_rate}
+        _print_json({"task_id": record.id, "by_agent": rows, "total": total})
         return
     width, colour = plain.output_width(), plain.use_colour()
     total = {**usage.total, "agent": "total", "model": "", "sessions": len(sessions)}
@@ -431,6 +436,9 @@ def usage_command(
     cells = [_usage_cells(row) for row in [*rows, total]]
     lines = plain.wrap(f"Usage of task {record.id}:", width)
     lines.extend(plain.table_lines(_USAGE_COLUMNS, cells, width, colour=colour))
+    rate = usage.cache_hit_rate
+    if rate is not None:
+        lines += plain.wrap(f"Cache hit rate: {rate:.0%} of the input tokens", width)
     if usage.unpriced:
         lines += plain.wrap(
             f"? no price for {', '.join(usage.unpriced)}: set [prices] in config", width

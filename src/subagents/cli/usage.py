@@ -25,6 +25,15 @@ class UsageReport:
     total: dict[str, Any]
     sessions: dict[str, dict[str, Any]]
     unpriced: tuple[str, ...]
+    prompt_tokens: int = 0
+    """Every input token, the cache's included, however each provider counts them."""
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The share of the input tokens read from the cache (``None``: no input)."""
+        if not self.prompt_tokens:
+            return None
+        return int(self.total["cache_read_tokens"]) / self.prompt_tokens
 
     def line(self, session_id: str | None = None) -> str:
         """``1,234 tokens, $0.0123`` for a session (the task's total without one)."""
@@ -38,22 +47,26 @@ def usage_report(
     sessions: Sequence[SessionRecord], prices: Mapping[str, ModelPrice]
 ) -> UsageReport:
     from subagents.messages import Usage
-    from subagents.models.prices import cost_of, total_cost
+    from subagents.models.prices import cost_of, prompt_tokens, total_cost
 
     costs: list[Cost] = []
     by_session: dict[str, dict[str, Any]] = {}
     unpriced: list[str] = []
     totals = dict.fromkeys(TOKEN_KINDS, 0)
+    prompted = 0
     for record in sessions:
         counts = {kind: int(record.usage.get(kind, 0)) for kind in TOKEN_KINDS}
-        cost = cost_of(record.model, Usage(**counts), prices)
+        used = Usage(**counts)
+        prompted += prompt_tokens(record.model, used)
+        cost = cost_of(record.model, used, prices)
         costs.append(cost)
         if not cost.known and record.model not in unpriced:
             unpriced.append(record.model)
         by_session[record.session_id] = _shown(counts, cost)
         for kind in TOKEN_KINDS:
             totals[kind] += counts[kind]
-    return UsageReport(_shown(totals, total_cost(costs)), by_session, tuple(unpriced))
+    total = _shown(totals, total_cost(costs))
+    return UsageReport(total, by_session, tuple(unpriced), prompted)
 
 
 def _shown(counts: Mapping[str, int], cost: Cost) -> dict[str, Any]:

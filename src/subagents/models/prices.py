@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from subagents.messages import Usage
 
-__all__ = ["Cost", "ModelPrice", "cost_of", "total_cost"]
+__all__ = ["Cost", "ModelPrice", "cost_of", "prompt_tokens", "total_cost"]
 
 _PER_MILLION = Decimal(1_000_000)
 # our provider prefix -> the table's provider id, for the prefixes whose models it prices
@@ -52,8 +52,7 @@ def cost_of(model: str, usage: Usage, prices: Mapping[str, ModelPrice] | None = 
     if not (usage.input_tokens or usage.output_tokens):
         return Cost()
     provider, _, name = model.partition(":")
-    cached = usage.cache_read_tokens + usage.cache_write_tokens
-    total_input = usage.input_tokens + (cached if provider == "anthropic" else 0)
+    total_input = prompt_tokens(model, usage)
     own = (prices or {}).get(model)
     if own is not None:
         return Cost(_priced(own, usage, total_input))
@@ -61,6 +60,14 @@ def cost_of(model: str, usage: Usage, prices: Mapping[str, ModelPrice] | None = 
     if table_provider is None or not name:
         return Cost(known=False)
     return _from_table(name, table_provider, usage, total_input)
+
+
+def prompt_tokens(model: str, usage: Usage) -> int:
+    """Every input token of ``usage``, those read from and written to the cache included,
+    whichever way ``model``'s provider counts them."""
+    if model.partition(":")[0] == "anthropic":
+        return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    return usage.input_tokens
 
 
 def total_cost(costs: Iterable[Cost]) -> Cost:
