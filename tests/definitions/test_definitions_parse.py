@@ -353,6 +353,8 @@ def test_lenient_reading_joins_indented_continuation_lines() -> None:
         ("maxTurns: true", "'maxTurns' must be a positive whole number"),
         ("maxBudgetTokens: lots", "'maxBudgetTokens' must be a positive whole number"),
         ("maxBudgetTokens: 0", "maxBudgetTokens must be a positive whole number"),
+        ("maxDurationSeconds: soon", "'maxDurationSeconds' must be a positive whole number"),
+        ("maxDurationSeconds: -5", "maxDurationSeconds must be a positive whole number"),
         ("temperature: hot", "'temperature' must be a number"),
         ("temperature: 2.5", "temperature must be between 0 and 2"),
         ("background: maybe", "'background' must be true or false"),
@@ -371,13 +373,23 @@ def test_values_of_the_wrong_type_are_errors(line: str, fragment: str) -> None:
     assert any(fragment in e for e in d.validation_errors), d.validation_errors
 
 
-@pytest.mark.parametrize("key", ["maxBudgetTokens", "max_budget_tokens", "max-budget-tokens"])
-def test_a_token_budget_reads_in_every_spelling_and_renders_back(key: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "seconds"),
+    [
+        ("maxBudgetTokens", "maxDurationSeconds"),
+        ("max_budget_tokens", "max_duration_seconds"),
+        ("max-budget-tokens", "max-duration-seconds"),
+    ],
+)
+def test_a_budget_and_a_time_limit_read_in_every_spelling_and_render_back(
+    key: str, seconds: str
+) -> None:
     from subagents.definitions.render import render_markdown
 
-    d = md(f"---\nname: a\ndescription: d\n{key}: 50000\n---\nbody\n")
-    assert (d.max_budget_tokens, d.status) == (50_000, "active")
-    assert md(render_markdown(d)).max_budget_tokens == 50_000
+    d = md(f"---\nname: a\ndescription: d\n{key}: 50000\n{seconds}: 600\n---\nbody\n")
+    assert (d.max_budget_tokens, d.max_duration_seconds, d.status) == (50_000, 600, "active")
+    again = md(render_markdown(d))
+    assert (again.max_budget_tokens, again.max_duration_seconds) == (50_000, 600)
 
 
 def test_numbers_written_as_text_are_accepted() -> None:

@@ -4,6 +4,8 @@ budget goes on from there."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.store.sqlite import SQLiteStore, open_store
 from subagents.testing import FunctionModel, text_response, tool_call_response
+from subagents.tools.base import ToolContext
+from subagents.tools.decorator import tool
 
 CALL_TOKENS = (560, 140)  # input, output: 700 a call
 WORKER = AgentDefinition(name="worker", description="Works.", system_prompt="You work.")
@@ -245,3 +249,42 @@ async def test_a_workflows_agent_nodes_share_one_budget_and_resume_with_more(
     done = await runtime(20_000).resume("readers")
     assert done.status == "completed", done.error
     assert (calls.count("first"), calls.count("second")) == (4, 4)  # nothing run twice
+
+
+async def test_a_subagent_past_its_time_limit_stops_at_its_next_step(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    """maxDurationSeconds: the tool waits until the subagent's time is up (it reads when from
+    its session), so the next step finds the limit passed, however fast or slow the machine."""
+
+    @tool
+    async def Wait(ctx: ToolContext) -> str:
+        """Wait for the subagent's time limit to pass."""
+        limit = getattr(ctx.session, "time_limit", None)
+        assert limit is not None
+        await asyncio.sleep(max(limit[0] - time.monotonic(), 0) + 0.01)  # past it, however late
+        return "waited"
+
+    calls: list[str] = []
+
+    def slow(request: ModelRequest) -> ModelResponse:
+        calls.append("worker")
+        done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+        return tool_call_response("Wait", {}) if done < 5 else text_response("finished")
+
+    limited = WORKER.model_copy(update={"max_duration_seconds": 1, "tools": ["Wait"]})
+    runtime = Runtime(
+        cwd=workspace,
+        agents=[limited],
+        model=delegating("main", "worker", []),
+        agent_models={"worker": FunctionModel(slow, name="scripted:worker")},
+        tools=[Wait],
+        store=store,
+        permission_mode="bypassPermissions",
+    )
+    result = await runtime.run("go")
+    assert result.status == "completed", result.error
+    (spawn,) = result.subagents
+    assert spawn.status == "failed" and spawn.error is not None
+    assert "time limit of 1 s" in spawn.error and "maxDurationSeconds" in spawn.error
+    assert calls == ["worker"]  # one call, one wait, then it was stopped

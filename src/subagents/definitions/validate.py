@@ -260,9 +260,12 @@ def _findings(
         warnings.append(model_warning)
     if d.max_turns is not None and d.max_turns < 1:
         errors.append(f"maxTurns must be a positive whole number, not {_shown(d.max_turns)}")
-    if d.max_budget_tokens is not None and d.max_budget_tokens < 1:
-        shown = _shown(d.max_budget_tokens)
-        errors.append(f"maxBudgetTokens must be a positive whole number, not {shown}")
+    for field, value in (
+        ("maxBudgetTokens", d.max_budget_tokens),
+        ("maxDurationSeconds", d.max_duration_seconds),
+    ):
+        if value is not None and value < 1:
+            errors.append(f"{field} must be a positive whole number, not {_shown(value)}")
     if d.temperature is not None and not (
         math.isfinite(d.temperature) and 0.0 <= d.temperature <= 2.0
     ):

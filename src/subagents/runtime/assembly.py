@@ -31,6 +31,7 @@ disk at each start (memory folders, preloaded skills) is not kept.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -306,6 +307,7 @@ class SessionBuilder:
             template=template,
         )
         session.own_budget = self._own_budget(definition, parent)
+        session.time_limit = _time_limit(definition)
         return ChildSession(session, resolved, fallback)
 
     def _own_budget(self, definition: AgentDefinition, parent: Session) -> TokenBudget | None:
@@ -403,6 +405,8 @@ class SessionBuilder:
         if parent is not None and definition is not None and definition.max_budget_tokens:
             session.own_budget = TokenBudget(definition.max_budget_tokens)
             session.own_budget.charge(spec.agent_type, session.usage)
+        if parent is not None and definition is not None:  # a fresh allowance once resumed
+            session.time_limit = _time_limit(definition)
         session.turns = int(state.get("turns", record.turns))
         session.run_turns = int(state.get("run_turns", 0))
         session.tool_call_count = int(state.get("tool_calls", record.tool_calls))
@@ -617,3 +621,9 @@ def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, A
         return 0
     checkpoints = recorder.store.checkpoints(recorder.task_id)
     return sum(1 for checkpoint in checkpoints if checkpoint.session_id == session_id)
+
+
+def _time_limit(definition: AgentDefinition) -> tuple[float, int] | None:
+    """When a subagent running ``definition`` must stop (``maxDurationSeconds``), from now."""
+    seconds = definition.max_duration_seconds
+    return (time.monotonic() + seconds, seconds) if seconds else None

@@ -126,6 +126,8 @@ class Session:
     usage: Usage = field(default_factory=Usage)
     # maxBudgetTokens of its agent, within what its parent had left (runtime/budget.py)
     own_budget: TokenBudget | None = None
+    # maxDurationSeconds of its agent: (the monotonic time it must stop by, the seconds)
+    time_limit: tuple[float, int] | None = None
     status: SessionStatus = "initializing"
     summary: str | None = None
     turns: int = 0
@@ -668,8 +670,14 @@ class Session:
             session = session.parent
 
     def _own_budget_spent(self) -> str | None:
-        """Why this session may make no more calls when its own budget, or an ancestor's, is
-        spent (the error it ends with; its parent gets what it wrote so far)."""
+        """Why this session may make no more calls when its time limit is past or its own
+        budget, or an ancestor's, is spent (the error it ends with; its parent gets what it
+        wrote so far)."""
+        if self.time_limit is not None and time.monotonic() >= self.time_limit[0]:
+            return (
+                f"stopped after its time limit of {self.time_limit[1]} s (maxDurationSeconds "
+                "in the agent's file): the output holds what it wrote so far"
+            )
         session: Session | None = self
         while session is not None:
             budget = session.own_budget
