@@ -28,6 +28,7 @@ def test_a_run_stops_at_its_budget_and_a_resume_with_more_goes_on(
 
     assert stopped.code == 4, stopped.err
     assert len(server.requests) == 3  # 18, 36, 54: no call once 40 was spent
+    assert f"task {stopped.task_id} · 54 tokens" in stopped.said  # what the whole task used
     assert "Budget reached" in stopped.said and "54 of 40 tokens (main 54)" in stopped.said
     task_id = stopped.task_id
     assert f"subagents resume {task_id} --max-budget-tokens" in stopped.said
@@ -39,9 +40,10 @@ def test_a_run_stops_at_its_budget_and_a_resume_with_more_goes_on(
     again = project.cli("resume", task_id[:8])
     assert again.code == 2 and "larger than that" in again.err and len(server.requests) == 3
 
-    done = project.cli("resume", task_id[:8], "--max-budget-tokens", "1000")
+    done = project.cli("resume", task_id[:8], "--max-budget-tokens", "1000", "--json")
     assert done.code == 0, done.err
-    assert done.out.strip() == "Read them all."
+    assert done.json()["output"] == "Read them all."
+    assert done.json()["task_usage"]["input_tokens"] == 6 * 11  # the whole task, both runs
     assert len(server.requests) == 6  # the three turns left, none again
     report = project.show(task_id)
     used = [s["usage"]["input_tokens"] + s["usage"]["output_tokens"] for s in report["sessions"]]

@@ -101,6 +101,8 @@ class Ending:
     """What it waits for a person to answer, when the command knows."""
     spent_tokens: int | None = None
     """Set when the run stopped at its token budget: what it spent."""
+    usage: str | None = None
+    """What the whole task used, as ``tasks show`` says it (``58,280 tokens, $0.1094``)."""
 
     @classmethod
     def of(cls, result: RunResult) -> Ending:
@@ -170,7 +172,8 @@ def print_ending(
             reason = markup_safe(redactor.text(ending.error or ""), err)
             err.print(f"[red]Run {ending.status}:[/] {reason}")
         if ending.task_id is not None:
-            err.print(f"[dim]task {ending.task_id}[/]")
+            used = f" · {quote_markup(ending.usage)}" if ending.usage else ""
+            err.print(f"[dim]task {ending.task_id}{used}[/]")
     code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
     if code:
         raise typer.Exit(code)

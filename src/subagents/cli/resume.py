@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -102,6 +103,7 @@ def resume_command(
     from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.ui.progress import ProgressPrinter, progress_printer
+    from subagents.cli.usage import task_usage
     from subagents.errors import StoreError
     from subagents.inventory import explicit_agents_from_json
     from subagents.redaction import Redactor
@@ -186,6 +188,7 @@ def resume_command(
                     force=force,
                     ask=_asker(err, redactor, at_terminal),
                 )
+                used = task_usage(database, record.id, runtime.config, priced=as_json)
             except KeyboardInterrupt:
                 err.print(f"[yellow]Interrupted.[/] Continue with: subagents resume {record.id}")
                 raise typer.Exit(130) from None
@@ -200,8 +203,10 @@ def resume_command(
         "error": result.error,
         "question": question,
     }
+    if used is not None:
+        payload["task_usage"] = {**used.total, "cache_hit_rate": used.cache_hit_rate}
     print_ending(
-        Ending.of(result),
+        replace(Ending.of(result), usage=used.line(cost=False) if used is not None else None),
         err,
         redactor,
         as_json=as_json,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -196,6 +197,7 @@ def run_command(
     from subagents.cli.answer import quote_markup
     from subagents.cli.mcp import project_server_policy
     from subagents.cli.ui.progress import progress_printer
+    from subagents.cli.usage import task_usage
     from subagents.errors import SubagentsError
     from subagents.redaction import Redactor
     from subagents.runtime.events import EventBus
@@ -335,6 +337,8 @@ def run_command(
             result = _continue_sync(runtime, follow_up, prompt)
         else:
             result = runtime.run_sync(prompt, agent=agent, tags=tags or ())
+        # priced for the machine-read outputs; a person sees the tokens ('tasks usage': USD)
+        used = task_usage(database, result.task_id, runtime.config, priced=machine)
     except SubagentsError as error:
         if stream is not None:
             stream.close()
@@ -352,8 +356,11 @@ def run_command(
                 err.print(f"[yellow]Warning:[/] {quote_markup(lost)}")
         if database is not None:
             database.close()
+    payload = result_payload(result)
+    if used is not None:
+        payload["task_usage"] = {**used.total, "cache_hit_rate": used.cache_hit_rate}
     if stream is not None:
-        stream.finish(result_payload(result))
+        stream.finish(payload)
         ending = Ending.of(result)
         code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
         if code:
@@ -361,11 +368,11 @@ def run_command(
         return
     # the answer once: not again when it streamed to the terminal stdout shows
     print_ending(
-        Ending.of(result),
+        replace(Ending.of(result), usage=used.line(cost=False) if used is not None else None),
         err,
         redactor,
         as_json=fmt == "json",
-        payload=result_payload(result),
+        payload=payload,
         how_to_resume=how_to_resume(result.task_id),
         on_screen=watch.on_screen,
     )

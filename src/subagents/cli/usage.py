@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from subagents.config import Config
     from subagents.models.prices import Cost, ModelPrice
+    from subagents.store.base import Store
     from subagents.store.records import SessionRecord
 
-__all__ = ["TOKEN_KINDS", "UsageReport", "usage_by_agent", "usage_report"]
+__all__ = ["TOKEN_KINDS", "UsageReport", "task_usage", "usage_by_agent", "usage_report"]
 
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -35,19 +37,22 @@ class UsageReport:
             return None
         return int(self.total["cache_read_tokens"]) / self.prompt_tokens
 
-    def line(self, session_id: str | None = None) -> str:
+    def line(self, session_id: str | None = None, *, cost: bool = True) -> str:
         """``1,234 tokens, $0.0123`` for a session (the task's total without one)."""
         usage = self.total if session_id is None else self.sessions[session_id]
-        tokens = usage["input_tokens"] + usage["output_tokens"]
-        cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "cost unknown"
-        return f"{tokens:,} tokens, {cost}"
+        tokens = f"{usage['input_tokens'] + usage['output_tokens']:,} tokens"
+        if not cost:
+            return tokens
+        return tokens + (f", ${usage['cost_usd']:.4f}" if usage["cost_known"] else ", cost unknown")
 
 
 def usage_report(
-    sessions: Sequence[SessionRecord], prices: Mapping[str, ModelPrice]
+    sessions: Sequence[SessionRecord], prices: Mapping[str, ModelPrice], *, priced: bool = True
 ) -> UsageReport:
+    """The usage of ``sessions``; without ``priced``, the tokens only (no price is looked up,
+    which costs a first lookup in the table about 50 ms)."""
     from subagents.messages import Usage
-    from subagents.models.prices import cost_of, prompt_tokens, total_cost
+    from subagents.models.prices import Cost, cost_of, prompt_tokens, total_cost
 
     costs: list[Cost] = []
     by_session: dict[str, dict[str, Any]] = {}
@@ -58,7 +63,7 @@ def usage_report(
         counts = {kind: int(record.usage.get(kind, 0)) for kind in TOKEN_KINDS}
         used = Usage(**counts)
         prompted += prompt_tokens(record.model, used)
-        cost = cost_of(record.model, used, prices)
+        cost = cost_of(record.model, used, prices) if priced else Cost(known=False)
         costs.append(cost)
         if not cost.known and record.model not in unpriced:
             unpriced.append(record.model)
@@ -71,6 +76,23 @@ def usage_report(
 
 def _shown(counts: Mapping[str, int], cost: Cost) -> dict[str, Any]:
     return {**counts, "cost_usd": round(float(cost.usd), 6), "cost_known": cost.known}
+
+
+def task_usage(
+    store: Store | None, task_id: str | None, config: Config, *, priced: bool = True
+) -> UsageReport | None:
+    """What the task ``task_id`` used so far, priced by the table and ``config``'s ``[prices]``
+    (see :func:`usage_report`); ``None`` without a store, or when it cannot be read (the run's
+    own outcome comes first)."""
+    from subagents.errors import SubagentsError
+
+    if store is None or task_id is None:
+        return None
+    prices = {name: price.model_price() for name, price in config.prices.items()}
+    try:
+        return usage_report(store.sessions(task_id), prices, priced=priced)
+    except SubagentsError:
+        return None
 
 
 def usage_by_agent(
