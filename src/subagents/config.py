@@ -356,6 +356,10 @@ class Config:
     project_root: Path | None = None
     home: Path | None = None
 
+    def model_prices(self) -> dict[str, ModelPrice]:
+        """``[prices]``: USD per million tokens by ``provider:model``."""
+        return {name: price.model_price() for name, price in self.prices.items()}
+
     def resolve_model(self, model: str | None) -> str | None:
         """The ``provider:model`` that ``model`` names (``default_model`` when ``None``), by
         the built-in alias table and ``[models]``, credentials aside.

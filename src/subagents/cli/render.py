@@ -119,6 +119,9 @@ class Ending:
             spent if isinstance(spent, int) else None,
         )
 
+    def exit_code(self) -> int:
+        return exit_code(self.status, budget_reached=self.spent_tokens is not None)
+
     @classmethod
     def of_task(cls, task: TaskRecord) -> Ending:
         return cls(task.id, task.status, task.result or "", task.error, None)
@@ -174,6 +177,6 @@ def print_ending(
         if ending.task_id is not None:
             used = f" · {quote_markup(ending.usage)}" if ending.usage else ""
             err.print(f"[dim]task {ending.task_id}{used}[/]")
-    code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
+    code = ending.exit_code()
     if code:
         raise typer.Exit(code)

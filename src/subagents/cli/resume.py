@@ -204,7 +204,7 @@ def resume_command(
         "question": question,
     }
     if used is not None:
-        payload["task_usage"] = {**used.total, "cache_hit_rate": used.cache_hit_rate}
+        payload["task_usage"] = used.summary()
     print_ending(
         replace(Ending.of(result), usage=used.line(cost=False) if used is not None else None),
         err,

@@ -26,7 +26,6 @@ from subagents.cli.options import (
 from subagents.cli.render import (
     EXIT_ERROR,
     Ending,
-    exit_code,
     how_to_resume,
     print_ending,
     print_error,
@@ -358,11 +357,10 @@ def run_command(
             database.close()
     payload = result_payload(result)
     if used is not None:
-        payload["task_usage"] = {**used.total, "cache_hit_rate": used.cache_hit_rate}
+        payload["task_usage"] = used.summary()
     if stream is not None:
         stream.finish(payload)
-        ending = Ending.of(result)
-        code = exit_code(ending.status, budget_reached=ending.spent_tokens is not None)
+        code = Ending.of(result).exit_code()
         if code:
             raise typer.Exit(code)
         return

@@ -249,8 +249,7 @@ def _prices(cwd: Path | None) -> dict[str, ModelPrice]:
     from subagents.config import load_config
 
     with user_errors():
-        prices = load_config(cwd or Path.cwd()).prices
-    return {name: price.model_price() for name, price in prices.items()}
+        return load_config(cwd or Path.cwd()).model_prices()
 
 
 def _require_store(path: StoreTarget) -> None:
@@ -416,7 +415,7 @@ def usage_command(
     tokens, and the cost in USD (from the price table, or [prices] in config; a model with no
     price shows '?'). Tokens are as each provider reports them: Anthropic's input leaves out
     what was read from or written to the cache, OpenAI's includes it."""
-    from subagents.cli.usage import usage_by_agent
+    from subagents.cli.usage import usage_by_agent, usage_report
 
     with user_errors():
         path = store_path(cwd, store)
@@ -424,11 +423,11 @@ def usage_command(
         with _opened(path) as opened:
             record = opened.get_task(task)
             sessions = opened.sessions(record.id)
-    usage = _usage(sessions, cwd)
-    rows = usage_by_agent(sessions, _prices(cwd))
+    prices = _prices(cwd)
+    usage = usage_report(sessions, prices)
+    rows = usage_by_agent(sessions, prices)
     if as_json:
-        total = {**usage.total, "cache_hit_rate": usage.cache_hit_rate}
-        _print_json({"task_id": record.id, "by_agent": rows, "total": total})
+        _print_json({"task_id": record.id, "by_agent": rows, "total": usage.summary()})
         return
     width, colour = plain.output_width(), plain.use_colour()
     total = {**usage.total, "agent": "total", "model": "", "sessions": len(sessions)}

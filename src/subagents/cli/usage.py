@@ -30,6 +30,10 @@ class UsageReport:
     prompt_tokens: int = 0
     """Every input token, the cache's included, however each provider counts them."""
 
+    def summary(self) -> dict[str, Any]:
+        """The task's total, with its cache hit rate: what ``--json`` outputs give."""
+        return {**self.total, "cache_hit_rate": self.cache_hit_rate}
+
     @property
     def cache_hit_rate(self) -> float | None:
         """The share of the input tokens read from the cache (``None``: no input)."""
@@ -88,7 +92,7 @@ def task_usage(
 
     if store is None or task_id is None:
         return None
-    prices = {name: price.model_price() for name, price in config.prices.items()}
+    prices = config.model_prices()
     try:
         return usage_report(store.sessions(task_id), prices, priced=priced)
     except SubagentsError:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from subagents.messages import Usage
+    from subagents.runtime.services import Services
     from subagents.store.records import SessionRecord, TaskRecord
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "BUDGET_SETTING",
     "TokenBudget",
     "budget_hint",
+    "budget_limit",
     "budget_setting",
     "restored_budget",
 ]
@@ -68,6 +70,10 @@ class TokenBudget:
     def reached(self) -> bool:
         return self.limit is not None and self.spent >= self.limit
 
+    def left(self) -> int | None:
+        """The tokens still to spend (``None``: no limit)."""
+        return None if self.limit is None else max(self.limit - self.spent, 0)
+
     def report(self) -> str:
         """What was spent of what, on which agent: ``6,240 of 6,000 tokens (main 1,200,
         worker 5,040)``."""
@@ -79,15 +85,24 @@ class TokenBudget:
         return f"{self.spent:,}{limit} tokens" + (f" ({agents})" if agents else "")
 
 
+def budget_limit(services: Services) -> int | None:
+    """The budget of a run started on ``services``: the one given to the runtime, else
+    ``[budget] max_tokens``."""
+    given = services.max_budget_tokens
+    return given if given is not None else services.config.budget.max_tokens
+
+
 def restored_budget(
-    task: TaskRecord, sessions: Iterable[SessionRecord], given: int | None, configured: int | None
+    task: TaskRecord, sessions: Iterable[SessionRecord], services: Services
 ) -> TokenBudget:
-    """The budget of ``task`` going on: the one ``given`` now (kept with the task from now on),
-    else the task's own, else the ``configured`` one; what its sessions spent counts."""
+    """The budget of ``task`` going on: the one given to the runtime now (kept with the task
+    from now on), else the task's own, else ``[budget] max_tokens``; what its sessions spent
+    counts."""
+    given = services.max_budget_tokens
     if given is not None:
         task.settings[BUDGET_SETTING] = given
     kept = task.settings.get(BUDGET_SETTING)
-    limit = given or (kept if isinstance(kept, int) else configured)
+    limit = kept if isinstance(kept, int) else budget_limit(services)
     return TokenBudget.after(sessions, limit)
 
 

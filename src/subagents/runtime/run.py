@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
-from subagents.runtime.budget import TokenBudget, budget_setting, restored_budget
+from subagents.runtime.budget import TokenBudget, budget_limit, budget_setting, restored_budget
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
@@ -82,11 +82,7 @@ class Run:
         self.result: RunResult | None = None
         self._profiles: dict[str, DescriptionProfile] = {}
         # a workflow's agent nodes share the workflow's budget
-        self.budget = (
-            budget
-            if budget is not None
-            else TokenBudget(runtime.max_budget_tokens or runtime.config.budget.max_tokens)
-        )
+        self.budget = budget if budget is not None else TokenBudget(budget_limit(runtime))
 
     @property
     def main(self) -> Session | None:
@@ -194,9 +190,7 @@ class Run:
         return await self._drive(session, with_stop_hooks(session, work))
 
     def _restore_budget(self, task: TaskRecord, sessions: Sequence[SessionRecord]) -> None:
-        runtime = self.runtime
-        configured = runtime.config.budget.max_tokens
-        self.budget = restored_budget(task, sessions, runtime.max_budget_tokens, configured)
+        self.budget = restored_budget(task, sessions, self.runtime)
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
@@ -286,8 +280,7 @@ class Run:
         return self.budget if self.budget.reached() else None
 
     def tokens_left(self) -> int | None:
-        limit = self.budget.limit
-        return None if limit is None else max(limit - self.budget.spent, 0)
+        return self.budget.left()
 
     def spend(self, agent: str, usage: Usage) -> None:
         self.budget.charge(agent, usage)

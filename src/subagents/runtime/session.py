@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -659,15 +659,21 @@ class Session:
             text=text,
         )
 
+    def _own_budgets(self) -> Iterator[tuple[Session, TokenBudget]]:
+        """The own budgets (``maxBudgetTokens``) of this session and its ancestors, nearest
+        first."""
+        session: Session | None = self
+        while session is not None:
+            if session.own_budget is not None:
+                yield session, session.own_budget
+            session = session.parent
+
     def _spend(self, usage: Usage) -> None:
         """Count a model call against the run's budget and the own budgets up the tree."""
         if self.context is not None:
             self.context.spend(self.agent_type, usage)
-        session: Session | None = self
-        while session is not None:
-            if session.own_budget is not None:
-                session.own_budget.charge(self.agent_type, usage)
-            session = session.parent
+        for _, budget in self._own_budgets():
+            budget.charge(self.agent_type, usage)
 
     def _own_budget_spent(self) -> str | None:
         """Why this session may make no more calls when its time limit is past or its own
@@ -678,30 +684,20 @@ class Session:
                 f"stopped after its time limit of {self.time_limit[1]} s (maxDurationSeconds "
                 "in the agent's file): the output holds what it wrote so far"
             )
-        session: Session | None = self
-        while session is not None:
-            budget = session.own_budget
-            if budget is not None and budget.reached():
+        for session, budget in self._own_budgets():
+            if budget.reached():
                 whose = "its" if session is self else f"the budget of {session.agent_type}, its"
                 return (
                     f"stopped at {whose} token budget ({budget.report()}; maxBudgetTokens in "
                     "the agent's file): the output holds what it wrote so far"
                 )
-            session = session.parent
         return None
 
     def tokens_left(self) -> int | None:
         """The tokens this session's own budget and its ancestors' leave (``None``: no
         limit of their own)."""
-        left: int | None = None
-        session: Session | None = self
-        while session is not None:
-            budget = session.own_budget
-            if budget is not None and budget.limit is not None:
-                room = max(budget.limit - budget.spent, 0)
-                left = room if left is None else min(left, room)
-            session = session.parent
-        return left
+        rooms = [room for _, budget in self._own_budgets() if (room := budget.left()) is not None]
+        return min(rooms, default=None)
 
     def _check_budget(self) -> None:
         """Pause before a model call the run's budget has no room for (see

@@ -39,7 +39,7 @@ from subagents.errors import (
     WorkflowValidationError,
 )
 from subagents.messages import ToolCall
-from subagents.runtime.budget import TokenBudget, budget_setting, restored_budget
+from subagents.runtime.budget import TokenBudget, budget_limit, budget_setting, restored_budget
 from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
@@ -309,7 +309,7 @@ def workflow_task(
             "permission_mode": runtime.permissions.mode,
             "headless": runtime.permissions.headless,
             "workflow": _stored_definition(workflow),
-            **budget_setting(runtime.max_budget_tokens or runtime.config.budget.max_tokens),
+            **budget_setting(budget_limit(runtime)),
         },
     )
 
@@ -446,14 +446,10 @@ class _Engine:
         self.traces: list[TraceRecord] = []
         self._tools: dict[str, Tool] | None = None
         # one budget for every agent node (see subagents.runtime.budget)
-        configured = runtime.config.budget.max_tokens
-        given = runtime.max_budget_tokens
         self.budget = (
-            restored_budget(
-                recorder.task, recorder.store.sessions(recorder.task_id), given, configured
-            )
+            restored_budget(recorder.task, recorder.store.sessions(recorder.task_id), runtime)
             if recorder is not None
-            else TokenBudget(given or configured)
+            else TokenBudget(budget_limit(runtime))
         )
 
     async def drive(self) -> RunResult:
