@@ -61,6 +61,7 @@ Format::
 
     [budget]                    # a run's whole tree of agents; reaching it pauses the run
     max_tokens = 200000         # input + output tokens (`run --max-budget-tokens` overrides)
+    max_usd = 2.50              # USD, calls priced as `tasks usage` prices them
 
     [prices."openai:my-local-model"]   # USD per million tokens, for a model the price table
     input_per_mtok = 0.2               # does not know (else its cost is unknown, counted 0)
@@ -254,11 +255,13 @@ class SandboxSettings(BaseModel):
 
 class BudgetSettings(BaseModel):
     """The ``[budget]`` table: ``max_tokens`` caps the input and output tokens of a run's
-    whole tree of agents (see :mod:`subagents.runtime.budget`); none by default."""
+    whole tree of agents, ``max_usd`` what its calls cost (see
+    :mod:`subagents.runtime.budget`); none by default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_tokens: int | None = Field(default=None, ge=1)
+    max_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class PriceSettings(BaseModel):

@@ -28,7 +28,13 @@ from subagents.cli.ui.chat_app import ChatApp, TurnView, rich_color
 from subagents.cli.ui.chat_view import MAX_DIFF_LINES, Transcript, diff_lines, render_transcript
 from subagents.cli.ui.live import ApprovalScreen, BlockView
 from subagents.definitions.model import AgentDefinition
-from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from subagents.messages import (
+    AssistantMessage,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from subagents.models.base import ModelRequest, ModelResponse
 from subagents.runtime import events as ev
 from subagents.runtime.events import EventBus
@@ -404,6 +410,35 @@ async def test_line_mode_reads_runs_and_prints(tmp_path: Path, store: SQLiteStor
     assert "heard: the sky is blue | what colour?; answers: 1" in printed
     assert "main wants to run Write" in printed and "wrote:" in printed
     assert (tmp_path / "a.txt").exists()
+
+
+async def test_a_turn_stops_at_the_chats_budget_and_goes_on_once_it_is_raised(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    def costly(request: ModelRequest) -> ModelResponse:
+        response = team_main(request)
+        response.usage = Usage(input_tokens=300, output_tokens=100)
+        return response
+
+    (tmp_path / ".subagents").mkdir()
+    (tmp_path / ".subagents" / "config.toml").write_text(
+        '[prices."scripted:main"]\ninput_per_mtok = 10\noutput_per_mtok = 30\n'
+    )
+    session, _model = make_session(tmp_path, store, costly)
+    turns = ["/budget 1", "the sky is blue", "what colour?", "/resume", "/budget 5,000", "/resume"]
+    lines = iter([*turns, "/budget"])
+    out = io.StringIO()
+    await run_line_mode(
+        session, input_line=lambda _prompt: next(lines, None), console=Console(file=out), ask=False
+    )
+    printed = out.getvalue()
+    assert "Budget: 1 tokens" in printed
+    assert "400 of 1 tokens" in printed and "/budget N or /budget $X raises" in printed
+    assert "leaves no room" in printed  # /resume before the budget was raised
+    assert "heard: the sky is blue | what colour?; answers: 1" in printed
+    # 2 calls: 800 tokens, 2 x (300 x $10 + 100 x $30) / 1M = $0.0120
+    assert "Budget: 5,000 tokens; this chat spent 800 tokens, $0.0120" in printed
+    assert session.cost == "$0.0120"
 
 
 async def test_background_agents_and_todos_are_in_view_and_a_background_agent_cancels(

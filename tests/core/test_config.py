@@ -265,6 +265,8 @@ def test_unknown_key_suggests_the_closest(home: Path) -> None:
         ("[budget]\nmax_token = 5000\n", "did you mean 'budget.max_tokens'"),
         ("[budget]\nmax_tokens = 0\n", "max_tokens"),
         ('[budget]\nmax_tokens = "lots"\n', "max_tokens"),
+        ("[budget]\nmax_usd = 0\n", "max_usd"),
+        ("[budget]\nmax_usd = nan\n", "max_usd"),
     ],
 )
 def test_a_bad_budget_is_a_clear_error(home: Path, text: str, said: str) -> None:
@@ -274,8 +276,9 @@ def test_a_bad_budget_is_a_clear_error(home: Path, text: str, said: str) -> None
 
 
 def test_the_budget_table_sets_the_runs_token_budget(home: Path) -> None:
-    write(home / ".subagents" / "config.toml", "[budget]\nmax_tokens = 250000\n")
-    assert load_config(home / "nowhere", home=home).budget.max_tokens == 250_000
+    write(home / ".subagents" / "config.toml", "[budget]\nmax_tokens = 250000\nmax_usd = 2.5\n")
+    budget = load_config(home / "nowhere", home=home).budget
+    assert (budget.max_tokens, budget.max_usd) == (250_000, 2.5)
 
 
 def test_every_problem_is_listed(home: Path, project: Path) -> None:

@@ -353,6 +353,9 @@ def test_lenient_reading_joins_indented_continuation_lines() -> None:
         ("maxTurns: true", "'maxTurns' must be a positive whole number"),
         ("maxBudgetTokens: lots", "'maxBudgetTokens' must be a positive whole number"),
         ("maxBudgetTokens: 0", "maxBudgetTokens must be a positive whole number"),
+        ("maxBudgetUsd: plenty", "'maxBudgetUsd' must be an amount in USD"),
+        ("maxBudgetUsd: -1", "maxBudgetUsd must be a positive amount in USD"),
+        ("maxBudgetUsd: .nan", "maxBudgetUsd must be a positive amount in USD"),
         ("maxDurationSeconds: soon", "'maxDurationSeconds' must be a positive whole number"),
         ("maxDurationSeconds: -5", "maxDurationSeconds must be a positive whole number"),
         ("temperature: hot", "'temperature' must be a number"),
@@ -374,22 +377,24 @@ def test_values_of_the_wrong_type_are_errors(line: str, fragment: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "seconds"),
+    ("key", "usd", "seconds"),
     [
-        ("maxBudgetTokens", "maxDurationSeconds"),
-        ("max_budget_tokens", "max_duration_seconds"),
-        ("max-budget-tokens", "max-duration-seconds"),
+        ("maxBudgetTokens", "maxBudgetUsd", "maxDurationSeconds"),
+        ("max_budget_tokens", "max_budget_usd", "max_duration_seconds"),
+        ("max-budget-tokens", "max-budget-usd", "max-duration-seconds"),
     ],
 )
-def test_a_budget_and_a_time_limit_read_in_every_spelling_and_render_back(
-    key: str, seconds: str
+def test_budgets_and_a_time_limit_read_in_every_spelling_and_render_back(
+    key: str, usd: str, seconds: str
 ) -> None:
     from subagents.definitions.render import render_markdown
 
-    d = md(f"---\nname: a\ndescription: d\n{key}: 50000\n{seconds}: 600\n---\nbody\n")
-    assert (d.max_budget_tokens, d.max_duration_seconds, d.status) == (50_000, 600, "active")
+    text = f"---\nname: a\ndescription: d\n{key}: 50000\n{usd}: $0.50\n{seconds}: 600\n---\nb\n"
+    d = md(text)
+    limits = (d.max_budget_tokens, d.max_budget_usd, d.max_duration_seconds)
+    assert limits == (50_000, 0.5, 600) and d.status == "active", d.validation_errors
     again = md(render_markdown(d))
-    assert (again.max_budget_tokens, again.max_duration_seconds) == (50_000, 600)
+    assert (again.max_budget_tokens, again.max_budget_usd, again.max_duration_seconds) == limits
 
 
 def test_numbers_written_as_text_are_accepted() -> None:

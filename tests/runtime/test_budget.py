@@ -61,7 +61,9 @@ class Tree:
 
         return turn
 
-    def runtime(self, workspace: Path, store: SQLiteStore, budget: int | None) -> Runtime:
+    def runtime(
+        self, workspace: Path, store: SQLiteStore, budget: int | None, usd: float | None = None
+    ) -> Runtime:
         return Runtime(
             cwd=workspace,
             agents=[WORKER],
@@ -69,6 +71,7 @@ class Tree:
             agent_models={"worker": self.worker},
             store=store,
             max_budget_tokens=budget,
+            max_budget_usd=usd,
         )
 
 
@@ -101,7 +104,7 @@ async def test_a_runaway_tree_stops_within_one_call_of_its_budget_and_goes_on_wi
     stored = store.sessions(paused.task_id)
     assert sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in stored) == spent
 
-    with pytest.raises(StoreError, match="larger than that"):  # the same budget: no way on
+    with pytest.raises(StoreError, match="leaves no room"):  # the same budget: no way on
         await tree.runtime(workspace, store, None).resume(paused.task_id)
     with pytest.raises(StoreError, match="not for a decision"):
         await tree.runtime(workspace, store, 50_000).resume(
@@ -123,12 +126,79 @@ async def test_config_sets_the_budget_and_a_run_within_it_is_untouched(
 ) -> None:
     config = workspace / ".subagents" / "config.toml"
     config.parent.mkdir()
-    config.write_text("[budget]\nmax_tokens = 100000\n")
+    config.write_text(
+        "[budget]\nmax_tokens = 100000\nmax_usd = 50\n"
+        '[prices."scripted:main"]\ninput_per_mtok = 1\n'
+        '[prices."scripted:worker"]\ninput_per_mtok = 1\n'
+    )
     tree = Tree(rounds=1, steps=1)
     result = await tree.runtime(workspace, store, None).run("go")
     assert result.status == "completed", result.error
     assert result.task_id is not None
-    assert store.get_task(result.task_id).settings["max_budget_tokens"] == 100_000
+    settings = store.get_task(result.task_id).settings
+    assert (settings["max_budget_tokens"], settings["max_budget_usd"]) == (100_000, "50.0")
+
+
+def priced(workspace: Path, *models: str) -> None:
+    """$1,000 per million tokens for each of ``models``: 700 tokens, $0.70 a call."""
+    config = workspace / ".subagents" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    tables = "".join(
+        f'[prices."{model}"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n' for model in models
+    )
+    config.write_text(tables)
+
+
+async def test_a_budget_in_usd_stops_the_tree_within_one_call_and_goes_on_with_more(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    priced(workspace, "scripted:main", "scripted:worker")
+    tree = Tree(rounds=5, steps=4)
+    paused = await tree.runtime(workspace, store, None, usd=3.0).run("go")
+
+    assert paused.status == "awaiting_human" and paused.question is not None
+    assert paused.question.kind == "budget"
+    assert len(tree.calls) == 5  # $0.70 each: $2.80 left room for one more, $3.50 none
+    assert "$3.5000 of $3.0000" in paused.question.text
+    assert paused.question.arguments["spent_usd"] == "3.5"
+    assert paused.task_id is not None
+    with pytest.raises(StoreError, match="--max-budget-usd 7.00"):
+        await tree.runtime(workspace, store, None).resume(paused.task_id)
+
+    done = await tree.runtime(workspace, store, None, usd=100).resume(paused.task_id)
+    assert done.status == "completed", done.error
+    assert tree.calls.count("main") == 6
+    assert store.get_task(paused.task_id).settings["max_budget_usd"] == "100"
+
+
+async def test_a_budget_in_usd_refuses_a_model_with_no_price_and_says_how_to_give_one(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    tree = Tree(rounds=1, steps=1)
+    result = await tree.runtime(workspace, store, None, usd=1.0).run("go")
+    assert result.status == "failed" and result.error is not None
+    assert 'no known price' in result.error and '[prices."scripted:main"]' in result.error
+    assert tree.calls == []  # nothing was called that could not be counted
+
+
+async def test_a_subagent_stops_at_its_own_usd_budget(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    priced(workspace, "scripted:main", "scripted:worker")
+    calls: list[str] = []
+    capped = WORKER.model_copy(update={"max_budget_usd": 1.5})
+    runtime = Runtime(
+        cwd=workspace,
+        agents=[capped],
+        model=delegating("main", "worker", calls),
+        agent_models={"worker": reader("worker", 10, calls)},
+        store=store,
+    )
+    result = await runtime.run("go")
+    assert result.status == "completed", result.error
+    assert calls.count("worker") == 3  # $0.70, $1.40, $2.10: no fourth call
+    (spawn,) = result.subagents
+    assert spawn.error is not None and "$2.1000 of $1.5000" in spawn.error
 
 
 def reader(agent: str, steps: int, calls: list[str]) -> FunctionModel:

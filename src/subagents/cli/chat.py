@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from subagents.cli.chat_session import ChatSession, decision_of
+from subagents.cli.chat_session import ChatSession, decision_of, how_to_go_on
 from subagents.cli.common import stderr_console
 from subagents.cli.options import (
+    MaxBudgetTokensOption,
+    MaxBudgetUsdOption,
     ModelOption,
     PermissionModeOption,
     WorkspaceOption,
@@ -52,6 +54,8 @@ def chat_command(
         bool, typer.Option("--no-tui", help="Plain line output: read a line, run it, print.")
     ] = False,
     permission_mode: PermissionModeOption = "default",
+    max_budget_tokens: MaxBudgetTokensOption = None,
+    max_budget_usd: MaxBudgetUsdOption = None,
 ) -> None:
     """Talk with the main agent: each prompt is a durable turn of one task.
 
@@ -71,6 +75,8 @@ def chat_command(
             resume=resume,
             tui=not no_tui,
             permission_mode=permission_mode,
+            max_budget_tokens=max_budget_tokens,
+            max_budget_usd=max_budget_usd,
         )
     except SubagentsError as error:
         print_error(error)
@@ -85,6 +91,8 @@ def open_chat(
     resume: str | None = None,
     tui: bool = True,
     permission_mode: str = "default",
+    max_budget_tokens: int | None = None,
+    max_budget_usd: float | None = None,
 ) -> None:
     """Open the project's store and run the chat (the app, or the line mode)."""
     import asyncio
@@ -111,6 +119,8 @@ def open_chat(
             stream=True,
             store=database,
             project_mcp=mcp_policy,
+            max_budget_tokens=max_budget_tokens,
+            max_budget_usd=max_budget_usd,
         )
 
     try:
@@ -214,7 +224,7 @@ async def run_line_mode(
             write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)
-            write_answer(f"waiting for you: {question} (/resume)", out.file)
+            write_answer(f"waiting for you: {question} ({how_to_go_on(result)})", out.file)
         elif not result.success:
             write_answer(f"turn {result.status}: {redactor.text(result.error or '')}", out.file)
     await session.aclose()

@@ -25,6 +25,7 @@ __all__ = [
     "ChatSession",
     "CommandResult",
     "decision_of",
+    "how_to_go_on",
     "request_of",
 ]
 
@@ -36,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "/model": "show the model; /model NAME: NAME from the next prompt on",
     "/clear": "clear the screen, start a new conversation",
     "/resume": "/resume [TASK]: go on with TASK (default: the latest)",
+    "/budget": "show the budget; /budget N (tokens) or /budget $X (USD) sets it",
 }
 KEYS_HELP = (
     "enter sends · esc stops the turn · ctrl+n/ctrl+p select a subagent ·\n"
@@ -74,12 +76,15 @@ class ChatSession:
         self.make_runtime = make_runtime
         self.model = model
         self.runtime = make_runtime(model)
+        self.limits = self.runtime.budget_limits  # kept when /model builds a new runtime
         self.task_id = task_id
         self.new_task_id = new_task_id
         self.model_name = model or ""
-        self.input_tokens = 0
-        self.output_tokens = 0
         self.turns = 0
+        self.tokens = 0
+        """The input and output tokens the conversation's task used so far, every turn's."""
+        self.cost: str | None = None
+        """What the conversation's task cost so far (``$0.0123``), when its prices are known."""
 
     @property
     def store(self) -> Store:
@@ -98,10 +103,6 @@ class ChatSession:
         except Exception:  # a bad config is reported when the first turn starts
             configured = None
         return configured or "default model"
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -160,10 +161,19 @@ class ChatSession:
     def _ended(self, result: RunResult) -> RunResult:
         self.task_id = result.task_id or self.task_id
         self.model_name = result.model_name or self.model_name
-        self.input_tokens += result.usage.input_tokens
-        self.output_tokens += result.usage.output_tokens
         self.turns += 1
+        self._count_usage()
         return result
+
+    def _count_usage(self) -> None:
+        """What the task used so far, from the store: the sessions' own counts."""
+        from subagents.cli.usage import task_usage
+
+        report = task_usage(self.store, self.task_id, self.runtime.config)
+        total = report.total if report is not None else None
+        self.tokens = total["input_tokens"] + total["output_tokens"] if total else 0
+        priced = total is not None and total["cost_known"] and total["cost_usd"]
+        self.cost = f"${total['cost_usd']:.4f}" if total is not None and priced else None
 
     def pending_question(self) -> HumanQuestion | None:
         """What the current task waits for a person to answer, if it does."""
@@ -211,6 +221,7 @@ class ChatSession:
             "/model": self._model,
             "/clear": self._clear,
             "/resume": self._resume,
+            "/budget": self._budget,
         }
         if name in ("/quit", "/exit"):
             return CommandResult(action="quit")
@@ -271,13 +282,15 @@ class ChatSession:
             shown = self.shown_model
             return CommandResult(f"Model: {shown}. /model NAME changes it for the next prompt.")
         runtime = self.make_runtime(argument)
+        runtime.budget_limits = self.limits
         await self.runtime.aclose()
         self.runtime, self.model, self.model_name = runtime, argument, argument
         return CommandResult(f"Model: {argument} from the next prompt on.")
 
     def _clear(self, _argument: str) -> CommandResult:
         self.task_id = None
-        self.input_tokens = self.output_tokens = self.turns = 0
+        self.tokens = self.turns = 0
+        self.cost = None
         return CommandResult("New conversation.", action="clear")
 
     def _resume(self, argument: str) -> CommandResult:
@@ -292,8 +305,14 @@ class ChatSession:
         if "workflow" in task.settings:
             raise StoreError(f"Task {task.id[:8]} is a workflow run, not a conversation.")
         self.task_id = task.id
+        self._count_usage()
         if task.status == "awaiting_human":
             question = self.pending_question()
+            if question is not None and question.kind == "budget":
+                return CommandResult(
+                    f"Task {task.id[:8]} goes on with the budget {self._limits_shown()}.",
+                    action="resume",
+                )
             return CommandResult(
                 f"Task {task.id[:8]} waits for you: {question.text if question else '?'}",
                 action="resume",
@@ -305,6 +324,45 @@ class ChatSession:
             f"Task {task.id[:8]} ({task.status}): the next prompt goes on with it.",
             action="clear",
         )
+
+
+    def _budget(self, argument: str) -> CommandResult:
+        from subagents.errors import ConfigError
+        from subagents.runtime.budget import Limits, usd
+
+        if argument:
+            text = argument.replace(",", "").replace("_", "")
+            if text.startswith("$"):
+                amount = usd(text[1:])
+                limits = Limits(self.limits.tokens, amount) if amount is not None else None
+            else:
+                limits = Limits(int(text), self.limits.usd) if text.isdecimal() else None
+            if limits is None or limits.tokens == 0:
+                raise ConfigError(
+                    f"{argument!r} is not a budget.",
+                    hint="/budget 50000 for tokens, /budget $2.50 for USD",
+                )
+            self.limits = self.runtime.budget_limits = limits
+        spent = f"{self.tokens:,} tokens" + (f", {self.cost}" if self.cost else "")
+        return CommandResult(
+            f"Budget: {self._limits_shown()}; this chat spent {spent}. A turn that reaches it "
+            "stops; /budget N or /budget $X raises it, and /resume goes on."
+        )
+
+    def _limits_shown(self) -> str:
+        from subagents.runtime.budget import dollars
+
+        limits = self.limits
+        shown = [f"{limits.tokens:,} tokens"] if limits.tokens is not None else []
+        shown += [dollars(limits.usd)] if limits.usd is not None else []
+        return " and ".join(shown) or "none (the task's own, else [budget] in the config)"
+
+
+def how_to_go_on(result: RunResult) -> str:
+    """What the person types to go on with a turn that waits for them."""
+    if result.question is not None and result.question.kind == "budget":
+        return "/budget N or /budget $X raises the budget, then /resume goes on"
+    return "/resume answers it"
 
 
 def decision_of(answer: ApprovalDecision) -> HumanDecision:

@@ -16,6 +16,7 @@ __all__ = [
     "ExitWhenDoneOption",
     "JsonOption",
     "MaxBudgetTokensOption",
+    "MaxBudgetUsdOption",
     "ModelOption",
     "PermissionModeOption",
     "QueueOption",
@@ -74,6 +75,16 @@ MaxBudgetTokensOption = Annotated[
         help="The input and output tokens the whole run may spend, subagents included; "
         "reaching it pauses the run (exit 4), and a resume with a larger budget goes on "
         "(default: the task's own, else [budget] max_tokens).",
+    ),
+]
+MaxBudgetUsdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-budget-usd",
+        min=0.000001,
+        help="The USD the whole run may spend, subagents included, its calls priced as "
+        "'subagents tasks usage' prices them; reaching it pauses the run (exit 4), and a "
+        "resume with a larger budget goes on (default: the task's own, else [budget] max_usd).",
     ),
 ]
 TrustProjectMcpOption = Annotated[

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from subagents.runtime.budget import Budget
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -99,8 +101,8 @@ class Ending:
     error: str | None
     question: str | None
     """What it waits for a person to answer, when the command knows."""
-    spent_tokens: int | None = None
-    """Set when the run stopped at its token budget: what it spent."""
+    budget: Budget | None = None
+    """Set when the run stopped at its budget: what it spent of what."""
     usage: str | None = None
     """What the whole task used, as ``tasks show`` says it (``58,280 tokens, $0.1094``)."""
 
@@ -109,18 +111,11 @@ class Ending:
         asked = result.question
         if asked is None:
             return cls(result.task_id, result.status, result.output, result.error, None)
-        spent = asked.arguments.get("spent_tokens") if asked.kind == "budget" else None
-        return cls(
-            result.task_id,
-            result.status,
-            result.output,
-            result.error,
-            asked.text,
-            spent if isinstance(spent, int) else None,
-        )
+        budget = Budget.asked(asked.arguments) if asked.kind == "budget" else None
+        return cls(result.task_id, result.status, result.output, result.error, asked.text, budget)
 
     def exit_code(self) -> int:
-        return exit_code(self.status, budget_reached=self.spent_tokens is not None)
+        return exit_code(self.status, budget_reached=self.budget is not None)
 
     @classmethod
     def of_task(cls, task: TaskRecord) -> Ending:
@@ -163,9 +158,9 @@ def print_ending(
     else:
         if ending.output.strip() and not on_screen(ending.output):
             print_answer(redactor.text(ending.output))
-        if ending.spent_tokens is not None and ending.task_id is not None:
+        if ending.budget is not None and ending.task_id is not None:
             reached = markup_safe(redactor.text(ending.question or ""), err)
-            hint = budget_hint(ending.task_id, ending.spent_tokens)
+            hint = budget_hint(ending.task_id, ending.budget)
             err.print(f"[yellow]Budget reached:[/] {reached}\ngo on with: {quote_markup(hint)}")
         elif ending.status == "awaiting_human":
             asked = ending.question

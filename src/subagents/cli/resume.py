@@ -16,6 +16,7 @@ from subagents.cli.common import AnswerWatch, stderr_console, store_path, user_e
 from subagents.cli.options import (
     CwdOption,
     MaxBudgetTokensOption,
+    MaxBudgetUsdOption,
     QueueOption,
     StoreOption,
     TaskArgument,
@@ -58,6 +59,7 @@ def resume_command(
         typer.Option("--set", help="KEY=VALUE for the decision (e.g. answer=8080)."),
     ] = None,
     max_budget_tokens: MaxBudgetTokensOption = None,
+    max_budget_usd: MaxBudgetUsdOption = None,
     force: Annotated[
         bool,
         typer.Option("--force", help="Take the task over from a process that is gone for good."),
@@ -161,6 +163,7 @@ def resume_command(
                     interactive=at_terminal, trust_all=trust_project_mcp
                 ),
                 max_budget_tokens=max_budget_tokens,
+                max_budget_usd=max_budget_usd,
             )
             redactor = Redactor(runtime.credentials())
             if not as_json:

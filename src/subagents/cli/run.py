@@ -14,6 +14,7 @@ from subagents.cli.common import AnswerWatch, stderr_console, user_errors
 from subagents.cli.options import (
     ExitWhenDoneOption,
     MaxBudgetTokensOption,
+    MaxBudgetUsdOption,
     ModelOption,
     PermissionModeOption,
     QueueOption,
@@ -109,6 +110,7 @@ def run_command(
         ),
     ] = None,
     max_budget_tokens: MaxBudgetTokensOption = None,
+    max_budget_usd: MaxBudgetUsdOption = None,
     max_turns: Annotated[
         int | None,
         typer.Option(
@@ -270,6 +272,7 @@ def run_command(
                     interactive=interactive, trust_all=trust_project_mcp
                 ),
                 max_budget_tokens=max_budget_tokens,
+                max_budget_usd=max_budget_usd,
             )
 
         runtime = _with_max_turns(build, explicit, cwd, agent, max_turns)

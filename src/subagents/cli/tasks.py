@@ -332,11 +332,12 @@ def _print_task(
         )
     at_budget = any((c.question or {}).get("kind") == "budget" for c in waiting)
     if at_budget:
-        from subagents.runtime.budget import TokenBudget, budget_hint
+        from subagents.runtime.budget import Budget, budget_hint
 
-        spent = TokenBudget.after(sessions, None).spent
+        asked = next(c.question for c in waiting if (c.question or {}).get("kind") == "budget")
+        budget = Budget.asked((asked or {}).get("arguments") or {})
         console.print(
-            f"Go on with: {budget_hint(task.id[:8], spent)}", highlight=False, markup=False
+            f"Go on with: {budget_hint(task.id[:8], budget)}", highlight=False, markup=False
         )
     elif waiting or task.status == "awaiting_human":
         console.print(

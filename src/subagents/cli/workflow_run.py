@@ -13,6 +13,7 @@ from subagents.cli.options import (
     CwdOption,
     ExitWhenDoneOption,
     MaxBudgetTokensOption,
+    MaxBudgetUsdOption,
     PermissionModeOption,
     QueueOption,
     TrustProjectMcpOption,
@@ -61,6 +62,7 @@ def workflow_run_command(
     exit_when_done: ExitWhenDoneOption = False,
     cwd: CwdOption = None,
     max_budget_tokens: MaxBudgetTokensOption = None,
+    max_budget_usd: MaxBudgetUsdOption = None,
     remote: Annotated[
         bool,
         typer.Option(
@@ -141,6 +143,7 @@ def workflow_run_command(
                 trust_all=trust_project_mcp,
             ),
             max_budget_tokens=max_budget_tokens,
+            max_budget_usd=max_budget_usd,
         )
         redactor = Redactor(runtime.credentials())
         if remote:

@@ -45,6 +45,9 @@ FIELD_SPELLINGS: dict[str, str] = {
     "maxBudgetTokens": "max_budget_tokens",
     "max_budget_tokens": "max_budget_tokens",
     "max-budget-tokens": "max_budget_tokens",
+    "maxBudgetUsd": "max_budget_usd",
+    "max_budget_usd": "max_budget_usd",
+    "max-budget-usd": "max_budget_usd",
     "maxDurationSeconds": "max_duration_seconds",
     "max_duration_seconds": "max_duration_seconds",
     "max-duration-seconds": "max_duration_seconds",
@@ -240,6 +243,18 @@ def _temperature(r: _Reader, key: str, value: object) -> float | None:
     return None
 
 
+def _amount(r: _Reader, key: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            return float(str(value).strip().removeprefix("$"))
+        except (ValueError, OverflowError):
+            pass
+    r.error(key, "an amount in USD, such as 0.50", value)
+    return None
+
+
 def _flag(r: _Reader, key: str, value: object) -> bool | None:
     if value is None:
         return False
@@ -426,6 +441,7 @@ _CONVERTERS: dict[str, _Converter] = {
     "model": _model,
     "max_turns": _whole_number,
     "max_budget_tokens": _whole_number,
+    "max_budget_usd": _amount,
     "max_duration_seconds": _whole_number,
     "permission_mode": _permission_mode,
     "color": _text,

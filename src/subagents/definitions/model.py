@@ -77,6 +77,9 @@ class AgentDefinition(BaseModel):
     max_budget_tokens: int | None = None
     """``maxBudgetTokens``: the input and output tokens one session of this agent may spend as
     a subagent, within what its parent has left (see :mod:`subagents.runtime.budget`)."""
+    max_budget_usd: float | None = None
+    """``maxBudgetUsd``: what one session of this agent may spend in USD as a subagent, its
+    calls priced by :mod:`subagents.models.prices`."""
     max_duration_seconds: int | None = None
     """``maxDurationSeconds``: how long one session of this agent may run as a subagent; past
     it, it stops before its next model call and its parent gets what it wrote."""

@@ -38,6 +38,8 @@ def _frontmatter(d: AgentDefinition) -> dict[str, Any]:
         fm["maxTurns"] = d.max_turns
     if d.max_budget_tokens is not None:
         fm["maxBudgetTokens"] = d.max_budget_tokens
+    if d.max_budget_usd is not None:
+        fm["maxBudgetUsd"] = d.max_budget_usd
     if d.max_duration_seconds is not None:
         fm["maxDurationSeconds"] = d.max_duration_seconds
     if d.permission_mode is not None:
@@ -110,6 +112,7 @@ description: "Use this agent when ... Say what it does and when to delegate to i
 # model: inherit               # haiku | sonnet | opus | inherit | provider:model | full id
 # maxTurns: 20                 # most model turns before it must answer
 # maxBudgetTokens: 50000       # most input + output tokens one of its sessions may spend
+# maxBudgetUsd: 0.50           # most USD one of its sessions may spend
 # maxDurationSeconds: 600      # most seconds one of its sessions may run
 # permissionMode: default      # default | acceptEdits | plan | dontAsk | bypassPermissions
 # mcpServers: [github]         # MCP servers it uses (configured in .mcp.json)

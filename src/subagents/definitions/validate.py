@@ -266,6 +266,10 @@ def _findings(
     ):
         if value is not None and value < 1:
             errors.append(f"{field} must be a positive whole number, not {_shown(value)}")
+    if d.max_budget_usd is not None and not (
+        math.isfinite(d.max_budget_usd) and d.max_budget_usd > 0
+    ):
+        errors.append(f"maxBudgetUsd must be a positive amount in USD, not {d.max_budget_usd}")
     if d.temperature is not None and not (
         math.isfinite(d.temperature) and 0.0 <= d.temperature <= 2.0
     ):

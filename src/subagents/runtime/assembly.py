@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from subagents.errors import ToolError
 from subagents.messages import Usage
 from subagents.runtime.ask_human import ask_human_tool
-from subagents.runtime.budget import TokenBudget
+from subagents.runtime.budget import Budget, Limits, usd
 from subagents.runtime.memory import memory_grants, with_memory_tools
 from subagents.runtime.prompt import compose_system_prompt
 from subagents.runtime.recorder import child_session_id
@@ -310,14 +310,15 @@ class SessionBuilder:
         session.time_limit = _time_limit(definition)
         return ChildSession(session, resolved, fallback)
 
-    def _own_budget(self, definition: AgentDefinition, parent: Session) -> TokenBudget | None:
-        """A subagent's own budget (``maxBudgetTokens``), never more than what its parent
-        has left: the parent's own budgets up the tree, and the run's."""
-        wanted = definition.max_budget_tokens
-        if wanted is None:
+    def _own_budget(self, definition: AgentDefinition, parent: Session) -> Budget | None:
+        """A subagent's own budget (``maxBudgetTokens`` / ``maxBudgetUsd``), never more
+        than what its parent has left: the parent's own budgets up the tree, and the run's."""
+        wanted = own_limits(definition)
+        if not wanted:
             return None
-        rooms = (wanted, parent.tokens_left(), self.context.tokens_left())
-        return TokenBudget(min(room for room in rooms if room is not None))
+        for room in (parent.room(), self.context.room()):
+            wanted = wanted.within(room.tokens, room.usd)
+        return Budget(wanted)
 
     def _child_template(
         self, parent: Session, definition: AgentDefinition
@@ -402,9 +403,13 @@ class SessionBuilder:
         session.messages = messages
         session.persisted_messages = len(messages)
         session.usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
-        if parent is not None and definition is not None and definition.max_budget_tokens:
-            session.own_budget = TokenBudget(definition.max_budget_tokens)
-            session.own_budget.charge(spec.agent_type, session.usage)
+        limits = own_limits(definition) if parent is not None and definition else Limits()
+        if limits:
+            session.own_budget = Budget(limits)
+            cost = None
+            if session.own_budget.priced and self.context is not None:
+                cost = self.context.call_cost(session.model.name, session.usage)
+            session.own_budget.charge(spec.agent_type, session.usage, cost)
         if parent is not None and definition is not None:  # a fresh allowance once resumed
             session.time_limit = _time_limit(definition)
         session.turns = int(state.get("turns", record.turns))
@@ -621,6 +626,11 @@ def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, A
         return 0
     checkpoints = recorder.store.checkpoints(recorder.task_id)
     return sum(1 for checkpoint in checkpoints if checkpoint.session_id == session_id)
+
+
+def own_limits(definition: AgentDefinition) -> Limits:
+    """The budget an agent file gives each of its subagent sessions."""
+    return Limits(definition.max_budget_tokens, usd(definition.max_budget_usd))
 
 
 def _time_limit(definition: AgentDefinition) -> tuple[float, int] | None:

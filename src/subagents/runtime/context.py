@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from subagents.messages import Usage
-    from subagents.runtime.budget import TokenBudget
+    from subagents.runtime.budget import Budget, Limits
     from subagents.runtime.pause import HumanDecision, WaitPoint
     from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
@@ -45,17 +47,26 @@ class RunContext(Protocol):
 
     # -- the budget ----------------------------------------------------------------------------
 
-    def over_budget(self) -> TokenBudget | None:
-        """The run's budget once it is reached (see :mod:`subagents.runtime.budget`);
-        ``None`` while the run may make another call."""
+    @property
+    def budget(self) -> Budget:
+        """The run's budget (see :mod:`subagents.runtime.budget`)."""
         ...
 
-    def tokens_left(self) -> int | None:
-        """What the run's budget has left (``None``: the run has none)."""
+    def room(self) -> Limits:
+        """What the run's budget has left (``None`` for a kind: no limit of that kind)."""
         ...
 
-    def spend(self, agent: str, usage: Usage) -> None:
-        """Count a model call of a session of type ``agent`` against the run's budget."""
+    def spend(self, agent: str, usage: Usage, cost: Decimal | None) -> None:
+        """Count a model call of a session of type ``agent`` against the run's budget
+        (``cost``: its price in USD, when the call was priced)."""
+        ...
+
+    def call_cost(self, model: str, usage: Usage) -> Decimal:
+        """What one call of ``model`` cost in USD, by the price table and ``[prices]``."""
+        ...
+
+    def check_priced(self, model: str) -> None:
+        """ConfigError when ``model`` has no price (a USD budget cannot be kept)."""
         ...
 
     # -- settings the loop reads ---------------------------------------------------------------

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from subagents.runtime.permissions import RuleArguments, RunPermissions
+    from subagents.runtime.services import Services
     from subagents.store.base import Store, TaskOwner
     from subagents.store.records import TaskRecord
 
@@ -44,11 +45,14 @@ def not_adopted(task: TaskRecord) -> bool:
 
 
 def decisions_for(
-    store: Store, task: TaskRecord, decision: HumanDecision | None, *, budget: int | None = None
+    services: Services, task: TaskRecord, decision: HumanDecision | None
 ) -> dict[WaitPoint, HumanDecision]:
     """The person's ``decision`` addressed to the session that asked; StoreError, saying what
     to do, when the task does not wait for one and got one, waits and got none, or is done.
-    A task its token budget stopped needs a larger ``budget`` instead of a decision."""
+    A task its budget stopped needs a larger budget (given to ``services``) instead of a
+    decision."""
+    store = services.store
+    assert store is not None  # a resume has a store
     if not_adopted(task):
         # Someone else's question about someone else's call: not the person's to answer
         # blind. The first resume asks again, in this runtime's words and settings.
@@ -64,7 +68,7 @@ def decisions_for(
         question = pending_question(store, task)
     decisions: dict[WaitPoint, HumanDecision] = {}
     if question is not None and question.kind == "budget":
-        _check_larger_budget(store, task, decision, budget)
+        _check_larger_budget(services, task, decision)
     elif question is not None:
         if decision is None:
             raise StoreError(
@@ -87,23 +91,26 @@ def decisions_for(
 
 
 def _check_larger_budget(
-    store: Store, task: TaskRecord, decision: HumanDecision | None, budget: int | None
+    services: Services, task: TaskRecord, decision: HumanDecision | None
 ) -> None:
-    """A task its budget stopped goes on with a budget larger than what it spent."""
-    from subagents.runtime.budget import TokenBudget, budget_hint
+    """A task its budget stopped goes on with a budget that has room left."""
+    from subagents.runtime.budget import budget_hint, restored_budget
 
-    spent = TokenBudget.after(store.sessions(task.id), None).spent
+    assert services.store is not None
+    # on a copy: the task's settings change only when it really goes on
+    going_on = restored_budget(
+        task.model_copy(deep=True), services.store.sessions(task.id), services
+    )
     if decision is not None:
         raise StoreError(
-            f"Task {task.id} waits for a larger token budget, not for a decision.",
-            hint=f"run '{budget_hint(task.id[:8], spent)}'",
+            f"Task {task.id} waits for a larger budget, not for a decision.",
+            hint=f"run '{budget_hint(task.id[:8], going_on)}'",
         )
-    if budget is None or budget <= spent:
-        given = f"--max-budget-tokens {budget:,} is" if budget is not None else "no budget is"
+    if going_on.reached():
         raise StoreError(
-            f"Task {task.id} stopped at its token budget after {spent:,} tokens, and {given} "
-            "larger than that.",
-            hint=f"run '{budget_hint(task.id[:8], spent)}'",
+            f"Task {task.id} stopped at its budget, and the budget it would go on with leaves "
+            f"no room: {going_on.report()}.",
+            hint=f"run '{budget_hint(task.id[:8], going_on)}'",
         )
 
 

@@ -13,13 +13,22 @@ A run is also what its sessions ask for what they cannot know alone: it is their
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import SubagentsError
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
-from subagents.runtime.budget import TokenBudget, budget_limit, budget_setting, restored_budget
+from subagents.runtime.budget import (
+    Budget,
+    Limits,
+    budget_setting,
+    call_cost,
+    check_priced,
+    restored_budget,
+    run_limits,
+)
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.mentions import with_mentions
 from subagents.runtime.pause import RunPaused
@@ -32,6 +41,7 @@ from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.messages import Usage
+    from subagents.models.prices import ModelPrice
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
@@ -48,8 +58,9 @@ class Run:
     """One run: its delegation, decisions, recorder and result (see the module docstring)."""
 
     __slots__ = (
+        "_budget",
+        "_prices",
         "_profiles",
-        "budget",
         "builder",
         "decisions",
         "delegation",
@@ -67,7 +78,7 @@ class Run:
         reask_calls: frozenset[str] = frozenset(),
         delegation: Delegation | None = None,
         rule_arguments: RuleArguments | None = None,
-        budget: TokenBudget | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.runtime = runtime
         # the person's decision that resumes a paused run, by where it waits; handed out once
@@ -82,7 +93,8 @@ class Run:
         self.result: RunResult | None = None
         self._profiles: dict[str, DescriptionProfile] = {}
         # a workflow's agent nodes share the workflow's budget
-        self.budget = budget if budget is not None else TokenBudget(budget_limit(runtime))
+        self._budget = budget if budget is not None else Budget(run_limits(runtime))
+        self._prices: Mapping[str, ModelPrice] | None = None
 
     @property
     def main(self) -> Session | None:
@@ -124,7 +136,7 @@ class Run:
                 workspace=str(runtime.workspace),
                 tags=list(tags),
                 retention_days=retention_days,
-                settings=runtime.permissions.task_settings() | budget_setting(self.budget.limit),
+                settings=runtime.permissions.task_settings() | budget_setting(self._budget.limits),
             )
             recorder = self.recorder = Recorder(store, task, runtime.redactor())
             if task_id is not None:
@@ -190,7 +202,7 @@ class Run:
         return await self._drive(session, with_stop_hooks(session, work))
 
     def _restore_budget(self, task: TaskRecord, sessions: Sequence[SessionRecord]) -> None:
-        self.budget = restored_budget(task, sessions, self.runtime)
+        self._budget = restored_budget(task, sessions, self.runtime)
 
     async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
@@ -276,14 +288,26 @@ class Run:
     def must_ask_again(self, tool_call_id: str) -> bool:
         return tool_call_id in self.reask_calls
 
-    def over_budget(self) -> TokenBudget | None:
-        return self.budget if self.budget.reached() else None
+    @property
+    def budget(self) -> Budget:
+        return self._budget
 
-    def tokens_left(self) -> int | None:
-        return self.budget.left()
+    def room(self) -> Limits:
+        return Limits(self._budget.left(), self._budget.left_usd())
 
-    def spend(self, agent: str, usage: Usage) -> None:
-        self.budget.charge(agent, usage)
+    def spend(self, agent: str, usage: Usage, cost: Decimal | None) -> None:
+        self._budget.charge(agent, usage, cost)
+
+    def call_cost(self, model: str, usage: Usage) -> Decimal:
+        return call_cost(model, usage, self._model_prices())
+
+    def check_priced(self, model: str) -> None:
+        check_priced(model, self._model_prices())
+
+    def _model_prices(self) -> Mapping[str, ModelPrice]:
+        if self._prices is None:
+            self._prices = self.runtime.config.model_prices()
+        return self._prices
 
     @property
     def interrupted_tool_calls(self) -> InterruptedPolicy:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import ConfigError, StoreError
 from subagents.models.base import Model
+from subagents.runtime.budget import Limits, usd
 from subagents.runtime.delegation import Delegation
 from subagents.runtime.events import EventBus, InstructionsNotice
 from subagents.runtime.hooks import Hooks
@@ -72,8 +74,9 @@ class Runtime:
     ``.claude/settings.json``, ``.claude/settings.local.json`` and ``~/.claude/settings.json``
     are added to them.
 
-    ``max_budget_tokens`` caps the input and output tokens of each run's whole tree of agents
-    (see :mod:`subagents.runtime.budget`); a resumed task keeps its own unless it is given.
+    ``max_budget_tokens`` caps the input and output tokens of each run's whole tree of agents,
+    ``max_budget_usd`` what its calls cost (see :mod:`subagents.runtime.budget`); a resumed
+    task keeps its own unless it is given.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class Runtime:
         disallowed_tools: Sequence[str] = (),
         project_mcp: ProjectServerPolicy | None = None,
         max_budget_tokens: int | None = None,
+        max_budget_usd: float | Decimal | None = None,
     ) -> None:
         self.workspace = Path(cwd or Path.cwd()).resolve()
         self._config = config
@@ -123,7 +127,7 @@ class Runtime:
         self.events = events if events is not None else EventBus()
         self.stream = stream
         self.store = store
-        self.max_budget_tokens = max_budget_tokens
+        self.budget_limits = Limits(max_budget_tokens, usd(max_budget_usd))
         self._last_run: Run | None = None  # the run a UI shows (cancel_background; last_delegation)
         self.owner = TaskOwner.this_process()  # what this runtime claims its tasks as
         self.handing_over = False  # see hand_over()
@@ -351,7 +355,7 @@ class Runtime:
         task = store.get_task(task_id)
         self._instructions.clear()  # the files as they are now, for the subagents it starts
         rule_arguments = self.permissions.restored_arguments(task)
-        decisions = decisions_for(store, task, decision, budget=self.max_budget_tokens)
+        decisions = decisions_for(self, task, decision)
         ended = task.status in ("failed", "cancelled")
         holder = store.claim_task(task.id, self.owner, force=force)
         if holder is not None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from subagents.definitions.model import AgentDefinition
     from subagents.inventory import Inventory
     from subagents.redaction import Redactor
+    from subagents.runtime.budget import Limits
     from subagents.runtime.events import EventBus
     from subagents.runtime.hooks import Hooks
     from subagents.runtime.instructions import ProjectInstructions
@@ -46,9 +47,9 @@ class Services(Protocol):
     """A cancelled run stops as a crash does, for another process to continue (a worker that
     shuts down)."""
     task_descriptions: TaskToolDescriptions
-    max_budget_tokens: int | None
-    """The token budget of the runs started or resumed here, when given (see
-    :mod:`subagents.runtime.budget`); else the task's own, else ``[budget] max_tokens``."""
+    budget_limits: Limits
+    """The budget of the runs started or resumed here, each kind when given (see
+    :mod:`subagents.runtime.budget`); else the task's own, else ``[budget]``'s."""
 
     @property
     def config(self) -> Config: ...

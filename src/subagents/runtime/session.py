@@ -44,7 +44,7 @@ from subagents.messages import (
 from subagents.models.base import ModelSettings
 from subagents.runtime import events as ev
 from subagents.runtime.answer_check import CUT_OFF_MARK
-from subagents.runtime.budget import BUDGET_KEY, TokenBudget
+from subagents.runtime.budget import BUDGET_KEY, Budget, Limits
 from subagents.runtime.hooks import Hooks
 from subagents.runtime.loop_guard import (
     DEFAULT_MAX_REPEATED_FAILURES,
@@ -124,8 +124,9 @@ class Session:
     background: bool = False
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    # maxBudgetTokens of its agent, within what its parent had left (runtime/budget.py)
-    own_budget: TokenBudget | None = None
+    # maxBudgetTokens / maxBudgetUsd of its agent, within what its parent had left
+    # (runtime/budget.py)
+    own_budget: Budget | None = None
     # maxDurationSeconds of its agent: (the monotonic time it must stop by, the seconds)
     time_limit: tuple[float, int] | None = None
     status: SessionStatus = "initializing"
@@ -659,9 +660,9 @@ class Session:
             text=text,
         )
 
-    def _own_budgets(self) -> Iterator[tuple[Session, TokenBudget]]:
-        """The own budgets (``maxBudgetTokens``) of this session and its ancestors, nearest
-        first."""
+    def _own_budgets(self) -> Iterator[tuple[Session, Budget]]:
+        """The own budgets (``maxBudgetTokens`` / ``maxBudgetUsd``) of this session and its
+        ancestors, nearest first."""
         session: Session | None = self
         while session is not None:
             if session.own_budget is not None:
@@ -669,11 +670,22 @@ class Session:
             session = session.parent
 
     def _spend(self, usage: Usage) -> None:
-        """Count a model call against the run's budget and the own budgets up the tree."""
-        if self.context is not None:
-            self.context.spend(self.agent_type, usage)
+        """Count a model call against the run's budget and the own budgets up the tree,
+        priced when one of them has a limit in USD."""
+        context = self.context
+        cost = None
+        if context is not None and self._priced():
+            cost = context.call_cost(self.model.name, usage)
+        if context is not None:
+            context.spend(self.agent_type, usage, cost)
         for _, budget in self._own_budgets():
-            budget.charge(self.agent_type, usage)
+            budget.charge(self.agent_type, usage, cost)
+
+    def _priced(self) -> bool:
+        """Whether this session's calls count against a budget in USD."""
+        context = self.context
+        run_priced = context is not None and context.budget.priced
+        return run_priced or any(budget.priced for _, budget in self._own_budgets())
 
     def _own_budget_spent(self) -> str | None:
         """Why this session may make no more calls when its time limit is past or its own
@@ -688,23 +700,29 @@ class Session:
             if budget.reached():
                 whose = "its" if session is self else f"the budget of {session.agent_type}, its"
                 return (
-                    f"stopped at {whose} token budget ({budget.report()}; maxBudgetTokens in "
-                    "the agent's file): the output holds what it wrote so far"
+                    f"stopped at {whose} budget ({budget.report()}; maxBudgetTokens or "
+                    "maxBudgetUsd in the agent's file): the output holds what it wrote so far"
                 )
         return None
 
-    def tokens_left(self) -> int | None:
-        """The tokens this session's own budget and its ancestors' leave (``None``: no
-        limit of their own)."""
-        rooms = [room for _, budget in self._own_budgets() if (room := budget.left()) is not None]
-        return min(rooms, default=None)
+    def room(self) -> Limits:
+        """What this session's own budget and its ancestors' leave (``None`` for a kind: no
+        limit of that kind of their own)."""
+        budgets = [budget for _, budget in self._own_budgets()]
+        tokens = [room for budget in budgets if (room := budget.left()) is not None]
+        dollars = [rest for budget in budgets if (rest := budget.left_usd()) is not None]
+        return Limits(min(tokens, default=None), min(dollars, default=None))
 
     def _check_budget(self) -> None:
         """Pause before a model call the run's budget has no room for (see
         :mod:`subagents.runtime.budget`)."""
         context = self.context
-        budget = context.over_budget() if context is not None else None
-        if budget is None:
+        if context is None:
+            return
+        if self._priced():
+            context.check_priced(self.model.name)
+        budget = context.budget
+        if not budget.reached():
             return
         task_id = self.recorder.task_id if self.recorder is not None else ""
         raise RunPaused(
@@ -716,8 +734,8 @@ class Session:
                 agent_type=self.agent_type,
                 tool_call_id=BUDGET_KEY,
                 tool_name="",
-                arguments={"spent_tokens": budget.spent, "max_budget_tokens": budget.limit},
-                text=f"The run reached its token budget: {budget.report()} spent. Resume it "
+                arguments=budget.arguments(),
+                text=f"The run reached its budget: {budget.report()} spent. Resume it "
                 "with a larger budget to go on.",
             )
         )

@@ -94,7 +94,7 @@ def _queued_task(
         workspace=str(runtime.workspace),
         tags=list(tags),
         retention_days=retention_days,
-        settings=runtime.permissions.task_settings() | budget_setting(runtime.max_budget_tokens),
+        settings=runtime.permissions.task_settings() | budget_setting(runtime.budget_limits),
     )
 
 

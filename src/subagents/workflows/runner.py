@@ -39,7 +39,7 @@ from subagents.errors import (
     WorkflowValidationError,
 )
 from subagents.messages import ToolCall
-from subagents.runtime.budget import TokenBudget, budget_limit, budget_setting, restored_budget
+from subagents.runtime.budget import Budget, budget_setting, restored_budget, run_limits
 from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
@@ -309,7 +309,7 @@ def workflow_task(
             "permission_mode": runtime.permissions.mode,
             "headless": runtime.permissions.headless,
             "workflow": _stored_definition(workflow),
-            **budget_setting(budget_limit(runtime)),
+            **budget_setting(run_limits(runtime)),
         },
     )
 
@@ -449,7 +449,7 @@ class _Engine:
         self.budget = (
             restored_budget(recorder.task, recorder.store.sessions(recorder.task_id), runtime)
             if recorder is not None
-            else TokenBudget(budget_limit(runtime))
+            else Budget(run_limits(runtime))
         )
 
     async def drive(self) -> RunResult:

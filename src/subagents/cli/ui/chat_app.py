@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from subagents.cli.chat_session import ChatSession, decision_of, request_of
+from subagents.cli.chat_session import ChatSession, decision_of, how_to_go_on, request_of
 from subagents.cli.ui.blocks import BlockTree, format_tokens
 from subagents.cli.ui.chat_view import Transcript, render_transcript
 from subagents.cli.ui.live import QUIT_REASON, ApprovalQueue, BlockView
@@ -144,7 +144,7 @@ class TurnView(Vertical):
             self.final = result.output
             body = "◆ " + (result.output or "(no output)")
             if result.question is not None:
-                body += f"\n⏸ waiting for you: {result.question.text} (/resume answers it)"
+                body += f"\n⏸ waiting for you: {result.question.text} ({how_to_go_on(result)})"
             elif not result.success:
                 body += f"\n✗ turn {result.status}: {result.error or ''}"
             self.answer.update(Text(body, style="" if result.success else "yellow"))
@@ -377,6 +377,8 @@ class ChatApp(App[None]):
         else:
             state = "ready · /help"
         line = f"{model} · {task} · {format_tokens(session.tokens + self._running_tokens())}"
+        if session.cost is not None:
+            line += f" · {session.cost}"
         self._status.update(Text(f"{line} · {state}", no_wrap=True, overflow="ellipsis"))
 
     def _running_tokens(self) -> int:
