@@ -4,6 +4,7 @@ budget goes on from there."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -162,7 +163,7 @@ async def test_a_budget_in_usd_stops_the_tree_within_one_call_and_goes_on_with_m
     assert "$3.5000 of $3.0000" in paused.question.text
     assert paused.question.arguments["spent_usd"] == "3.5"
     assert paused.task_id is not None
-    with pytest.raises(StoreError, match="--max-budget-usd 7.00"):
+    with pytest.raises(StoreError, match=r"--max-budget-usd 7\.00"):
         await tree.runtime(workspace, store, None).resume(paused.task_id)
 
     done = await tree.runtime(workspace, store, None, usd=100).resume(paused.task_id)
@@ -177,13 +178,11 @@ async def test_a_budget_in_usd_refuses_a_model_with_no_price_and_says_how_to_giv
     tree = Tree(rounds=1, steps=1)
     result = await tree.runtime(workspace, store, None, usd=1.0).run("go")
     assert result.status == "failed" and result.error is not None
-    assert 'no known price' in result.error and '[prices."scripted:main"]' in result.error
+    assert "no known price" in result.error and '[prices."scripted:main"]' in result.error
     assert tree.calls == []  # nothing was called that could not be counted
 
 
-async def test_a_subagent_stops_at_its_own_usd_budget(
-    workspace: Path, store: SQLiteStore
-) -> None:
+async def test_a_subagent_stops_at_its_own_usd_budget(workspace: Path, store: SQLiteStore) -> None:
     priced(workspace, "scripted:main", "scripted:worker")
     calls: list[str] = []
     capped = WORKER.model_copy(update={"max_budget_usd": 1.5})
@@ -361,3 +360,43 @@ async def test_a_subagent_past_its_time_limit_stops_at_its_next_step(
     assert spawn.status == "failed" and spawn.error is not None
     assert "time limit of 3600 s" in spawn.error and "maxDurationSeconds" in spawn.error
     assert calls == ["worker"]  # one call, one wait, then it was stopped
+
+
+@pytest.mark.parametrize("hangs_in", ["model", "tool"])
+async def test_a_subagent_that_hangs_is_stopped_at_its_time_limit_and_its_parent_goes_on(
+    workspace: Path, store: SQLiteStore, hangs_in: str
+) -> None:
+    """A provider that never answers, or a tool that never returns: the subagent's time limit
+    cuts the call short (a real second: the hang itself never ends, so nothing but the limit
+    can end the test, however busy the machine)."""
+    never = asyncio.Event()
+
+    @tool
+    async def Hang(ctx: ToolContext) -> str:
+        """Never returns."""
+        await never.wait()
+        return "unreachable"
+
+    async def stuck(request: ModelRequest) -> ModelResponse:
+        if hangs_in == "model" or any(isinstance(m, ToolResultMessage) for m in request.messages):
+            await never.wait()
+        return tool_call_response("Hang", {})
+
+    limited = WORKER.model_copy(update={"max_duration_seconds": 1, "tools": ["Hang"]})
+    runtime = Runtime(
+        cwd=workspace,
+        agents=[limited],
+        model=delegating("main", "worker", []),
+        agent_models={"worker": FunctionModel(stuck, name="scripted:worker")},
+        tools=[Hang],
+        store=store,
+        permission_mode="bypassPermissions",
+    )
+    result = await runtime.run("go")
+    assert result.status == "completed", result.error
+    (spawn,) = result.subagents
+    assert spawn.status == "failed" and spawn.error is not None
+    during = "a model call" if hangs_in == "model" else "its tool calls"
+    assert f"time limit of 1 s, cutting {during} short" in spawn.error
+    worker = next(s for s in store.sessions(result.task_id or "") if s.agent_name == "worker")
+    assert worker.status == "error"

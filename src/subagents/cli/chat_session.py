@@ -325,7 +325,6 @@ class ChatSession:
             action="clear",
         )
 
-
     def _budget(self, argument: str) -> CommandResult:
         from subagents.errors import ConfigError
         from subagents.runtime.budget import Limits, usd

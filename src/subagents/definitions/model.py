@@ -81,8 +81,9 @@ class AgentDefinition(BaseModel):
     """``maxBudgetUsd``: what one session of this agent may spend in USD as a subagent, its
     calls priced by :mod:`subagents.models.prices`."""
     max_duration_seconds: int | None = None
-    """``maxDurationSeconds``: how long one session of this agent may run as a subagent; past
-    it, it stops before its next model call and its parent gets what it wrote."""
+    """``maxDurationSeconds``: how long one session of this agent may run as a subagent; at
+    it, a model call or tool call in flight is cut short (a hung provider or tool included),
+    the session stops and its parent gets what it wrote."""
     permission_mode: PermissionMode | None = None
     mcp_servers: list[str] = []
     mcp_server_configs: dict[str, dict[str, Any]] = {}

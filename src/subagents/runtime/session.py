@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from subagents.messages import (
     AssistantMessage,
@@ -270,7 +270,7 @@ class Session:
                 step = ModelStepInput(
                     self.system_prompt, self.messages, self._offered(), settings, self.turns
                 )
-                answered = await model_step(self, step)
+                answered = await self._in_time(model_step(self, step), "a model call")
                 response, calls = answered.response, answered.calls
                 if answered.traces:
                     self._traces.extend(answered.traces)
@@ -299,7 +299,7 @@ class Session:
                     opened = self._open_ledger(recorder, calls)
                     traces = self._take_traces()
                     await self._commit_in_group(recorder, "after_model", traces, ledger=opened)
-                await self._run_tool_calls(calls)
+                await self._in_time(self._run_tool_calls(calls), "its tool calls")
                 if self._loop_stop is not None:
                     return await self._stop_for_loop(started)
             return await self._finish(
@@ -320,6 +320,10 @@ class Session:
             if events.active:
                 events.emit(ev.SessionPaused(self.agent_id, pause.question))
             raise
+        except _TimeLimitPassed as passed:
+            return await self._finish(
+                "failed", self._partial_output(), started, error=self._time_up(passed.during)
+            )
         except asyncio.CancelledError:
             if recorder is not None:
                 self._store_opening(recorder)
@@ -687,15 +691,35 @@ class Session:
         run_priced = context is not None and context.budget.priced
         return run_priced or any(budget.priced for _, budget in self._own_budgets())
 
+    async def _in_time(self, work: Awaitable[_T], during: str) -> _T:
+        """``work`` (a model call, the turn's tool calls), cancelled when the session's time
+        limit passes while it runs: a model or a tool that hangs cannot hold a subagent past
+        its ``maxDurationSeconds`` (raises :class:`_TimeLimitPassed`)."""
+        if self.time_limit is None:
+            return await work
+        limit = asyncio.timeout_at(self.time_limit[0])
+        try:
+            async with limit:
+                return await work
+        except TimeoutError:
+            if not limit.expired():  # the work's own timeout, not the session's
+                raise
+            raise _TimeLimitPassed(during) from None
+
+    def _time_up(self, during: str | None) -> str:
+        assert self.time_limit is not None
+        cut = f", cutting {during} short" if during else ""
+        return (
+            f"stopped after its time limit of {self.time_limit[1]} s{cut} "
+            "(maxDurationSeconds in the agent's file): the output holds what it wrote so far"
+        )
+
     def _own_budget_spent(self) -> str | None:
         """Why this session may make no more calls when its time limit is past or its own
         budget, or an ancestor's, is spent (the error it ends with; its parent gets what it
         wrote so far)."""
         if self.time_limit is not None and time.monotonic() >= self.time_limit[0]:
-            return (
-                f"stopped after its time limit of {self.time_limit[1]} s (maxDurationSeconds "
-                "in the agent's file): the output holds what it wrote so far"
-            )
+            return self._time_up(None)
         for session, budget in self._own_budgets():
             if budget.reached():
                 whose = "its" if session is self else f"the budget of {session.agent_type}, its"
@@ -786,6 +810,17 @@ class Session:
         if self.events.active:
             self.events.emit(ev.SessionFinished(self.agent_id, result))
         return result
+
+
+_T = TypeVar("_T")
+
+
+class _TimeLimitPassed(Exception):
+    """A session's time limit passed during a model call or its tool calls (``during``)."""
+
+    def __init__(self, during: str) -> None:
+        super().__init__(during)
+        self.during = during
 
 
 _CUT_OFF = (
