@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,12 @@ async def test_a_runaway_tree_stops_within_one_call_of_its_budget_and_goes_on_wi
     assert "worker" in paused.question.text and "main" in paused.question.text
     stored = store.sessions(paused.task_id)
     assert sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in stored) == spent
+    by_model = paused.usage_by_model  # the run's calls, its subagents' included
+    assert paused.total_usage.total_tokens == spent and set(by_model) == {
+        "scripted:main",
+        "scripted:worker",
+    }
+    assert by_model["scripted:main"].total_tokens == tree.calls.count("main") * per_call
 
     with pytest.raises(StoreError, match="leaves no room"):  # the same budget: no way on
         await tree.runtime(workspace, store, None).resume(paused.task_id)
@@ -169,6 +176,13 @@ async def test_a_budget_in_usd_stops_the_tree_within_one_call_and_goes_on_with_m
     done = await tree.runtime(workspace, store, None, usd=100).resume(paused.task_id)
     assert done.status == "completed", done.error
     assert tree.calls.count("main") == 6
+    from subagents.config import load_config
+
+    prices = load_config(workspace).model_prices()
+    cost = done.cost(prices)  # what the resumed run's own calls cost
+    assert cost.known and cost.usd == Decimal("0.70") * (len(tree.calls) - 5)
+    unknown = done.cost()  # without [prices]: these models have no price anywhere
+    assert not unknown.known and unknown.usd == 0
     assert store.get_task(paused.task_id).settings["max_budget_usd"] == "100"
 
 
@@ -318,6 +332,8 @@ async def test_a_workflows_agent_nodes_share_one_budget_and_resume_with_more(
     done = await runtime(20_000).resume("readers")
     assert done.status == "completed", done.error
     assert (calls.count("first"), calls.count("second")) == (4, 4)  # nothing run twice
+    assert paused.total_usage.total_tokens == 6 * sum(CALL_TOKENS)  # the agent nodes' calls
+    assert done.total_usage.total_tokens == 2 * sum(CALL_TOKENS)
 
 
 async def test_a_subagent_past_its_time_limit_stops_at_its_next_step(

@@ -153,6 +153,8 @@ def test_json_seed_format(recorded: RecordedRun) -> None:
         "input_tokens": 360,
         "output_tokens": 36,
         "total_tokens": 396,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
     }
     assert sessions["main"]["message_count"] == 6
     assert all(s["duration_ms"] >= 0 for s in sessions.values())

@@ -275,7 +275,8 @@ class ChatSession:
         if task_id is None:
             return CommandResult("No task yet: the first prompt starts one.")
         redactor = workspace_redactor(self.runtime.workspace)
-        return CommandResult(render_tree(build_trace(self.store, task_id, redactor=redactor)))
+        trace = build_trace(self.store, task_id, redactor=redactor)
+        return CommandResult(render_tree(trace, prices=self.runtime.config.model_prices()))
 
     async def _model(self, argument: str) -> CommandResult:
         if not argument:

@@ -246,10 +246,10 @@ def _usage(sessions: list[SessionRecord], cwd: Path | None) -> UsageReport:
 
 
 def _prices(cwd: Path | None) -> dict[str, ModelPrice]:
-    from subagents.config import load_config
+    from subagents.cli.usage import project_prices
 
     with user_errors():
-        return load_config(cwd or Path.cwd()).model_prices()
+        return project_prices(cwd)
 
 
 def _require_store(path: StoreTarget) -> None:
@@ -350,10 +350,9 @@ def _print_task(
 
 def _usage_line(usage: UsageReport) -> str:
     total = usage.total
-    kinds = (
-        f"{total['input_tokens']:,} in, {total['output_tokens']:,} out, "
-        f"{total['cache_read_tokens']:,} read from the cache"
-    )
+    kinds = f"{total['input_tokens']:,} in, {total['output_tokens']:,} out"
+    if total["cache_read_tokens"] or total["cache_write_tokens"]:
+        kinds += f", {total['cache_read_tokens']:,} read from the cache"
     line = f"{usage.line()} ({kinds})"
     rate = usage.cache_hit_rate
     if rate is not None:

@@ -17,13 +17,16 @@ import typer
 from subagents.cli.answer import markup_line, markup_text
 from subagents.cli.common import store_path, user_errors
 from subagents.cli.options import CwdOption, JsonOption, StoreOption, TaskArgument
+from subagents.cli.usage import project_prices
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from rich.tree import Tree
 
     from subagents.cli.common import StoreTarget
+    from subagents.models.prices import ModelPrice
     from subagents.tracing.view import SessionTrace, TaskTrace, ToolCallTrace
 
 __all__ = ["format_duration", "render_tree", "trace_command", "workflow_path_text"]
@@ -63,6 +66,7 @@ def trace_command(
     them), model calls, tool calls, durations, tokens and errors."""
     with user_errors():
         trace = _load(store_path(cwd, store), task, cwd)
+        prices = project_prices(cwd)
         if otel:
             _export(trace, include_content=otel_content)
             return
@@ -77,7 +81,7 @@ def trace_command(
 
     # the terminal's width; logs and CI get a wide page instead of wrapped lines (or COLUMNS)
     console = make_console()
-    console.print(render_tree(trace, terminal=console.is_terminal), highlight=False)
+    console.print(render_tree(trace, terminal=console.is_terminal, prices=prices), highlight=False)
 
 
 def _export(trace: TaskTrace, *, include_content: bool) -> None:
@@ -121,9 +125,12 @@ def _load(path: StoreTarget, task_id: str, cwd: Path | None) -> TaskTrace:
         opened.close()
 
 
-def render_tree(trace: TaskTrace, *, terminal: bool = True) -> Tree:
+def render_tree(
+    trace: TaskTrace, *, terminal: bool = True, prices: Mapping[str, ModelPrice] | None = None
+) -> Tree:
     """The Rich tree ``subagents trace`` prints; for a ``terminal``, the control characters of
-    what models, tools and files wrote are shown escaped (``\\x1b``), else kept as they are."""
+    what models, tools and files wrote are shown escaped (``\\x1b``), else kept as they are.
+    With ``prices`` (a config's ``[prices]``), the task's cost when its models have one."""
     from rich.tree import Tree
 
     task = trace.task
@@ -131,6 +138,11 @@ def render_tree(trace: TaskTrace, *, terminal: bool = True) -> Tree:
         f"[bold]Task {task.id[:8]}[/] {_status(task.status)}  {format_duration(trace.duration_ms)}"
         f"  {_tokens(trace.input_tokens, trace.output_tokens)}"
     )
+    if trace.cache_hit_rate is not None:
+        label += f"  cache hit rate {trace.cache_hit_rate:.0%}"
+    if prices is not None:
+        cost = trace.cost(prices)
+        label += f"  ${cost.usd:.4f}" if cost.known and cost.usd else ""
     if task.description:
         label += f"  [dim]{markup_line(task.description, 80, terminal=terminal)}[/]"
     if task.error:
@@ -175,8 +187,8 @@ def _add_session(
     label = (
         f"{at_node}[bold]{quoted(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
         f"{quoted(session.model)} {_status(session.status)}  "
-        f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}  "
-        f"{format_duration(session.duration_ms)}"
+        f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}"
+        f"{_cached(session.cache_read_tokens)}  {format_duration(session.duration_ms)}"
     )
     if session.description:
         label += f"  [dim]{line(session.description, 60)}[/]"
@@ -259,6 +271,10 @@ def format_duration(milliseconds: float | None) -> str:
 
 def _tokens(input_tokens: int, output_tokens: int) -> str:
     return f"{input_tokens} in / {output_tokens} out tokens"
+
+
+def _cached(read: int) -> str:
+    return f" ({read:,} from the cache)" if read else ""
 
 
 def _status(status: str) -> str:

@@ -9,12 +9,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from subagents.config import Config
     from subagents.models.prices import Cost, ModelPrice
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord
 
-__all__ = ["TOKEN_KINDS", "UsageReport", "task_usage", "usage_by_agent", "usage_report"]
+__all__ = [
+    "TOKEN_KINDS",
+    "UsageReport",
+    "project_prices",
+    "task_usage",
+    "usage_by_agent",
+    "usage_report",
+]
 
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -36,8 +45,10 @@ class UsageReport:
 
     @property
     def cache_hit_rate(self) -> float | None:
-        """The share of the input tokens read from the cache (``None``: no input)."""
-        if not self.prompt_tokens:
+        """The share of the input tokens read from the cache (``None``: no input, or no
+        provider reported any cache tokens, which cannot tell a miss from silence)."""
+        cached = self.total["cache_read_tokens"] or self.total["cache_write_tokens"]
+        if not self.prompt_tokens or not cached:
             return None
         return int(self.total["cache_read_tokens"]) / self.prompt_tokens
 
@@ -80,6 +91,16 @@ def usage_report(
 
 def _shown(counts: Mapping[str, int], cost: Cost) -> dict[str, Any]:
     return {**counts, "cost_usd": round(float(cost.usd), 6), "cost_known": cost.known}
+
+
+def project_prices(cwd: Path | None) -> dict[str, ModelPrice]:
+    """The ``[prices]`` of the project at ``cwd`` (default: here); ConfigError on a bad
+    config."""
+    from pathlib import Path
+
+    from subagents.config import load_config
+
+    return load_config(cwd or Path.cwd()).model_prices()
 
 
 def task_usage(

@@ -56,9 +56,9 @@ class RunContext(Protocol):
         """What the run's budget has left (``None`` for a kind: no limit of that kind)."""
         ...
 
-    def spend(self, agent: str, usage: Usage, cost: Decimal | None) -> None:
-        """Count a model call of a session of type ``agent`` against the run's budget
-        (``cost``: its price in USD, when the call was priced)."""
+    def spend(self, agent: str, model: str, usage: Usage, cost: Decimal | None) -> None:
+        """Count a model call of ``model`` by a session of type ``agent`` against the run's
+        budget (``cost``: its price in USD, when the call was priced), and in its usage."""
         ...
 
     def call_cost(self, model: str, usage: Usage) -> Decimal:

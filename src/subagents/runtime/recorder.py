@@ -465,6 +465,10 @@ class Recorder:
             "turn": session.turns,
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
+            **({"cache_read_tokens": usage.cache_read_tokens} if usage.cache_read_tokens else {}),
+            **(
+                {"cache_write_tokens": usage.cache_write_tokens} if usage.cache_write_tokens else {}
+            ),
             "stop_reason": response.stop_reason,
             **_provider_facts(response),
             **_text_calls_note(response),

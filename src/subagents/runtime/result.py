@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -9,6 +10,7 @@ from subagents.messages import Message, Usage
 from subagents.status import RunStatus
 
 if TYPE_CHECKING:
+    from subagents.models.prices import Cost, ModelPrice
     from subagents.runtime.pause import HumanQuestion
 
 __all__ = ["RunResult", "RunStatus", "SpawnResult"]
@@ -43,10 +45,31 @@ class RunResult:
     subagents: tuple[SpawnResult, ...] = ()
     # a workflow run's final state and path (subagents.workflows.runner.WorkflowOutcome)
     workflow: Any = None
+    # what this run's model calls used, every session of its tree, by model (``provider:model``)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
         return self.status == "completed"
+
+    @property
+    def total_usage(self) -> Usage:
+        """What this run's calls used, its subagents' included (``usage`` is the main
+        session's alone)."""
+        total = Usage()
+        for used in self.usage_by_model.values():
+            total.add(used)
+        return total
+
+    def cost(self, prices: Mapping[str, ModelPrice] | None = None) -> Cost:
+        """What this run's calls cost in USD, by the price table and ``prices`` (a
+        config's ``[prices]``: ``Config.model_prices()``); ``known`` is false when a model
+        among them has no price. The table is read on the first call, not before."""
+        from subagents.models.prices import cost_of, total_cost
+
+        return total_cost(
+            cost_of(model, used, prices) for model, used in self.usage_by_model.items()
+        )
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from subagents.errors import SubagentsError
+from subagents.messages import Usage
 from subagents.runtime.agent_hooks import with_stop_hooks
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.budget import (
@@ -40,7 +41,6 @@ from subagents.store.records import TaskRecord, new_id
 from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
-    from subagents.messages import Usage
     from subagents.models.prices import ModelPrice
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.permissions import RuleArguments
@@ -68,6 +68,7 @@ class Run:
         "recorder",
         "result",
         "runtime",
+        "usage_by_model",
     )
 
     def __init__(
@@ -95,6 +96,8 @@ class Run:
         # a workflow's agent nodes share the workflow's budget
         self._budget = budget if budget is not None else Budget(run_limits(runtime))
         self._prices: Mapping[str, ModelPrice] | None = None
+        # what this run's calls used, by model (RunResult.usage_by_model)
+        self.usage_by_model: dict[str, Usage] = {}
 
     @property
     def main(self) -> Session | None:
@@ -259,6 +262,7 @@ class Run:
             finally:
                 if result is not None:
                     result.subagents = tuple(self.delegation.spawn_results)
+                    result.usage_by_model = self.usage_by_model
                 if recorder is not None:
                     if keeper is not None:
                         await keeper.stop()
@@ -295,8 +299,9 @@ class Run:
     def room(self) -> Limits:
         return Limits(self._budget.left(), self._budget.left_usd())
 
-    def spend(self, agent: str, usage: Usage, cost: Decimal | None) -> None:
+    def spend(self, agent: str, model: str, usage: Usage, cost: Decimal | None) -> None:
         self._budget.charge(agent, usage, cost)
+        self.usage_by_model.setdefault(model, Usage()).add(usage)
 
     def call_cost(self, model: str, usage: Usage) -> Decimal:
         return call_cost(model, usage, self._model_prices())

@@ -681,7 +681,7 @@ class Session:
         if context is not None and self._priced():
             cost = context.call_cost(self.model.name, usage)
         if context is not None:
-            context.spend(self.agent_type, usage, cost)
+            context.spend(self.agent_type, self.model.name, usage, cost)
         for _, budget in self._own_budgets():
             budget.charge(self.agent_type, usage, cost)
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+    from subagents.messages import Usage
     from subagents.redaction import Redactor
     from subagents.store.base import Store
     from subagents.tracing.view import ModelCallTrace, SessionTrace, TaskTrace, ToolCallTrace
@@ -47,6 +48,8 @@ RESPONSE_ID = "gen_ai.response.id"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
@@ -124,6 +127,23 @@ def _nanoseconds(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
+def usage_attributes(model: str, usage: Usage) -> dict[str, int]:
+    """The GenAI usage attributes of ``usage`` of ``model``: the input tokens count the
+    cache's (as the conventions ask, whichever way the provider counted them), and the cache
+    attributes are set when the provider reported cache tokens."""
+    from subagents.models.prices import prompt_tokens
+
+    attributes = {
+        INPUT_TOKENS: prompt_tokens(model, usage),
+        OUTPUT_TOKENS: usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+    return attributes
+
+
 def split_model(model: str) -> tuple[str | None, str]:
     """``"openai:gpt-4o"`` -> ``("openai", "gpt-4o")``; a bare id has no provider."""
     provider, separator, name = model.partition(":")
@@ -196,8 +216,7 @@ class _Emitter:
                 AGENT_DESCRIPTION: session.description or None,
                 CONVERSATION_ID: session.session_id,
                 REQUEST_MODEL: model,
-                INPUT_TOKENS: session.input_tokens,
-                OUTPUT_TOKENS: session.output_tokens,
+                **usage_attributes(session.model, session.usage),
                 "subagents.task.id": self.task_id,
                 "subagents.session.status": session.status,
                 "subagents.session.depth": session.depth,
@@ -233,8 +252,7 @@ class _Emitter:
                 PROVIDER: provider,
                 REQUEST_MODEL: model,
                 CONVERSATION_ID: session.session_id,
-                INPUT_TOKENS: call.input_tokens,
-                OUTPUT_TOKENS: call.output_tokens,
+                **usage_attributes(call.model or session.model, call.usage),
                 RESPONSE_MODEL: call.response_model or None,
                 RESPONSE_ID: call.response_id or None,
                 FINISH_REASONS: finish_reasons(call.finish_reason, call.stop_reason),

@@ -26,11 +26,9 @@ from subagents.tracing.otel import (
     CONVERSATION_ID,
     ERROR_TYPE,
     FINISH_REASONS,
-    INPUT_TOKENS,
     INSTRUMENTATION_NAME,
     OPERATION,
     OTHER_ERROR,
-    OUTPUT_TOKENS,
     PROVIDER,
     REQUEST_MODEL,
     RESPONSE_ID,
@@ -44,6 +42,7 @@ from subagents.tracing.otel import (
     first_line,
     mcp_attributes,
     split_model,
+    usage_attributes,
 )
 
 if TYPE_CHECKING:
@@ -163,9 +162,8 @@ class LiveSpans:
             agent.chat.end()
         for span in [*agent.tools.values(), *agent.nodes.values()]:
             span.end()
-        usage = result.usage
-        agent.span.set_attribute(INPUT_TOKENS, usage.input_tokens)
-        agent.span.set_attribute(OUTPUT_TOKENS, usage.output_tokens)
+        for key, value in usage_attributes(agent.model, result.usage).items():
+            agent.span.set_attribute(key, value)
         agent.span.set_attribute("subagents.session.status", result.status)
         if result.error:
             agent.span.set_attribute(ERROR_TYPE, OTHER_ERROR)
@@ -204,8 +202,7 @@ class LiveSpans:
             RESPONSE_MODEL: response.response_model or None,
             RESPONSE_ID: response.response_id or None,
             FINISH_REASONS: finish_reasons(response.finish_reason, response.stop_reason),
-            INPUT_TOKENS: response.usage.input_tokens,
-            OUTPUT_TOKENS: response.usage.output_tokens,
+            **usage_attributes(agent.model, response.usage),
         }
         for key, value in attributes.items():
             if value is not None:

@@ -16,17 +16,19 @@ stamp minus its duration. A session lasts from its first checkpoint or call to i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from subagents.messages import Usage
 from subagents.redaction import Redactor
 from subagents.store.records import TaskRecord, TraceRecord, TraceStatus
 from subagents.todos import TodoItem, todos_from_state, todos_to_state
 from subagents.tracing.preview import preview_text
 
 if TYPE_CHECKING:
+    from subagents.models.prices import Cost, ModelPrice
     from subagents.store.base import Store
     from subagents.store.records import CheckpointRecord, SessionRecord
 
@@ -95,6 +97,14 @@ class ModelCallTrace:
     response_model: str = ""
     finish_reason: str = ""
     """In the provider's own words ("" for records older than it, or no provider's)."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
+        )
 
 
 @dataclass(slots=True)
@@ -136,6 +146,14 @@ class SessionTrace:
     todos: tuple[TodoItem, ...] = ()
     """The session's todo list as its last checkpoint kept it (TodoWrite); each change is
     also one ``todos_updated`` event."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
+        )
 
     @property
     def duration_ms(self) -> float:
@@ -175,6 +193,31 @@ class TaskTrace:
     @property
     def output_tokens(self) -> int:
         return sum(session.output_tokens for session in self.sessions())
+
+    @property
+    def cache_read_tokens(self) -> int:
+        return sum(session.cache_read_tokens for session in self.sessions())
+
+    @property
+    def cache_write_tokens(self) -> int:
+        return sum(session.cache_write_tokens for session in self.sessions())
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The share of every input token read from a provider's cache (``None``: no input,
+        or no provider said anything of its cache, which cannot tell a miss from silence)."""
+        from subagents.models.prices import prompt_tokens
+
+        if not (self.cache_read_tokens or self.cache_write_tokens):
+            return None
+        prompted = sum(prompt_tokens(s.model, s.usage) for s in self.sessions())
+        return self.cache_read_tokens / prompted if prompted else None
+
+    def cost(self, prices: Mapping[str, ModelPrice] | None = None) -> Cost:
+        """What the task's calls cost in USD (see :mod:`subagents.models.prices`)."""
+        from subagents.models.prices import cost_of, total_cost
+
+        return total_cost(cost_of(s.model, s.usage, prices) for s in self.sessions())
 
     @property
     def started_at(self) -> datetime:
@@ -304,6 +347,8 @@ def _session_trace(
         turns=session.turns,
         input_tokens=int(usage.get("input_tokens", 0)),
         output_tokens=int(usage.get("output_tokens", 0)),
+        cache_read_tokens=_count(usage.get("cache_read_tokens")),
+        cache_write_tokens=_count(usage.get("cache_write_tokens")),
         message_count=_message_count(last_state, events),
         started_at=min(moments),
         finished_at=max(moments),
@@ -379,6 +424,8 @@ def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
         turn=turn if isinstance(turn, int) else None,
         input_tokens=_count(data.get("input_tokens")),
         output_tokens=_count(data.get("output_tokens")),
+        cache_read_tokens=_count(data.get("cache_read_tokens")),
+        cache_write_tokens=_count(data.get("cache_write_tokens")),
         stop_reason=str(stop_reason) if stop_reason is not None else None,
         message=redact.text(record.message),
         status=record.status,
@@ -503,7 +550,12 @@ def trace_to_json(trace: TaskTrace) -> dict[str, Any]:
             "model_calls": sum(len(s.model_calls) for s in sessions),
             "tool_calls": sum(len(s.tool_calls) for s in sessions),
             "failed_tool_calls": sum(s.failed_tool_calls for s in sessions),
-            "tokens": _tokens(trace.input_tokens, trace.output_tokens),
+            "tokens": {
+                **_tokens(trace.input_tokens, trace.output_tokens),
+                "cache_read_tokens": trace.cache_read_tokens,
+                "cache_write_tokens": trace.cache_write_tokens,
+                "cache_hit_rate": trace.cache_hit_rate,
+            },
         },
     }
 
@@ -528,7 +580,11 @@ def _model_step_json(session: SessionTrace, call: ModelCallTrace) -> dict[str, A
         "duration_ms": call.duration_ms,
         "model": call.model,
         "turn": call.turn,
-        "tokens": _tokens(call.input_tokens, call.output_tokens),
+        "tokens": {
+            **_tokens(call.input_tokens, call.output_tokens),
+            "cache_read_tokens": call.cache_read_tokens,
+            "cache_write_tokens": call.cache_write_tokens,
+        },
         "stop_reason": call.stop_reason,
     }
 
@@ -583,7 +639,11 @@ def _session_json(session: SessionTrace) -> dict[str, Any]:
         "model_calls": len(session.model_calls),
         "tool_calls": len(session.tool_calls),
         "failed_tool_calls": session.failed_tool_calls,
-        "tokens": _tokens(session.input_tokens, session.output_tokens),
+        "tokens": {
+            **_tokens(session.input_tokens, session.output_tokens),
+            "cache_read_tokens": session.cache_read_tokens,
+            "cache_write_tokens": session.cache_write_tokens,
+        },
         "started_at": session.started_at.isoformat(),
         "duration_ms": session.duration_ms,
         "error": session.error,

@@ -38,7 +38,7 @@ from subagents.errors import (
     WorkflowError,
     WorkflowValidationError,
 )
-from subagents.messages import ToolCall
+from subagents.messages import ToolCall, Usage
 from subagents.runtime.budget import Budget, budget_setting, restored_budget, run_limits
 from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
@@ -445,6 +445,7 @@ class _Engine:
         self.started = perf_counter()
         self.traces: list[TraceRecord] = []
         self._tools: dict[str, Tool] | None = None
+        self.usage_by_model: dict[str, Usage] = {}  # the agent nodes' calls
         # one budget for every agent node (see subagents.runtime.budget)
         self.budget = (
             restored_budget(recorder.task, recorder.store.sessions(recorder.task_id), runtime)
@@ -585,6 +586,9 @@ class _Engine:
                 result = await run._drive(session, session.run(prompt), owns_task=False)
         except SubagentsError as error:  # no such agent, no model: a person must act
             raise _Stopped("failed", f"node {name!r}: {error}") from None
+        finally:
+            for model, used in run.usage_by_model.items():
+                self.usage_by_model.setdefault(model, Usage()).add(used)
         if result.status == "awaiting_human" and result.question is not None:
             raise _Paused(result.question)
         if result.status != "completed":
@@ -976,6 +980,7 @@ class _Engine:
             error=error,
             task_id=self.recorder.task_id if self.recorder is not None else None,
             question=question,
+            usage_by_model=self.usage_by_model,
         )
         result.workflow = WorkflowOutcome(
             self.workflow.name, state, list(progress.path), progress.iterations
