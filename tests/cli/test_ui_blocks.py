@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import unicodedata
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -484,3 +485,27 @@ def test_a_blocks_header_is_one_line_that_fits_and_keeps_name_and_status(
     assert len(header.splitlines()) == 1
     assert not any(unicodedata.category(char)[0] == "C" for char in header)
     assert header.startswith("▶ code-reviewer  ") and "● active" in header
+
+
+def test_a_finished_block_shows_its_cost_when_its_model_has_a_price() -> None:
+    from subagents.cli.ui.live import render_block
+    from subagents.messages import Usage
+    from subagents.models.prices import ModelPrice
+    from subagents.runtime.result import RunResult
+
+    prices = {
+        "scripted:priced": ModelPrice(input_per_mtok=Decimal(10), output_per_mtok=Decimal(30))
+    }
+    tree = BlockTree(prices=prices)
+    tree(ev.SessionStarted("a1", "main", None, "scripted:main", 0))
+    for agent_id, model in (("b2", "scripted:priced"), ("c3", "scripted:free")):
+        tree(ev.SessionStarted(agent_id, "worker", "a1", model, 1))
+        used = Usage(input_tokens=3000, output_tokens=1000)
+        tree(ev.SessionFinished(agent_id, RunResult("done", "completed", agent_id, "worker",
+                                                    model, [], usage=used)))  # fmt: skip
+    assert tree["b2"].cost_usd == pytest.approx(0.06)  # 3,000 x $10 + 1,000 x $30, per M
+    assert "4.0k tok  $0.0600" in render_block(tree, tree["b2"], width=120).plain
+    assert tree["c3"].cost_usd is None  # no price: nothing shown, nothing invented
+    assert "$" not in render_block(tree, tree["c3"], width=120).plain
+    narrow = render_block(tree, tree["b2"], width=40).plain.split("\n")[0]
+    assert "$" not in narrow and "worker" in narrow  # a narrow screen drops it early

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from subagents.runtime.budget import Budget
-
 if TYPE_CHECKING:
     from rich.console import Console
 
     from subagents.errors import SubagentsError
     from subagents.redaction import Redactor
+    from subagents.runtime.budget import Budget
     from subagents.runtime.result import RunResult
     from subagents.store.records import TaskRecord
 
@@ -111,6 +110,8 @@ class Ending:
         asked = result.question
         if asked is None:
             return cls(result.task_id, result.status, result.output, result.error, None)
+        from subagents.runtime.budget import Budget
+
         budget = Budget.asked(asked.arguments) if asked.kind == "budget" else None
         return cls(result.task_id, result.status, result.output, result.error, asked.text, budget)
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from subagents.config import Config
     from subagents.models.prices import Cost, ModelPrice
+    from subagents.runtime.runtime import Runtime
     from subagents.store.base import Store
     from subagents.store.records import SessionRecord
 
@@ -20,6 +21,7 @@ __all__ = [
     "TOKEN_KINDS",
     "UsageReport",
     "project_prices",
+    "runtime_prices",
     "task_usage",
     "usage_by_agent",
     "usage_report",
@@ -101,6 +103,17 @@ def project_prices(cwd: Path | None) -> dict[str, ModelPrice]:
     from subagents.config import load_config
 
     return load_config(cwd or Path.cwd()).model_prices()
+
+
+def runtime_prices(runtime: Runtime) -> dict[str, ModelPrice] | None:
+    """The ``[prices]`` of ``runtime``'s config; ``None`` when the config cannot be read (the
+    run reports that itself, and a display then prices nothing)."""
+    from subagents.errors import SubagentsError
+
+    try:
+        return runtime.config.model_prices()
+    except SubagentsError:
+        return None
 
 
 def task_usage(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -24,6 +24,7 @@ from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.messages import ToolCall, Usage
+    from subagents.models.prices import ModelPrice
     from subagents.redaction import Redactor, StreamRedactor
     from subagents.runtime.result import RunResult
 
@@ -122,6 +123,7 @@ class AgentBlock:
     open_approvals: int = 0  # requests of this agent waiting for the person's decision
     todos: tuple[TodoItem, ...] = ()  # its todo list (TodoWrite), redacted
     retrying: str | None = None  # while its model call waits to be tried again, why and when
+    cost_usd: float | None = None  # once it finished, what its calls cost, when known
     _open_calls: dict[str, BlockMessage] = field(default_factory=dict)
     _task_calls: list[ToolCall] = field(default_factory=list)
 
@@ -171,8 +173,12 @@ class BlockTree:
         prompt: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         redactor: Redactor | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
+        """``prices`` (a config's ``[prices]``): a finished block shows its cost, when its
+        model has one; ``None``: no block is priced."""
         self.blocks: dict[str, AgentBlock] = {}
+        self._prices = prices
         self.roots: list[str] = []
         self.errors: list[str] = []
         self.workflow_path: list[str] = []
@@ -503,6 +509,11 @@ class BlockTree:
         block.turns = max(block.turns, result.turns)
         block.agent_type = result.agent_type or block.agent_type
         block.model = block.model or result.model_name
+        if self._prices is not None and block.model:
+            from subagents.models.prices import cost_of
+
+            cost = cost_of(block.model, result.usage, self._prices)
+            block.cost_usd = float(cost.usd) if cost.known and cost.usd else None
         self._touch(block)
 
     # -- structure ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -27,11 +27,13 @@ from subagents.cli.ui.blocks import BlockTree, format_tokens
 from subagents.cli.ui.chat_view import Transcript, render_transcript
 from subagents.cli.ui.live import QUIT_REASON, ApprovalQueue, BlockView
 from subagents.cli.ui.progress import TODO_MARKS
+from subagents.cli.usage import runtime_prices
 from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
 
 if TYPE_CHECKING:
     from subagents.cli.ui.blocks import AgentBlock
+    from subagents.models.prices import ModelPrice
     from subagents.runtime.pause import HumanQuestion
     from subagents.runtime.result import RunResult
     from subagents.todos import TodoItem
@@ -92,11 +94,12 @@ class TurnView(Vertical):
         redactor: Redactor,
         clock: Callable[[], float],
         color_of: Callable[[str], str | None] = lambda agent_type: None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         super().__init__()
         self.color_of = color_of
         self.prompt = redactor.text(prompt)
-        self.blocks = BlockTree(clock=clock, redactor=redactor)
+        self.blocks = BlockTree(clock=clock, redactor=redactor, prices=prices)
         self.transcript = Transcript.redacted_by(redactor)
         self.transcript_view = Static("", markup=False, classes="transcript")
         self.blocks_view = Vertical(classes="blocks")
@@ -318,7 +321,8 @@ class ChatApp(App[None]):
     # -- turns -------------------------------------------------------------------------------
 
     def _start_turn(self, prompt: str, runner: Callable[[], Any]) -> None:
-        turn = TurnView(prompt, self.redactor, self.clock, self._color_of)
+        prices = runtime_prices(self.session.runtime)
+        turn = TurnView(prompt, self.redactor, self.clock, self._color_of, prices)
         self.turns.append(turn)
         self._conversation.mount(turn)
         self._scroll_to_end()

@@ -41,6 +41,7 @@ from subagents.cli.ui.blocks import (
     short_id,
 )
 from subagents.cli.ui.progress import TODO_MARKS
+from subagents.cli.usage import runtime_prices
 from subagents.redaction import Redactor
 from subagents.tools.permissions import ApprovalDecision
 
@@ -109,7 +110,7 @@ def render_block(
 
 
 # Header fields a narrow terminal drops first, in this order, before cutting the line.
-_DROPPED_FIRST = ("id", "model", "tokens", "calls")
+_DROPPED_FIRST = ("id", "model", "cost", "tokens", "calls")
 
 
 def _header(tree: BlockTree, block: AgentBlock, selected: bool, width: int) -> Text:
@@ -124,6 +125,7 @@ def _header(tree: BlockTree, block: AgentBlock, selected: bool, width: int) -> T
         ("status", "  ● " + status, STATUS_STYLES.get(status, "")),
         ("calls", f"  {block.tool_calls} {calls}", "dim"),
         ("tokens", f"  {format_tokens(block.tokens)}", "dim"),
+        ("cost", f"  ${block.cost_usd:.4f}" if block.cost_usd else "", "dim"),
         ("elapsed", f"  {format_duration(tree.elapsed_ms(block))}", "dim"),
         ("background", "  [background]" if block.background else "", "italic dim"),
         ("description", f"  {_one_line(block.description)}" if block.description else "", "italic"),
@@ -542,7 +544,9 @@ class RunApp(App[None]):
         self.exit_when_done = exit_when_done
         self.refresh_interval = refresh_interval
         self.redactor = _redactor_for(runtime)
-        self.blocks = BlockTree(prompt=prompt, redactor=self.redactor)
+        self.blocks = BlockTree(
+            prompt=prompt, redactor=self.redactor, prices=runtime_prices(runtime)
+        )
         self.result: RunResult | None = None
         self.run_error: BaseException | None = None
         self.cancelled = False
