@@ -16,6 +16,7 @@ from subagents.definitions.model import AgentDefinition
 from subagents.errors import StoreError
 from subagents.messages import ToolResultMessage, Usage
 from subagents.models.base import ModelRequest, ModelResponse
+from subagents.runtime.budget import Limits
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.runtime.session import Session
@@ -231,14 +232,21 @@ def reader(agent: str, steps: int, calls: list[str]) -> FunctionModel:
     return FunctionModel(turn, name=f"scripted:{agent}")
 
 
-def delegating(agent: str, to: str, calls: list[str]) -> FunctionModel:
-    """Starts ``to`` once, then answers with what came back; 700 tokens a call."""
+def delegating(agent: str, to: str, calls: list[str], budget: int | None = None) -> FunctionModel:
+    """Starts ``to`` once (giving it ``budget`` tokens when set), then answers with what came
+    back; 700 tokens a call."""
 
     def turn(request: ModelRequest) -> ModelResponse:
         calls.append(agent)
         results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
         if not results:
-            task = {"description": "work", "prompt": "read notes", "subagent_type": to}
+            task: dict[str, object] = {
+                "description": "work",
+                "prompt": "read notes",
+                "subagent_type": to,
+            }
+            if budget is not None:
+                task["max_budget_tokens"] = budget
             response = tool_call_response("Task", task)
         else:
             response = text_response(f"{agent} heard: {results[-1].content[:80]}")
@@ -294,6 +302,45 @@ async def test_a_subagent_gets_no_more_than_its_parent_has_left(
     worker = next(s for s in store.sessions(result.task_id or "") if s.agent_name == "worker")
     assert worker.status == "error"
     assert calls.count("lead") == 1  # its own 3,000 were spent by then: it stops too
+
+
+async def test_a_task_call_gives_a_smaller_budget_and_never_more_than_its_parent_has_left(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    calls: list[str] = []
+    lead = AgentDefinition(
+        name="lead", description="Leads.", system_prompt="You lead.", max_budget_tokens=3_000
+    )
+
+    def runtime(main: FunctionModel, lead_model: FunctionModel) -> Runtime:
+        return Runtime(
+            cwd=workspace,
+            agents=[lead, WORKER],
+            model=main,
+            agent_models={"lead": lead_model, "worker": reader("worker", 10, calls)},
+            store=store,
+        )
+
+    # main gives worker 1,000: it stops after its second call (1,400), main goes on
+    smaller = await runtime(
+        delegating("main", "worker", calls, 1_000), reader("lead", 1, calls)
+    ).run("go")
+    assert smaller.status == "completed", smaller.error
+    assert calls.count("worker") == 2 and "1,400 of 1,000 tokens" in (
+        smaller.subagents[0].error or ""
+    )
+
+    # lead (3,000 of its own, 700 spent) asks 50,000 for worker: worker gets the 2,300 left
+    calls.clear()
+    larger = await runtime(
+        delegating("main", "lead", calls), delegating("lead", "worker", calls, 50_000)
+    ).run("go")
+    assert larger.status == "completed", larger.error
+    assert calls.count("worker") == 4  # 2,100 < 2,300, then 2,800: stopped
+    worker = next(s for s in store.sessions(larger.task_id or "") if s.agent_name == "worker")
+    checkpoint = store.checkpoints(larger.task_id or "")
+    kept = [c.state.get("own_budget") for c in checkpoint if c.session_id == worker.session_id]
+    assert kept[-1] == {"tokens": 2_300}  # kept for a rebuild after a crash
 
 
 async def test_a_workflows_agent_nodes_share_one_budget_and_resume_with_more(
@@ -416,3 +463,54 @@ async def test_a_subagent_that_hangs_is_stopped_at_its_time_limit_and_its_parent
     assert f"time limit of 1 s, cutting {during} short" in spawn.error
     worker = next(s for s in store.sessions(result.task_id or "") if s.agent_name == "worker")
     assert worker.status == "error"
+
+
+async def test_a_subagents_own_budget_outlives_a_pause_and_a_rebuild(
+    workspace: Path, store: SQLiteStore
+) -> None:
+    """The worker's budget came from its Task call, not its file: a resumed run rebuilds the
+    worker from the store and must keep it."""
+    calls: list[str] = []
+
+    def writer(request: ModelRequest) -> ModelResponse:
+        calls.append("worker")
+        done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+        if done == 2:  # the third call writes: a person must approve it
+            response = tool_call_response("Write", {"file_path": "out.md", "content": "x"})
+        else:
+            response = tool_call_response("Read", {"file_path": "n.md"})
+        response.usage = Usage(input_tokens=CALL_TOKENS[0], output_tokens=CALL_TOKENS[1])
+        return response
+
+    def runtime() -> Runtime:
+        return Runtime(
+            cwd=workspace,
+            agents=[WORKER],
+            model=delegating("main", "worker", calls, 3_000),
+            agent_models={"worker": FunctionModel(writer, name="scripted:worker")},
+            store=store,
+            headless="pause",
+        )
+
+    paused = await runtime().run("go")
+    assert paused.status == "awaiting_human" and paused.task_id is not None
+    assert calls.count("worker") == 3
+    done = await runtime().resume(paused.task_id, HumanDecision("approve"))
+    assert done.status == "completed", done.error
+    assert (workspace / "out.md").exists()
+    assert calls.count("worker") == 5  # 2,800 < 3,000, then 3,500: its own budget held
+    (spawn,) = done.subagents
+    assert spawn.error is not None and "3,500 of 3,000 tokens" in spawn.error
+
+
+@pytest.mark.parametrize("budget", [None, 10_000])
+async def test_the_task_tool_offers_a_budget_only_to_a_run_that_has_one(
+    workspace: Path, store: SQLiteStore, budget: int | None
+) -> None:
+    main = FunctionModel(lambda request: "nothing to do", name="scripted:main")
+    runtime = Runtime(cwd=workspace, agents=[WORKER], model=main, store=store)
+    runtime.budget_limits = Limits(budget)
+    await runtime.run("go")
+    (task_tool,) = [spec for spec in main.requests[0].tools if spec.name == "Task"]
+    offered = "max_budget_tokens" in task_tool.parameters["properties"]
+    assert offered == (budget is not None)

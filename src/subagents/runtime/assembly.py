@@ -273,9 +273,11 @@ class SessionBuilder:
         tool_call_id: str,
         description: str,
         model_override: str | None = None,
+        budget_tokens: int | None = None,
     ) -> ChildSession:
-        """A new subagent of ``parent`` started by its Task call ``tool_call_id``; a problem
-        the parent's model can act on is a :class:`ToolError`."""
+        """A new subagent of ``parent`` started by its Task call ``tool_call_id`` (which may
+        give it ``budget_tokens``); a problem the parent's model can act on is a
+        :class:`ToolError`."""
         workspace = parent.workspace
         grants = memory_grants(definition, workspace=workspace)
         template = self._child_template(parent, definition)
@@ -306,14 +308,19 @@ class SessionBuilder:
             description=description,
             template=template,
         )
-        session.own_budget = self._own_budget(definition, parent)
+        session.own_budget = self._own_budget(definition, parent, budget_tokens)
         session.time_limit = _time_limit(definition)
         return ChildSession(session, resolved, fallback)
 
-    def _own_budget(self, definition: AgentDefinition, parent: Session) -> Budget | None:
-        """A subagent's own budget (``maxBudgetTokens`` / ``maxBudgetUsd``), never more
-        than what its parent has left: the parent's own budgets up the tree, and the run's."""
+    def _own_budget(
+        self, definition: AgentDefinition, parent: Session, asked_tokens: int | None
+    ) -> Budget | None:
+        """A subagent's own budget (``maxBudgetTokens`` / ``maxBudgetUsd``, and the tokens
+        its Task call asked for, the smaller), never more than what its parent has left: the
+        parent's own budgets up the tree, and the run's."""
         wanted = own_limits(definition)
+        if asked_tokens is not None:
+            wanted = Limits(asked_tokens, wanted.usd).within(wanted.tokens, None)
         if not wanted:
             return None
         for room in (parent.room(), self.context.room()):
@@ -403,7 +410,9 @@ class SessionBuilder:
         session.messages = messages
         session.persisted_messages = len(messages)
         session.usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
-        limits = own_limits(definition) if parent is not None and definition else Limits()
+        limits = Limits()
+        if parent is not None and definition is not None:
+            limits = kept_limits(state.get("own_budget")) or own_limits(definition)
         if limits:
             session.own_budget = Budget(limits)
             cost = None
@@ -626,6 +635,15 @@ def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, A
         return 0
     checkpoints = recorder.store.checkpoints(recorder.task_id)
     return sum(1 for checkpoint in checkpoints if checkpoint.session_id == session_id)
+
+
+def kept_limits(kept: object) -> Limits:
+    """The own budget a subagent's checkpoint kept (see :func:`limits_state`)."""
+    if not isinstance(kept, dict):
+        return Limits()
+    tokens = kept.get("tokens")
+    valid = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
+    return Limits(tokens if valid else None, usd(kept.get("usd")))
 
 
 def own_limits(definition: AgentDefinition) -> Limits:

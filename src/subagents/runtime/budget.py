@@ -67,6 +67,17 @@ class Limits:
     def __bool__(self) -> bool:
         return self.tokens is not None or self.usd is not None
 
+    def to_state(self) -> dict[str, object] | None:
+        """What a checkpoint keeps of these limits (``None``: none)."""
+        if not self:
+            return None
+        kept: dict[str, object] = {}
+        if self.tokens is not None:
+            kept["tokens"] = self.tokens
+        if self.usd is not None:
+            kept["usd"] = str(self.usd)
+        return kept
+
     def within(self, tokens: int | None, usd: Decimal | None) -> Limits:
         """These limits, none larger than ``tokens`` / ``usd`` (what a parent has left); a
         kind with no limit here stays without one."""

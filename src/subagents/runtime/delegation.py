@@ -117,7 +117,7 @@ class Delegation:
                 Tool(
                     name=TASK_TOOL_NAME,
                     description=self._task_description(),
-                    parameters=task_schema(self._active_types()),
+                    parameters=task_schema(self._active_types(), budgeted=self._budgeted()),
                     function=self._task_tool,
                     input_model=TaskInput,
                     takes_context=True,
@@ -159,6 +159,10 @@ class Delegation:
     def _task_description(self, *, compact: bool = False) -> str:
         runtime = self.runtime
         return runtime.task_descriptions.of(runtime.inventory, compact=compact)
+
+    def _budgeted(self) -> bool:
+        """Whether the run has a token budget its Task calls may share out."""
+        return self._builder().context.budget.limits.tokens is not None
 
     def _active_types(self) -> tuple[str, ...]:
         return tuple(record.definition.name for record in self.runtime.inventory.active())
@@ -209,7 +213,9 @@ class Delegation:
             name=base.name,
             description=description,
             compact_description=compact,
-            parameters=task_schema(tuple(definition.name for definition in active)),
+            parameters=task_schema(
+                tuple(definition.name for definition in active), budgeted=self._budgeted()
+            ),
             function=base.function,
             input_model=base.input_model,
             takes_context=True,
@@ -231,6 +237,7 @@ class Delegation:
         model: str | None = None,
         run_in_background: bool = False,
         resume: str | None = None,
+        max_budget_tokens: int | None = None,
     ) -> str:
         parent = _session_of(ctx)
         # a call that started its subagent before the process stopped continues it, as it was
@@ -247,7 +254,7 @@ class Delegation:
             handle.description = description
         else:
             handle = rebound or self._start_handle(
-                parent, subagent_type, description, model, ctx.tool_call_id
+                parent, subagent_type, description, model, ctx.tool_call_id, max_budget_tokens
             )
             if rebound is None and handle.definition.isolation == "worktree":
                 await self._isolate_new(handle)
@@ -282,6 +289,7 @@ class Delegation:
         description: str,
         model_override: str | None,
         tool_call_id: str,
+        budget_tokens: int | None = None,
     ) -> SubagentHandle:
         runtime = self.runtime
         allowed = self.allowed_subagent_types(parent)
@@ -309,6 +317,7 @@ class Delegation:
             tool_call_id=tool_call_id,
             description=description,
             model_override=model_override,
+            budget_tokens=budget_tokens,
         )
         session, fallback = child.session, child.fallback
         handle = SubagentHandle(session, definition, parent, child.resolved_model, description)

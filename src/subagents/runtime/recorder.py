@@ -288,6 +288,8 @@ class Recorder:
         value = self.redactor.value
         if snapshot.todos:
             state["todos"] = value(todos_to_state(snapshot.todos))
+        if snapshot.own_budget:
+            state["own_budget"] = snapshot.own_budget
         if snapshot.approved_again:
             state["approved_again"] = value([list(key) for key in snapshot.approved_again])
         if decisions:

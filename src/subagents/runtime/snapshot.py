@@ -102,6 +102,8 @@ class SessionSnapshot:
     checkpoint_index: int
     approved_again: tuple[tuple[str, str], ...]
     facts: SessionFacts | None
+    own_budget: dict[str, object] | None = None
+    """A subagent's own budget limits (``Limits.to_state``), kept for its rebuild."""
     schema_version: int = SNAPSHOT_VERSION
 
     @property
@@ -170,6 +172,7 @@ def snapshot_of(session: Session, position: str, upto: int | None = None) -> Ses
         checkpoint_index=session.checkpoints,
         approved_again=tuple(sorted(session.approved_again)) if session.approved_again else (),
         facts=facts,
+        own_budget=session.own_budget.limits.to_state() if session.own_budget else None,
     )
 
 

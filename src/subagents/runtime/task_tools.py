@@ -55,6 +55,12 @@ class TaskInput(BaseModel):
         description="Only to continue an earlier subagent with its history: its agent_id "
         "(give its subagent_type too); leave out to start a new one",
     )
+    max_budget_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Optional: the most input + output tokens the agent may spend (never "
+        "more than you have left)",
+    )
 
 
 class TaskOutputInput(BaseModel):
@@ -180,11 +186,15 @@ def no_background(tool: str, agent_id: str, types: list[str]) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def task_schema(types: tuple[str, ...]) -> dict[str, Any]:
+def task_schema(types: tuple[str, ...], *, budgeted: bool = False) -> dict[str, Any]:
     """The Task tool's schema: ``subagent_type`` required (resuming names the agent's type too)
     and one of ``types`` (a model that decodes under the schema can only name a real agent;
-    others are told the choices by the tool), ``description`` and ``prompt`` not empty."""
+    others are told the choices by the tool), ``description`` and ``prompt`` not empty.
+    ``max_budget_tokens`` only for a run with a token budget (``budgeted``): elsewhere it is a
+    knob with nothing to share out, and words in every request."""
     schema = copy.deepcopy(input_schema_of(TaskInput))
+    if not budgeted:
+        del schema["properties"]["max_budget_tokens"]
     required: list[str] = schema["required"]
     if "subagent_type" not in required:
         required.insert(required.index("prompt") + 1, "subagent_type")
