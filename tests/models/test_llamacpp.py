@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from small_models import SKIP_REASON, shipped_gguf
 from subagents.errors import ModelConfigurationError, ModelError
-from subagents.messages import ToolResultMessage, UserMessage
+from subagents.messages import AssistantMessage, ToolResultMessage, UserMessage
 from subagents.models.base import ModelRequest, ModelSettings, ToolSpec
 from subagents.models.llamacpp import LlamaCppModel, _grammar, _load, _seed_of, grammar_schema
 from subagents.models.resolve import build_model
@@ -111,6 +111,29 @@ def test_the_same_turn_is_sampled_the_same_way_and_another_turn_anew() -> None:
     assert (first.text, first.tool_calls and first.tool_calls[0].arguments) == (
         second.text,
         second.tool_calls and second.tool_calls[0].arguments,
+    )
+
+
+@pytest.mark.slow
+def test_a_turn_that_starts_as_the_last_one_did_reports_its_prefix_as_read_from_the_cache() -> None:
+    """The prompt tokens llama.cpp kept from the turn before are cache reads, as a provider's
+    prefix cache reports them: a turn that extends the last one reuses nearly all of it."""
+    built = model()
+    first = asyncio.run(built.request(request(READ, max_tokens=20)))
+    assert first.usage.cache_read_tokens < first.usage.input_tokens  # the system prompt only
+    base = request(READ, max_tokens=20)
+    longer = ModelRequest(
+        base.system,
+        [*base.messages, AssistantMessage(first.text), UserMessage("And then?")],
+        base.tools,
+        base.settings,
+    )
+    second = asyncio.run(built.request(longer))
+    assert 0 < second.usage.cache_read_tokens < second.usage.input_tokens
+    # everything up to the first answer was held: what is new is the answer's end and the
+    # user's second message
+    assert (
+        second.usage.input_tokens - second.usage.cache_read_tokens < first.usage.output_tokens + 40
     )
 
 

@@ -39,7 +39,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,10 @@ class _Generation:
     finish_reason: str | None
     output_tokens: int
     context_tokens_used: int
+    reused_tokens: int = 0
+    """The prompt tokens llama.cpp did not evaluate again: the start of the prompt it still
+    held (from the turn before, or a state it kept for another session), as a provider's
+    prefix cache reports its hits."""
 
 
 class _Stopped(Exception):
@@ -302,6 +306,7 @@ class LlamaCppModel:
         chunks = 0
         last = time.monotonic()
         runaway = RunawayWatch()
+        held = _held_prefixes(llama)
         stream = llama.create_chat_completion(messages=messages, **options)
         try:
             for chunk in stream:
@@ -328,7 +333,10 @@ class LlamaCppModel:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-        return _Generation("".join(pieces), finish_reason, chunks, int(llama.n_tokens))
+        used = int(llama.n_tokens)
+        prompt = llama.input_ids[: max(used - chunks, 0)].tolist()
+        reused = _reused(held, prompt)
+        return _Generation("".join(pieces), finish_reason, chunks, used, reused)
 
     def _response(self, generation: _Generation, constrained: bool) -> ModelResponse:
         truncated = generation.finish_reason == "length"
@@ -336,6 +344,7 @@ class LlamaCppModel:
         usage = Usage(
             input_tokens=max(generation.context_tokens_used - generation.output_tokens, 0),
             output_tokens=generation.output_tokens,
+            cache_read_tokens=generation.reused_tokens,
             requests=1,
         )
         response = ModelResponse(
@@ -344,6 +353,31 @@ class LlamaCppModel:
         if constrained:
             schema_turns.read_response(response)
         return response
+
+
+def _held_prefixes(llama: Any) -> list[list[int]]:
+    """The token sequences llama.cpp may start a prompt from: what its context holds now,
+    and the states its cache kept (read before the call: the call adds its own)."""
+    held = [llama.input_ids[: llama.n_tokens].tolist()]
+    cache = getattr(llama, "cache", None)
+    states = getattr(cache, "cache_state", None)
+    if isinstance(states, Mapping):
+        held += [list(key) for key in states]
+    return held
+
+
+def _reused(held: list[list[int]], prompt: list[int]) -> int:
+    """How much of ``prompt`` llama.cpp took from what it held (the longest common start;
+    a prompt held whole still has its last token evaluated again, for fresh logits)."""
+    best = 0
+    for tokens in held:
+        common = 0
+        for mine, theirs in zip(tokens, prompt, strict=False):
+            if mine != theirs:
+                break
+            common += 1
+        best = max(best, common)
+    return best - 1 if prompt and best == len(prompt) else best
 
 
 def _seed_of(messages: list[dict[str, Any]]) -> int:
