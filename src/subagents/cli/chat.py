@@ -224,7 +224,7 @@ async def run_line_mode(
             write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)
-            write_answer(f"waiting for you: {question} ({how_to_go_on(result)})", out.file)
+            write_answer(f"waiting for you: {question} ({how_to_go_on(result, '/resume')})", out.file)
         elif not result.success:
             write_answer(f"turn {result.status}: {redactor.text(result.error or '')}", out.file)
     await session.aclose()

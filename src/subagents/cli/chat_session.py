@@ -358,11 +358,12 @@ class ChatSession:
         return " and ".join(shown) or "none (the task's own, else [budget] in the config)"
 
 
-def how_to_go_on(result: RunResult) -> str:
-    """What the person types to go on with a turn that waits for them."""
+def how_to_go_on(result: RunResult, otherwise: str) -> str:
+    """What the person types to go on with a turn that waits for them: ``otherwise`` unless
+    the turn stopped at its budget."""
     if result.question is not None and result.question.kind == "budget":
         return "/budget N or /budget $X raises the budget, then /resume goes on"
-    return "/resume answers it"
+    return otherwise
 
 
 def decision_of(answer: ApprovalDecision) -> HumanDecision:
