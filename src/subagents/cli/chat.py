@@ -224,7 +224,8 @@ async def run_line_mode(
             write_answer(redactor.text(result.output), out.file)
         if result.question is not None:
             question = redactor.text(result.question.text)
-            write_answer(f"waiting for you: {question} ({how_to_go_on(result, '/resume')})", out.file)
+            go_on = how_to_go_on(result, "/resume")
+            write_answer(f"waiting for you: {question} ({go_on})", out.file)
         elif not result.success:
             write_answer(f"turn {result.status}: {redactor.text(result.error or '')}", out.file)
     await session.aclose()

@@ -147,7 +147,8 @@ class TurnView(Vertical):
             self.final = result.output
             body = "◆ " + (result.output or "(no output)")
             if result.question is not None:
-                body += f"\n⏸ waiting for you: {result.question.text} ({how_to_go_on(result, '/resume answers it')})"
+                go_on = how_to_go_on(result, "/resume answers it")
+                body += f"\n⏸ waiting for you: {result.question.text} ({go_on})"
             elif not result.success:
                 body += f"\n✗ turn {result.status}: {result.error or ''}"
             self.answer.update(Text(body, style="" if result.success else "yellow"))
