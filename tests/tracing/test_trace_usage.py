@@ -80,7 +80,7 @@ def test_the_trace_keeps_cache_tokens_and_says_the_hit_rate_and_cost(
     assert cost.known and cost.usd > 0  # the price table knows this model
     assert "cache hit rate 60%" in shown and f"${cost.usd:.4f}" in shown
     assert "(1,800 from the cache)" in shown
-    mine = {MODEL: ModelPrice(input_per_mtok=1000, output_per_mtok=1000)}
+    mine = {MODEL: ModelPrice(input_per_mtok=Decimal(1000), output_per_mtok=Decimal(1000))}
     assert trace.cost(mine).usd == Decimal("3.06")  # (3,000 in + 60 out) x $1,000 / M
 
 
