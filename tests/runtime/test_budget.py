@@ -103,6 +103,7 @@ async def test_a_runaway_tree_stops_within_one_call_of_its_budget_and_goes_on_wi
     assert paused.status == "awaiting_human" and paused.task_id is not None
     assert paused.question is not None and paused.question.kind == "budget"
     assert f"{spent:,} of 6,000 tokens" in paused.question.text
+    assert (paused.error or "").startswith("budget reached: ")  # not a person's question
     assert "worker" in paused.question.text and "main" in paused.question.text
     stored = store.sessions(paused.task_id)
     assert sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in stored) == spent

@@ -82,6 +82,13 @@ class HumanQuestion:
     def wait_point(self) -> WaitPoint:
         return WaitPoint(self.task_id, tuple(self.session_path), self.tool_call_id)
 
+    def reason(self) -> str:
+        """Why the run stopped, as its task's error says it: a budget reached is no question
+        to a person."""
+        if self.kind == "budget":
+            return f"budget reached: {self.text}"
+        return f"waiting for a person: {self.text}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

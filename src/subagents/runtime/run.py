@@ -245,7 +245,7 @@ class Run:
                 result = _unfinished(
                     session,
                     "awaiting_human",
-                    f"waiting for a person: {pause.question.text}",
+                    pause.question.reason(),
                     pause.question,
                 )
             except asyncio.CancelledError:

@@ -967,7 +967,7 @@ class _Engine:
         last = next((m for m in reversed(state.messages) if m.role != "user"), None)
         output = last.content if last is not None else ""
         if question is not None:
-            error = f"waiting for a person: {question.text}"
+            error = question.reason()
         result = RunResult(
             output=output,
             status=status,
