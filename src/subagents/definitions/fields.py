@@ -48,6 +48,9 @@ FIELD_SPELLINGS: dict[str, str] = {
     "maxBudgetUsd": "max_budget_usd",
     "max_budget_usd": "max_budget_usd",
     "max-budget-usd": "max_budget_usd",
+    "outputSchema": "output_schema",
+    "output_schema": "output_schema",
+    "output-schema": "output_schema",
     "maxDurationSeconds": "max_duration_seconds",
     "max_duration_seconds": "max_duration_seconds",
     "max-duration-seconds": "max_duration_seconds",
@@ -356,6 +359,35 @@ def _permission_mode(r: _Reader, key: str, value: object) -> PermissionMode | No
     return None
 
 
+def _output_schema(r: _Reader, key: str, value: object) -> dict[str, Any] | None:
+    """A JSON Schema, written as YAML or as JSON text; one JSON Schema cannot read is an
+    error that says where it is wrong."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            r.error(key, "a JSON Schema, as YAML or as JSON text", value)
+            return None
+    if not isinstance(value, Mapping):
+        r.error(key, "a JSON Schema (a mapping such as {type: object, properties: ...})", value)
+        return None
+    schema = r.copy_value(value)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        where = "/".join(str(part) for part in error.path) or "its top"
+        r.errors.append(f"{_shown(key)} is not a valid JSON Schema at {where}: {error.message}")
+        return None
+    return dict(schema)
+
+
 def _mcp_servers(r: _Reader, key: str, value: object) -> tuple[list[str], dict[str, Any]] | None:
     """Server names in order, plus the configs of servers defined inline."""
     names: list[str] = []
@@ -452,6 +484,7 @@ _CONVERTERS: dict[str, _Converter] = {
     "isolation": _isolation,
     "hooks": _hooks,
     "effort": _effort,
+    "output_schema": _output_schema,
     "initial_prompt": _text,
     "omit_claude_md": _flag,
     "endpoint": _endpoint,

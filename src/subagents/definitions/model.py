@@ -80,6 +80,9 @@ class AgentDefinition(BaseModel):
     max_budget_usd: float | None = None
     """``maxBudgetUsd``: what one session of this agent may spend in USD as a subagent, its
     calls priced by :mod:`subagents.models.prices`."""
+    output_schema: dict[str, Any] | None = None
+    """``outputSchema``: a JSON Schema its final answer must match (a typed result); the
+    answer is asked for again once, then refused (see :mod:`subagents.runtime.typed_result`)."""
     max_duration_seconds: int | None = None
     """``maxDurationSeconds``: how long one session of this agent may run as a subagent; at
     it, a model call or tool call in flight is cut short (a hung provider or tool included),

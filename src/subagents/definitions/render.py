@@ -40,6 +40,8 @@ def _frontmatter(d: AgentDefinition) -> dict[str, Any]:
         fm["maxBudgetTokens"] = d.max_budget_tokens
     if d.max_budget_usd is not None:
         fm["maxBudgetUsd"] = d.max_budget_usd
+    if d.output_schema is not None:
+        fm["outputSchema"] = d.output_schema
     if d.max_duration_seconds is not None:
         fm["maxDurationSeconds"] = d.max_duration_seconds
     if d.permission_mode is not None:

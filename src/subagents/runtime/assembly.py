@@ -496,6 +496,7 @@ class SessionBuilder:
             file_grants=grants,
             agent_id=agent_id,
             names_its_tools=definition is not None and definition.tools is not None,
+            output_schema=definition.output_schema if definition is not None else None,
         )
 
     # -- what goes into it -------------------------------------------------------------------

@@ -48,6 +48,10 @@ def compose_system_prompt(
         prompt += skills_prompt(definition.skills, workspace) + memory_prompt(
             definition, workspace=workspace
         )
+    if definition is not None and definition.output_schema is not None:
+        from subagents.runtime.typed_result import schema_prompt
+
+        prompt += schema_prompt(definition.output_schema)
     if subagent:
         prompt += environment_note(workspace)
     if definition is None or not definition.omit_claude_md:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from subagents.messages import (
     AssistantMessage,
@@ -75,6 +75,7 @@ from subagents.runtime.tool_menu import (
     asks_for_work_at_once,
     default_profile,
 )
+from subagents.runtime.typed_result import typed_answer, typed_retry_note
 from subagents.status import SessionStatus, session_status
 from subagents.todos import TodoItem
 from subagents.tools.base import ToolRegistry
@@ -162,6 +163,9 @@ class Session:
     _loop_guard: LoopGuard | None = None  # the latest tool calls, to notice repeats
     _loop_stop: LoopFinding | None = None  # the repeated failure that stops this run
     _answer_now: bool = False  # the loop guard asks the next turn to answer without tools
+    # outputSchema of its agent: the JSON Schema its final answer must match
+    output_schema: dict[str, Any] | None = None
+    _typed_retried: bool = False  # its answer did not match once: the next one is final
 
     @property
     def model_name(self) -> str:
@@ -294,7 +298,12 @@ class Session:
                     if response.stop_reason == "max_tokens":
                         output = f"{self._partial_output()}\n\n{CUT_OFF_MARK}".lstrip()
                         return await self._finish("failed", output, started, error=_CUT_OFF)
-                    return await self._finish("completed", response.text, started)
+                    if self.output_schema is None:
+                        return await self._finish("completed", response.text, started)
+                    typed = await self._typed_finish(response.text, started)
+                    if typed is None:
+                        continue  # told what is wrong: it answers again
+                    return typed
                 if recorder is not None and self._needs_durable_calls(calls):
                     opened = self._open_ledger(recorder, calls)
                     traces = self._take_traces()
@@ -713,6 +722,22 @@ class Session:
             f"stopped after its time limit of {self.time_limit[1]} s{cut} "
             "(maxDurationSeconds in the agent's file): the output holds what it wrote so far"
         )
+
+    async def _typed_finish(self, answer: str, started: float) -> RunResult | None:
+        """The end of a session whose answer must match its ``outputSchema``: completed
+        with the answer as JSON, or failed on a second answer that does not match; ``None``
+        when it is told what is wrong and asked again (see
+        :mod:`subagents.runtime.typed_result`)."""
+        assert self.output_schema is not None
+        value, problem = typed_answer(self.output_schema, answer)
+        if problem is None:
+            return await self._finish("completed", value or "", started)
+        if not self._typed_retried:
+            self._typed_retried = True
+            self.messages.append(UserMessage(typed_retry_note(problem)))
+            return None
+        error = f"its answer does not match its outputSchema: {problem}"
+        return await self._finish("failed", answer, started, error=error)
 
     def _own_budget_spent(self) -> str | None:
         """Why this session may make no more calls when its time limit is past or its own
