@@ -527,3 +527,44 @@ async def test_several_calls_at_once_are_offered_when_the_prompt_asks(
     assert task.parallel is offered_at_once
     instructions = turn_instructions(model.requests[0].tools)
     assert ("To start several Task calls at once" in instructions) is offered_at_once
+
+
+TYPED_READER = """---
+name: typed-reader
+description: Reads notes files and reports the secret word as JSON.
+tools: Read
+outputSchema:
+  type: object
+  properties:
+    word: {type: string}
+  required: [word]
+  additionalProperties: false
+---
+You read notes files and report the secret word.
+"""
+
+
+def test_a_typed_agents_reply_is_constrained_to_its_output_schema(
+    repo: Path, server: SchemaEnforcingServer
+) -> None:
+    write(repo / ".subagents" / "config.toml", config(server.base_url))
+    write(repo / ".claude" / "agents" / "typed-reader.md", TYPED_READER)
+    task = {"description": "find it", "prompt": "Find the word.", "subagent_type": "typed-reader"}
+    server.answer({"tool": "Task", "arguments": task})
+    server.answer({"reply": {"word": "PAPAYA"}})  # prose would break the schema sent
+    server.answer({"reply": "It is PAPAYA."})
+
+    code, out, err = run(repo, "Use the typed-reader subagent to find the secret word.")
+
+    assert code == 0, err
+    child = server.requests[1].json()
+    reply = next(
+        b
+        for b in child["response_format"]["json_schema"]["schema"]["anyOf"]
+        if "reply" in b["properties"]
+    )
+    assert reply["properties"]["reply"]["required"] == ["word"]
+    assert server.refused == [] and server.unused_answers == 0
+    parent_sees = server.requests[-1].json()["messages"][-1]["content"]
+    assert '{"word":"PAPAYA"}' in parent_sees
+    assert json.loads(out)["output"] == "It is PAPAYA."

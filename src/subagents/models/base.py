@@ -54,6 +54,10 @@ class ModelSettings:
     effort: str | None = None
     frequency_penalty: float | None = None
     tool_choice: Literal["none"] | None = None
+    reply_schema: str | None = None
+    """The JSON Schema (as JSON text) a final answer must match (an agent's ``outputSchema``):
+    a schema-constrained turn constrains its reply to it, which a small model needs to write
+    a typed result at all (:mod:`subagents.runtime.typed_result`)."""
 
 
 @dataclass(slots=True)

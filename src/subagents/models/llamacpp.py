@@ -237,13 +237,16 @@ class LlamaCppModel:
         return f"llamacpp:{self.model_name}"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        constrained = self.tool_calls == "schema" and bool(request.tools)
+        typed = request.settings.reply_schema is not None
+        constrained = self.tool_calls == "schema" and (bool(request.tools) or typed)
         messages = self._messages(request, constrained)
         tools = request.callable_tools if constrained else None  # (): a reply only
         stop = threading.Event()
         sampling = {**_sampling(request.settings), "seed": _seed_of(messages)}
         try:
-            generation = await asyncio.to_thread(self._generate, messages, tools, sampling, stop)
+            generation = await asyncio.to_thread(
+                self._generate, messages, tools, sampling, stop, request.settings.reply_schema
+            )
         finally:
             stop.set()  # a cancelled turn ends at its next token and frees the model
         return self._response(generation, constrained)
@@ -274,6 +277,7 @@ class LlamaCppModel:
         tools: Sequence[ToolSpec] | None,
         sampling: dict[str, Any],
         stop: threading.Event,
+        reply: str | None = None,
     ) -> _Generation:
         loaded = _load(self.path, self.context_tokens)
         with loaded.lock:
@@ -281,7 +285,7 @@ class LlamaCppModel:
                 raise _Stopped("cancelled")
             options: dict[str, Any] = {**sampling, "stream": True}
             if tools is not None:
-                options["grammar"] = _grammar(loaded.llama, tools)
+                options["grammar"] = _grammar(loaded.llama, tools, reply)
             try:
                 return self._collect(loaded.llama, messages, options, stop)
             except ValueError as exc:
@@ -444,7 +448,8 @@ def grammar_schema(schema: Any) -> Any:
 
 def _loose_turn_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
     """A call of one of ``tools`` with any object for arguments, or a reply: the fallback when
-    the tools' own schemas make a grammar llama.cpp refuses (the tool checks its arguments)."""
+    the tools' own schemas (or a typed reply's) make a grammar llama.cpp refuses (the tool
+    checks its arguments, the session a typed reply)."""
     names = [tool.name for tool in tools]
     call = {
         "type": "object",
@@ -472,12 +477,14 @@ def _accepted(llama: Any, grammar: str) -> bool:
     return _grammar_checks[grammar]
 
 
-def _grammar(llama: Any, tools: Sequence[ToolSpec]) -> Any:
-    """The grammar of one turn: the full turn schema where llama.cpp takes it, else the loose
-    one; ``None`` (unconstrained, read as text) if neither converts."""
+def _grammar(llama: Any, tools: Sequence[ToolSpec], reply: str | None = None) -> Any:
+    """The grammar of one turn: the full turn schema (a typed ``reply`` in it, when given)
+    where llama.cpp takes it, else the loose one; ``None`` (unconstrained, read as text) if
+    neither converts."""
     from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
-    for schema in (grammar_schema(schema_turns.turn_schema(tools)), _loose_turn_schema(tools)):
+    full = grammar_schema(schema_turns.turn_schema(tools, reply))
+    for schema in (full, _loose_turn_schema(tools)):
         try:
             grammar = json_schema_to_gbnf(json.dumps(schema))
         except Exception:  # the converter raises bare exceptions on schemas it cannot express

@@ -341,7 +341,9 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             request = text_mode_request(request)
         params: dict[str, Any] = {"model": self.model_name, "messages": self._messages(request)}
         if self.tool_calls == "schema":
-            response_format = schema_turns.response_format(request.callable_tools)
+            response_format = schema_turns.response_format(
+                request.callable_tools, request.settings.reply_schema
+            )
             if self._schema_as_json_object:
                 response_format = _as_json_object(response_format)
             params["response_format"] = response_format

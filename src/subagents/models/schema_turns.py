@@ -81,8 +81,9 @@ _FORMS = (
 )
 
 
-def turn_schema(tools: Sequence[Any]) -> dict[str, Any]:
-    """The JSON schema of one answer: a call of one of ``tools`` (``ToolSpec``\\ s) or a reply.
+def turn_schema(tools: Sequence[Any], reply: str | None = None) -> dict[str, Any]:
+    """The JSON schema of one answer: a call of one of ``tools`` (``ToolSpec``\\ s) or a reply
+    (text, or JSON matching ``reply``, a JSON Schema as JSON text, when given).
 
     Each tool's ``$defs`` move to the root under a prefixed name (references inside an
     ``anyOf`` branch resolve against the root), so two tools' definitions never clash. The
@@ -107,10 +108,13 @@ def turn_schema(tools: Sequence[Any]) -> dict[str, Any]:
     several = [branch for branch, tool in zip(branches, tools, strict=True) if tool.parallel]
     if several:
         branches.append(_several_calls(several))
+    shape = {"type": "string"}
+    if reply is not None:
+        shape = _hoist_definitions(json.loads(reply), "reply-", definitions)
     branches.append(
         {
             "type": "object",
-            "properties": {"reply": {"type": "string"}},
+            "properties": {"reply": shape},
             "required": ["reply"],
             "additionalProperties": False,
         }
@@ -140,11 +144,11 @@ def _several_calls(branches: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def response_format(tools: Sequence[Any]) -> dict[str, Any]:
+def response_format(tools: Sequence[Any], reply: str | None = None) -> dict[str, Any]:
     """The Chat Completions ``response_format`` that constrains one answer."""
     return {
         "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": turn_schema(tools)},
+        "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": turn_schema(tools, reply)},
     }
 
 
@@ -275,6 +279,8 @@ def read_turn(
     if isinstance(decoded, dict):
         if isinstance(decoded.get("reply"), str) and "tool" not in decoded:
             return decoded["reply"], ()
+        if "reply" in decoded and len(decoded) == 1:  # a typed reply: the JSON itself
+            return json.dumps(decoded["reply"], ensure_ascii=False), ()
         if "tool" in decoded or isinstance(decoded.get("name"), str):
             return "", (_call(decoded, text),)
         calls = decoded.get("calls")

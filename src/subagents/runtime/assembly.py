@@ -31,9 +31,10 @@ disk at each start (memory folders, preloaded skills) is not kept.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -469,6 +470,9 @@ class SessionBuilder:
             settings, hooks = runtime.model_chooser.settings(definition), None
         if hooks is None:
             hooks = runtime.session_hooks(definition, subagent=subagent)
+        if definition is not None and definition.output_schema is not None:
+            reply = json.dumps(definition.output_schema, sort_keys=True)
+            settings = replace(settings, reply_schema=reply)
         if agent_id is None:
             agent_id = str(uuid.uuid4())
         toolbox = runtime.toolbox
