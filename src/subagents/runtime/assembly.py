@@ -413,7 +413,7 @@ class SessionBuilder:
         session.usage = Usage(**{k: int(v) for k, v in counts.items() if k in Usage.__slots__})
         limits = Limits()
         if parent is not None and definition is not None:
-            limits = kept_limits(state.get("own_budget")) or own_limits(definition)
+            limits = Limits.from_state(state.get("own_budget")) or own_limits(definition)
         if limits:
             session.own_budget = Budget(limits)
             cost = None
@@ -640,15 +640,6 @@ def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, A
         return 0
     checkpoints = recorder.store.checkpoints(recorder.task_id)
     return sum(1 for checkpoint in checkpoints if checkpoint.session_id == session_id)
-
-
-def kept_limits(kept: object) -> Limits:
-    """The own budget a subagent's checkpoint kept (see :func:`limits_state`)."""
-    if not isinstance(kept, dict):
-        return Limits()
-    tokens = kept.get("tokens")
-    valid = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
-    return Limits(tokens if valid else None, usd(kept.get("usd")))
 
 
 def own_limits(definition: AgentDefinition) -> Limits:

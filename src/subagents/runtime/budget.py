@@ -67,16 +67,24 @@ class Limits:
     def __bool__(self) -> bool:
         return self.tokens is not None or self.usd is not None
 
-    def to_state(self) -> dict[str, object] | None:
-        """What a checkpoint keeps of these limits (``None``: none)."""
-        if not self:
-            return None
+    def to_state(self, tokens_key: str = "tokens", usd_key: str = "usd") -> dict[str, object]:
+        """What a checkpoint (or, with a task's keys, a task's settings) keeps of these
+        limits: the tokens as a number, the USD as a decimal string; empty for none."""
         kept: dict[str, object] = {}
         if self.tokens is not None:
-            kept["tokens"] = self.tokens
+            kept[tokens_key] = self.tokens
         if self.usd is not None:
-            kept["usd"] = str(self.usd)
+            kept[usd_key] = str(self.usd)
         return kept
+
+    @classmethod
+    def from_state(cls, kept: object, tokens_key: str = "tokens", usd_key: str = "usd") -> Limits:
+        """The limits :meth:`to_state` kept (none of a kind that is missing or not one)."""
+        if not isinstance(kept, Mapping):
+            return cls()
+        tokens = kept.get(tokens_key)
+        valid = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
+        return cls(tokens if valid else None, usd(kept.get(usd_key)))
 
     def within(self, tokens: int | None, usd: Decimal | None) -> Limits:
         """These limits, none larger than ``tokens`` / ``usd`` (what a parent has left); a
@@ -238,12 +246,11 @@ def restored_budget(
     task from now on), else the task's own, else ``[budget]``'s; what its sessions spent
     counts."""
     task.settings.update(budget_setting(services.budget_limits))
-    kept_tokens = task.settings.get(BUDGET_SETTING)
-    kept_usd = usd(task.settings.get(BUDGET_USD_SETTING))
+    kept = Limits.from_state(task.settings, BUDGET_SETTING, BUDGET_USD_SETTING)
     default = run_limits(services)
     limits = Limits(
-        kept_tokens if isinstance(kept_tokens, int) else default.tokens,
-        kept_usd if kept_usd is not None else default.usd,
+        kept.tokens if kept.tokens is not None else default.tokens,
+        kept.usd if kept.usd is not None else default.usd,
     )
     return Budget.after(sessions, limits, services.config.model_prices())
 
@@ -261,12 +268,7 @@ def budget_hint(task_id: str, budget: Budget) -> str:
 
 def budget_setting(limits: Limits) -> dict[str, object]:
     """What a task keeps of the limits it was given (nothing for none)."""
-    kept: dict[str, object] = {}
-    if limits.tokens is not None:
-        kept[BUDGET_SETTING] = limits.tokens
-    if limits.usd is not None:
-        kept[BUDGET_USD_SETTING] = str(limits.usd)
-    return kept
+    return limits.to_state(BUDGET_SETTING, BUDGET_USD_SETTING)
 
 
 _Amount = TypeVar("_Amount", int, Decimal)
