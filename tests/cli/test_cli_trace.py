@@ -105,6 +105,20 @@ def test_json_prints_the_seed_format(recorded: RecordedRun) -> None:
     assert "[REDACTED]" in out
 
 
+def test_a_broken_config_stops_only_the_tree_which_prices_the_task(
+    recorded: RecordedRun, tmp_path: Path
+) -> None:
+    project = tmp_path / "broken"
+    (project / ".subagents").mkdir(parents=True)
+    (project / ".subagents" / "config.toml").write_text("[prices\n")
+    where = ("--store", str(recorded.store_path), "--cwd", str(project))
+    code, out, err = invoke(recorded.task_id, "--json", *where)
+    assert code == 0, err
+    assert json.loads(out)["task"]["id"] == recorded.task_id
+    code, _, err = invoke(recorded.task_id, *where)
+    assert code == 2 and "config.toml" in err
+
+
 def test_the_store_is_found_from_the_project_directory(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".subagents").mkdir(parents=True)

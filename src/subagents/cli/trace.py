@@ -66,7 +66,6 @@ def trace_command(
     them), model calls, tool calls, durations, tokens and errors."""
     with user_errors():
         trace = _load(store_path(cwd, store), task, cwd)
-        prices = project_prices(cwd)
         if otel:
             _export(trace, include_content=otel_content)
             return
@@ -79,6 +78,8 @@ def trace_command(
         return
     from subagents.cli.common import make_console
 
+    with user_errors():  # only the tree shows a cost: --json and --otel need no config
+        prices = project_prices(cwd)
     # the terminal's width; logs and CI get a wide page instead of wrapped lines (or COLUMNS)
     console = make_console()
     console.print(render_tree(trace, terminal=console.is_terminal, prices=prices), highlight=False)

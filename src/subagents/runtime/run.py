@@ -59,6 +59,7 @@ class Run:
 
     __slots__ = (
         "_budget",
+        "_priced_models",
         "_prices",
         "_profiles",
         "builder",
@@ -96,6 +97,7 @@ class Run:
         # a workflow's agent nodes share the workflow's budget
         self._budget = budget if budget is not None else Budget(run_limits(runtime))
         self._prices: Mapping[str, ModelPrice] | None = None
+        self._priced_models: set[str] = set()  # models check_priced found a price for
         # what this run's calls used, by model (RunResult.usage_by_model)
         self.usage_by_model: dict[str, Usage] = {}
 
@@ -307,7 +309,9 @@ class Run:
         return call_cost(model, usage, self._model_prices())
 
     def check_priced(self, model: str) -> None:
-        check_priced(model, self._model_prices())
+        if model not in self._priced_models:  # asked before every call: look it up once
+            check_priced(model, self._model_prices())
+            self._priced_models.add(model)
 
     def _model_prices(self) -> Mapping[str, ModelPrice]:
         if self._prices is None:
