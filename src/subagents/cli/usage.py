@@ -49,10 +49,11 @@ class UsageReport:
     def cache_hit_rate(self) -> float | None:
         """The share of the input tokens read from the cache (``None``: no input, or no
         provider reported any cache tokens, which cannot tell a miss from silence)."""
-        cached = self.total["cache_read_tokens"] or self.total["cache_write_tokens"]
-        if not self.prompt_tokens or not cached:
-            return None
-        return int(self.total["cache_read_tokens"]) / self.prompt_tokens
+        from subagents.models.prices import cache_hit_rate
+
+        total = self.total
+        read, written = total["cache_read_tokens"], total["cache_write_tokens"]
+        return cache_hit_rate(read, written, self.prompt_tokens)
 
     def line(self, session_id: str | None = None, *, cost: bool = True) -> str:
         """``1,234 tokens, $0.0123`` for a session (the task's total without one)."""

@@ -339,7 +339,7 @@ class LlamaCppModel:
                 close()
         used = int(llama.n_tokens)
         prompt = llama.input_ids[: max(used - chunks, 0)].tolist()
-        reused = _reused(held, prompt)
+        reused = _reused(llama, held, prompt)
         return _Generation("".join(pieces), finish_reason, chunks, used, reused)
 
     def _response(self, generation: _Generation, constrained: bool) -> ModelResponse:
@@ -370,17 +370,11 @@ def _held_prefixes(llama: Any) -> list[list[int]]:
     return held
 
 
-def _reused(held: list[list[int]], prompt: list[int]) -> int:
-    """How much of ``prompt`` llama.cpp took from what it held (the longest common start;
-    a prompt held whole still has its last token evaluated again, for fresh logits)."""
-    best = 0
-    for tokens in held:
-        common = 0
-        for mine, theirs in zip(tokens, prompt, strict=False):
-            if mine != theirs:
-                break
-            common += 1
-        best = max(best, common)
+def _reused(llama: Any, held: list[list[int]], prompt: list[int]) -> int:
+    """How much of ``prompt`` llama.cpp took from what it held (the longest common start, as
+    llama.cpp measures it; a prompt held whole still has its last token evaluated again, for
+    fresh logits)."""
+    best = max((llama.longest_token_prefix(tokens, prompt) for tokens in held), default=0)
     return best - 1 if prompt and best == len(prompt) else best
 
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from subagents.messages import Usage
 
-__all__ = ["Cost", "ModelPrice", "cost_of", "prompt_tokens", "total_cost"]
+__all__ = ["Cost", "ModelPrice", "cache_hit_rate", "cost_of", "prompt_tokens", "total_cost"]
 
 _PER_MILLION = Decimal(1_000_000)
 # our provider prefix -> the table's provider id, for the prefixes whose models it prices
@@ -68,6 +68,15 @@ def prompt_tokens(model: str, usage: Usage) -> int:
     if model.partition(":")[0] == "anthropic":
         return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     return usage.input_tokens
+
+
+def cache_hit_rate(read: int, written: int, prompted: int) -> float | None:
+    """The share of ``prompted`` (every input token, see :func:`prompt_tokens`) that was
+    ``read`` from a cache; ``None`` with no input, or when no provider reported any cache
+    tokens (``read`` and ``written`` both 0), which cannot tell a miss from silence."""
+    if not prompted or not (read or written):
+        return None
+    return read / prompted
 
 
 def total_cost(costs: Iterable[Cost]) -> Cost:

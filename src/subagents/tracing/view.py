@@ -206,12 +206,10 @@ class TaskTrace:
     def cache_hit_rate(self) -> float | None:
         """The share of every input token read from a provider's cache (``None``: no input,
         or no provider said anything of its cache, which cannot tell a miss from silence)."""
-        from subagents.models.prices import prompt_tokens
+        from subagents.models.prices import cache_hit_rate, prompt_tokens
 
-        if not (self.cache_read_tokens or self.cache_write_tokens):
-            return None
         prompted = sum(prompt_tokens(s.model, s.usage) for s in self.sessions())
-        return self.cache_read_tokens / prompted if prompted else None
+        return cache_hit_rate(self.cache_read_tokens, self.cache_write_tokens, prompted)
 
     def cost(self, prices: Mapping[str, ModelPrice] | None = None) -> Cost:
         """What the task's calls cost in USD (see :mod:`subagents.models.prices`)."""
