@@ -16,13 +16,14 @@ from subagents.definitions.model import AgentDefinition
 from subagents.errors import StoreError
 from subagents.messages import ToolResultMessage, Usage
 from subagents.models.base import ModelRequest, ModelResponse
+from subagents.models.testing import ModelFunction
 from subagents.runtime.budget import Limits
 from subagents.runtime.pause import HumanDecision
 from subagents.runtime.runtime import Runtime
 from subagents.runtime.session import Session
 from subagents.store.sqlite import SQLiteStore, open_store
 from subagents.testing import FunctionModel, text_response, tool_call_response
-from subagents.tools.base import ToolContext
+from subagents.tools.base import Tool, ToolContext
 from subagents.tools.decorator import tool
 
 CALL_TOKENS = (560, 140)  # input, output: 700 a call
@@ -384,6 +385,23 @@ async def test_a_workflows_agent_nodes_share_one_budget_and_resume_with_more(
     assert done.total_usage.total_tokens == 2 * sum(CALL_TOKENS)
 
 
+def timed_worker(
+    workspace: Path, store: SQLiteStore, seconds: int, only_tool: Tool, turn: ModelFunction
+) -> Runtime:
+    """main starts ``worker`` once; the worker has ``seconds`` (maxDurationSeconds), the one
+    tool ``only_tool``, and takes its turns from ``turn``."""
+    limited = WORKER.model_copy(update={"max_duration_seconds": seconds, "tools": [only_tool.name]})
+    return Runtime(
+        cwd=workspace,
+        agents=[limited],
+        model=delegating("main", "worker", []),
+        agent_models={"worker": FunctionModel(turn, name="scripted:worker")},
+        tools=[only_tool],
+        store=store,
+        permission_mode="bypassPermissions",
+    )
+
+
 async def test_a_subagent_past_its_time_limit_stops_at_its_next_step(
     workspace: Path, store: SQLiteStore
 ) -> None:
@@ -408,17 +426,7 @@ async def test_a_subagent_past_its_time_limit_stops_at_its_next_step(
         done = sum(isinstance(m, ToolResultMessage) for m in request.messages)
         return tool_call_response("Wait", {}) if done < 5 else text_response("finished")
 
-    limited = WORKER.model_copy(update={"max_duration_seconds": 3600, "tools": ["Wait"]})
-    runtime = Runtime(
-        cwd=workspace,
-        agents=[limited],
-        model=delegating("main", "worker", []),
-        agent_models={"worker": FunctionModel(slow, name="scripted:worker")},
-        tools=[Wait],
-        store=store,
-        permission_mode="bypassPermissions",
-    )
-    result = await runtime.run("go")
+    result = await timed_worker(workspace, store, 3600, Wait, slow).run("go")
     assert result.status == "completed", result.error
     (spawn,) = result.subagents
     assert spawn.status == "failed" and spawn.error is not None
@@ -446,17 +454,7 @@ async def test_a_subagent_that_hangs_is_stopped_at_its_time_limit_and_its_parent
             await never.wait()
         return tool_call_response("Hang", {})
 
-    limited = WORKER.model_copy(update={"max_duration_seconds": 1, "tools": ["Hang"]})
-    runtime = Runtime(
-        cwd=workspace,
-        agents=[limited],
-        model=delegating("main", "worker", []),
-        agent_models={"worker": FunctionModel(stuck, name="scripted:worker")},
-        tools=[Hang],
-        store=store,
-        permission_mode="bypassPermissions",
-    )
-    result = await runtime.run("go")
+    result = await timed_worker(workspace, store, 1, Hang, stuck).run("go")
     assert result.status == "completed", result.error
     (spawn,) = result.subagents
     assert spawn.status == "failed" and spawn.error is not None
