@@ -34,6 +34,8 @@ Format::
                                 # the session (resumable); 0 never stops (notes only)
     model_fallback = "inherit"  # a subagent whose model has no API key here runs on its
                                 # parent's model; "error" refuses to start it instead
+    stall_seconds = 600         # a background subagent with no step for this long is
+                                # reported, and stopped after as long again; 0: never
 
     [models]                    # alias -> "provider:model" (overrides the built-in tiers)
     sonnet = "openai:gpt-4o"
@@ -167,6 +169,9 @@ class SubagentsSettings(BaseModel):
     # A subagent whose model needs a provider without credentials here: run it on its
     # parent's model (and say so), or refuse to start it.
     model_fallback: Literal["inherit", "error"] = "inherit"
+    # A background subagent with no step (no model answer, no turn begun) for this long is
+    # reported, and after as long again stopped, its parent told why; 0: no watchdog.
+    stall_seconds: float = Field(default=600.0, ge=0, le=7 * 24 * 3600)
 
     @field_validator("max_repeated_failures")
     @classmethod

@@ -80,7 +80,9 @@ ProbeStatus = Literal["yes", "no", "skipped"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 """Claude Code's permission modes: config, agent frontmatter and the runtime share them."""
 
-HookEvent = Literal["SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop"]
+HookEvent = Literal[
+    "SubagentStart", "SubagentStop", "PreToolUse", "PostToolUse", "Stop", "Notification"
+]
 """The hook events subagents fires (config ``[hooks]`` and :class:`~subagents.Hooks`)."""
 
 # -- the maps between them --------------------------------------------------------------------

@@ -182,6 +182,7 @@ async def test_task_tool_description_lists_active_agents(tmp_path: Path) -> None
         "model",
         "run_in_background",
         "resume",
+        "fork",
     }
 
 
@@ -658,3 +659,27 @@ async def test_a_message_that_arrives_before_any_checkpoint_is_stored_before_the
     assert result.status == "completed" and result.output == "saw the note"
     assert stored_then == [["user", "assistant", "user"]]
     store.close()
+
+
+async def test_a_fork_begins_with_its_parents_conversation(tmp_path: Path) -> None:
+    child = ScriptedModel(["forked answer"])
+    main = ScriptedModel(
+        [
+            tool_call_response("LS", {}),
+            task("helper", "now check only the tests", fork=True),
+            "main done",
+        ]
+    )
+    rt = runtime(tmp_path, main, agent("helper"), agent_models={"helper": child})
+    result = await rt.run("look at the repo")
+
+    assert result.status == "completed"
+    (forked,) = child.requests
+    parent_before_call = main.requests[1]
+    # byte for byte what the parent sent when it made the call, then the fork's task
+    assert forked.system == parent_before_call.system
+    prefix = forked.messages[: len(parent_before_call.messages)]
+    assert prefix == parent_before_call.messages
+    (opening,) = forked.messages[len(parent_before_call.messages) :]
+    assert isinstance(opening, UserMessage) and "fork" in opening.content
+    assert "now check only the tests" in opening.content and "You are helper." in opening.content

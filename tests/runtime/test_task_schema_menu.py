@@ -326,13 +326,19 @@ async def test_the_menu_offers_task_output_and_cancel_only_while_a_background_ag
     assert result.output == "read it"
     before, running, after = menus
     assert "Task" in before and not before & {"TaskOutput", "TaskCancel"}
-    assert {"Task", "TaskOutput", "TaskCancel"} <= running
-    assert not after & {"TaskOutput", "TaskCancel"}  # the result was read: gone again
+    assert {"Task", "TaskOutput", "TaskCancel", "SendMessage", "ListAgents"} <= running
+    # the result was read: gone again, and with no subagent running nobody to message
+    assert not after & {"TaskOutput", "TaskCancel", "SendMessage", "ListAgents"}
     assert after == before
     # the quiet menu is a prefix of the full one (a provider's prompt cache survives)
     quiet_names, full_names = names[0], names[1]
     assert full_names[: len(quiet_names)] == quiet_names
-    assert full_names[len(quiet_names) :] == ["TaskOutput", "TaskCancel"]
+    assert full_names[len(quiet_names) :] == [
+        "SendMessage",
+        "ListAgents",
+        "TaskOutput",
+        "TaskCancel",
+    ]
 
 
 async def test_a_background_result_that_arrives_unread_keeps_the_tools_until_it_is_seen(

@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("subagents.cli.run", "run_command"),
     "chat": ("subagents.cli.chat", "chat_command"),
     "resume": ("subagents.cli.resume", "resume_command"),
+    "send": ("subagents.cli.send", "send_command"),
+    "inbox": ("subagents.cli.inbox", "inbox_command"),
     "trace": ("subagents.cli.trace", "trace_command"),
     "tasks": ("subagents.cli.tasks", "tasks_app"),
     "mcp": ("subagents.cli.mcp", "mcp_app"),

@@ -42,7 +42,8 @@ COMMANDS: dict[str, str] = {
 KEYS_HELP = (
     "enter sends · esc stops the turn · ctrl+n/ctrl+p select a subagent ·\n"
     "ctrl+o expands it · ctrl+t expands all · ctrl+b cancels a background agent ·\n"
-    "ctrl+q quits · '@agent-name PROMPT' hands PROMPT to that agent"
+    "ctrl+q quits · '@agent-name PROMPT' hands PROMPT to that agent ·\n"
+    "'@agent-id MESSAGE' sends MESSAGE to that agent of the task"
 )
 _MENTION = re.compile(r"^@([A-Za-z0-9][\w.-]*)\s*(.*)$", re.DOTALL)
 CommandAction = Literal["none", "clear", "resume", "quit"]
@@ -116,6 +117,10 @@ class ChatSession:
             return text
         name, rest = match.group(1), match.group(2).strip()
         names = sorted(record.name for record in self.runtime.inventory.active())
+        if name not in names and self._agent_of_task(name) is not None:
+            if not rest:
+                raise SubagentsError(f"Say what to tell agent {name}: @{name} MESSAGE")
+            return text.strip()
         if name not in names:
             raise SubagentsError(
                 f"There is no agent named {name!r} here.",
@@ -133,6 +138,9 @@ class ChatSession:
         mention = _MENTION.match(prompt.strip())
         if mention is not None:
             delegate_to, prompt = mention.group(1), mention.group(2).strip()
+            agent = self._agent_of_task(delegate_to)
+            if agent is not None and self.runtime.definition_named(delegate_to) is None:
+                return await self._message(agent, prompt)
         if self.task_id is None:
             task_id = self.new_task_id() or str(uuid.uuid4())
             try:
@@ -143,6 +151,34 @@ class ChatSession:
         else:
             result = await self.runtime.continue_task(self.task_id, prompt, delegate_to=delegate_to)
         return self._ended(result)
+
+    def _agent_of_task(self, name: str) -> str | None:
+        """The session id of the current task's agent ``name`` (its id or the start of it:
+        8 characters or more), if there is one."""
+        if self.task_id is None or len(name) < 8:
+            return None
+        from subagents.errors import SubagentsError
+        from subagents.runtime.mail import recipient
+
+        try:
+            found = recipient(self.store.sessions(self.task_id), name)
+        except SubagentsError:
+            return None
+        return found.session_id if found.session_id.startswith(name) else None
+
+    async def _message(self, agent_id: str, text: str) -> RunResult:
+        """``@agent-id MESSAGE``: the message is stored for that agent of the task, which
+        then goes on: the agent reads it at its next step (a finished one runs again on it)
+        and its parent hears of what it does."""
+        from subagents.runtime.mail import PERSON, Letter, letter_id, post, redacted
+
+        assert self.task_id is not None
+        session = self.store.get_session(agent_id)
+        letter = Letter(letter_id(PERSON), PERSON, PERSON, agent_id, text)
+        post(
+            self.store, self.task_id, redacted(letter, self.runtime.redactor()), session.agent_name
+        )
+        return self._ended(await self.runtime.resume(self.task_id))
 
     def _exists(self, task_id: str) -> bool:
         from subagents.errors import SubagentsError

@@ -565,7 +565,22 @@ class SessionBuilder:
             types = delegation.allowed_subagent_types_of(definition, parent)
             if types is not None:
                 tools.add(delegation.task_tool_for(types), replace=True)
+        if TASK_TOOL_NAME in tools:  # a parent steers its subagents with them
+            self._add_message_tools(tools, definition)
         return tools
+
+    def _add_message_tools(self, tools: ToolRegistry, definition: AgentDefinition | None) -> None:
+        """SendMessage and ListAgents, unless the agent file's ``disallowedTools`` or the
+        run's rules take them away. (A subagent that may start none gets SendMessage alone,
+        when it has a parent to answer: see :meth:`Messaging.enable_reply`.)"""
+        from subagents.tools.specs import entry_tool_name
+
+        removed: set[str] = set()
+        if definition is not None:
+            removed = {entry_tool_name(entry) for entry in definition.disallowed_tools}
+        for tool in self.delegation.messaging.tools():
+            if tool.name not in removed and self.rules.bare_denied(tool.name) is None:
+                tools.add(tool, replace=True)
 
     def _with_inline_servers(
         self, available: ToolRegistry, definition: AgentDefinition, parent: Session

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from subagents.messages import Usage
     from subagents.runtime.budget import Budget, Limits
-    from subagents.runtime.pause import HumanDecision, WaitPoint
+    from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.runtime.tool_call import InterruptedPolicy
     from subagents.runtime.tool_menu import DescriptionProfile
 
@@ -43,6 +43,17 @@ class RunContext(Protocol):
     def must_ask_again(self, tool_call_id: str) -> bool:
         """Whether ``tool_call_id`` was pending when the task was imported, so that a person
         of this runtime must approve it before it runs."""
+        ...
+
+    def waits_alone(self, session_id: str) -> bool:
+        """Whether the session, when it needs a person, waits alone while the rest of the
+        run goes on (an agent in the background of a durable run) instead of pausing the
+        run (see :mod:`subagents.runtime.inbox`)."""
+        ...
+
+    async def wait_for_person(self, question: HumanQuestion) -> HumanDecision:
+        """A person's answer to ``question``; the run pauses (RunPaused is raised) when
+        nothing else can go on meanwhile."""
         ...
 
     # -- the budget ----------------------------------------------------------------------------
@@ -87,6 +98,10 @@ class RunContext(Protocol):
 
     # -- background subagents -------------------------------------------------------------------
 
+    def keep_watch(self) -> None:
+        """A subagent went to the background: the run's watchdog looks for stalls."""
+        ...
+
     def has_background(self, session_id: str) -> bool:
         """Whether the session has a background subagent running or whose result it has not
         seen (only then are TaskOutput and TaskCancel offered)."""
@@ -95,6 +110,11 @@ class RunContext(Protocol):
     async def settle_background(self, session_id: str) -> bool:
         """Wait until one of the session's unseen background subagents finishes: True when one
         did (its notification is queued for the session), False when none is left."""
+        ...
+
+    def offers_messages(self, session_id: str) -> bool:
+        """Whether the session has someone to message now (only then are SendMessage and
+        ListAgents offered)."""
         ...
 
     def agent_types_for(self, session_id: str) -> list[str]:

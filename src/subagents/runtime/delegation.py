@@ -21,6 +21,8 @@ from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
 from subagents.runtime.assembly import SessionBuilder
 from subagents.runtime.hooks import HookPayload, Hooks
+from subagents.runtime.inbox import Inbox
+from subagents.runtime.messaging import Messaging
 from subagents.runtime.pause import RunPaused
 from subagents.runtime.recorder import child_session_id
 from subagents.runtime.requests import reminder, users_words, with_users_words
@@ -80,10 +82,22 @@ class SubagentHandle:
     model_fallback: ModelChoice | None = None  # why it runs on its parent's model, if it does
     worktree: Worktree | None = None  # isolation: worktree, while it is in one
     worktree_outcome: WorktreeOutcome | None = None  # what became of it when the run ended
+    queued: bool = False  # waiting for a place: its parent runs max_concurrent already
+    # a fork (Task fork=true) not started yet: its first message says it is one
+    fork_opening: bool = False
+    stall_reported: bool = False  # the watchdog reported it stalled (check_stalls)
+    stop_reason: str | None = None  # why the harness stopped it, when it did
 
     @property
     def running(self) -> bool:
         return self.in_foreground or (self.task is not None and not self.task.done())
+
+    @property
+    def status(self) -> str:
+        """``queued``, ``running``, or how its last run ended (``not started``)."""
+        if self.running:
+            return "queued" if self.queued else "running"
+        return self.result.status if self.result is not None else "not started"
 
 
 @dataclass(slots=True, eq=False)
@@ -107,6 +121,11 @@ class Delegation:
     _new_in_store: set[str] = field(default_factory=set)
     # the agent types each session may start, with the inventory generation they hold for
     _allowed_types: dict[Session, tuple[int, frozenset[str] | None]] = field(default_factory=dict)
+    messaging: Messaging = field(init=False)  # SendMessage and ListAgents of the run
+    inbox: Inbox = field(default_factory=Inbox)  # what agents in the background ask people
+
+    def __post_init__(self) -> None:
+        self.messaging = Messaging(self)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -238,6 +257,7 @@ class Delegation:
         run_in_background: bool = False,
         resume: str | None = None,
         max_budget_tokens: int | None = None,
+        fork: bool = False,
     ) -> str:
         parent = _session_of(ctx)
         # a call that started its subagent before the process stopped continues it, as it was
@@ -256,13 +276,17 @@ class Delegation:
             handle = rebound or self._start_handle(
                 parent, subagent_type, description, model, ctx.tool_call_id, max_budget_tokens
             )
+            if fork and rebound is None:
+                _fork_from(handle, ctx.tool_call_id)
             if rebound is None and handle.definition.isolation == "worktree":
                 await self._isolate_new(handle)
         child_prompt = None if rebound is not None else prompt
         if run_in_background:
             handle.background = True
             self._any_background = True
+            self._builder().context.keep_watch()
             handle.session.background = True
+            self.messaging.enable_reply(handle.session)
             handle.delivered = False
             handle.task = asyncio.ensure_future(self._run_child(handle, child_prompt))
             return (
@@ -587,6 +611,7 @@ class Delegation:
             self._semaphores[parent.agent_id] = semaphore
         started = time.perf_counter()
         result: RunResult | None = None
+        handle.queued = semaphore.locked()
         try:
             if definition.isolation == "worktree":  # most agents have none: no coroutine
                 await self._enter_worktree(handle)
@@ -597,6 +622,7 @@ class Delegation:
             return self._record_spawn(handle, result, started)
         try:
             async with semaphore:
+                handle.queued = False
                 if prompt is None:  # re-bound after a restart: continue where it stood
                     result = await session.resume()
                 else:
@@ -607,13 +633,64 @@ class Delegation:
         except RunPaused:
             raise  # not finished: the run waits for a person, and resumes this session later
         except asyncio.CancelledError:
+            handle.queued = False
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._leave_worktree(handle))
             self._record_spawn(handle, None, started)
             raise
         if handle.worktree is not None:
             await self._leave_worktree(handle)
-        return self._record_spawn(handle, result, started)
+        spawn = self._record_spawn(handle, result, started)
+        if handle.background:
+            kind = "agent_completed" if spawn.success else "agent_failed"
+            ended = "finished" if spawn.success else f"ended ({spawn.status}: {spawn.error})"
+            await session.notify_person(
+                kind, f"background agent {definition.name} ({handle.description}) {ended}"
+            )
+        late = session.take_inbox()
+        if late and result is not None and result.status != "cancelled":
+            # a message reached it as it ended: it goes on with it, in the background
+            self.continue_in_background(handle, "\n\n".join(late))
+        return spawn
+
+    def continue_in_background(self, handle: SubagentHandle, prompt: str) -> None:
+        """Run the finished subagent of ``handle`` again on ``prompt`` (a message reached
+        it), in the background: its parent is told when it ends, as of any background work."""
+        handle.background = True
+        self._any_background = True
+        self._builder().context.keep_watch()
+        handle.session.background = True
+        handle.delivered = False
+        self.messaging.enable_reply(handle.session)
+        handle.task = asyncio.ensure_future(self._run_child(handle, prompt))
+
+    def handle_of_stored(self, session_id: str) -> SubagentHandle | None:
+        """The subagent ``session_id`` of this run's task, rebuilt from the store when this
+        process has not met it yet (with the ancestors it needs); None when there is none."""
+        handle = self.handles.get(session_id)
+        main = self.main
+        if handle is not None or main is None or main.recorder is None:
+            return handle
+        recorder = main.recorder
+        record = recorder.find_session(session_id)
+        if record is None or record.task_id != recorder.task_id:
+            return None
+        if record.parent_session_id == main.agent_id:
+            parent = main
+        else:
+            above = self.handle_of_stored(record.parent_session_id or "")
+            if above is None:
+                return None
+            parent = above.session
+        session = self._builder().rebuilt(record, parent, recorder)
+        definition = _definition_or_stub(self.runtime, record.agent_name, session.system_prompt)
+        handle = SubagentHandle(session, definition, parent, record.model, record.task_description)
+        handle.background = handle.rebound = handle.delivered = record.background
+        if record.status in _ENDED:
+            handle.result = _spawn_from_record(handle, record)
+            handle.delivered = True
+        self.handles[session_id] = handle
+        return handle
 
     def _record_spawn(
         self, handle: SubagentHandle, result: RunResult | None, started: float
@@ -705,7 +782,8 @@ class Delegation:
         if result is not None:
             output, status, error = result.output, result.status, result.error
         else:
-            output, status, error = session._partial_output(), "cancelled", "cancelled"
+            output, status = session._partial_output(), "cancelled"
+            error = handle.stop_reason or "cancelled"
         return SpawnResult(
             success=status == "completed",
             subagent_type=handle.definition.name,
@@ -742,8 +820,99 @@ class Delegation:
         ]
         if not waiting:
             return False
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        return True
+        session = self.session_by_id(session_id)
+        if session is None:  # pragma: no cover - every session of a run is registered
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            return True
+        main = session is self.main
+        # a message for it (a background subagent asks something) wakes it too; the main
+        # session also wakes when a question for a person comes or goes
+        woken = [asyncio.ensure_future(session.inbox_filled())]
+        session.waiting_on_children = True
+        try:
+            while True:
+                if main:
+                    self._pause_if_stuck()
+                    woken.append(asyncio.ensure_future(self.inbox.changed()))
+                done, _ = await asyncio.wait(
+                    [*waiting, *woken], return_when=asyncio.FIRST_COMPLETED
+                )
+                if not main or any(task in done for task in (*waiting, woken[0])):
+                    return True
+                woken.pop().cancel()
+        finally:
+            session.waiting_on_children = False
+            for task in woken:
+                task.cancel()
+
+    def _pause_if_stuck(self) -> None:
+        """Pause the run when agents wait for a person and nothing else can go on: every
+        running subagent waits for a person or for its own background subagents."""
+        pending = self.inbox.pending()
+        if not pending:
+            return
+        for handle in self.handles.values():
+            session = handle.session
+            idle = session.waiting_for is not None or session.waiting_on_children
+            if handle.running and not idle:
+                return
+        raise RunPaused(pending[0])
+
+    def check_stalls(self, now: float, limit: float) -> None:
+        """The watchdog: report a running background subagent that took no step for
+        ``limit`` seconds (its own, or one of the subagents below it; waiting for a person
+        counts as a step), and stop it after ``limit`` more, saying why."""
+        running = [h for h in self.background_handles() if h.running and not h.queued]
+        if not running:
+            return
+        fresh: dict[str, float] = {}
+        for handle in self.handles.values():
+            if not handle.running:
+                continue
+            session = handle.session
+            moment = now if session.waiting_for is not None else session.last_active
+            below: Session | None = session
+            while below is not None:  # a step below an agent counts for it too
+                key = below.agent_id
+                fresh[key] = max(fresh.get(key, moment), moment)
+                below = below.parent
+        for handle in running:
+            quiet = now - fresh.get(handle.session.agent_id, now)
+            if quiet >= 2 * limit:
+                handle.stop_reason = (
+                    f"stalled: no step for {quiet:.0f} s, stopped by the watchdog "
+                    f"([subagents] stall_seconds = {limit:g})"
+                )
+                self._report_stall(handle, handle.stop_reason, stopped=True)
+                assert handle.task is not None
+                handle.task.cancel()
+            elif quiet >= limit and not handle.stall_reported:
+                handle.stall_reported = True
+                message = (
+                    f"no step for {quiet:.0f} s; it is stopped after {2 * limit:g} s without "
+                    "one ([subagents] stall_seconds)"
+                )
+                self._report_stall(handle, message, stopped=False)
+
+    def _report_stall(self, handle: SubagentHandle, message: str, *, stopped: bool) -> None:
+        session = handle.session
+        if session.events.active:
+            session.events.emit(ev.AgentStalled(session.agent_id, message, stopped))
+        recorder = handle.parent.recorder
+        if recorder is not None:
+            trace = recorder.session_trace(session, "stalled", message)
+            trace["status"] = "warning"
+            handle.parent.add_trace(trace)  # committed with the parent's next step
+
+    def waits_alone(self, session_id: str) -> bool:
+        """Whether session ``session_id`` runs in the background (it, or an agent above it
+        below the main one), so that it waits for a person alone (runtime/inbox.py)."""
+        session = self.session_by_id(session_id)
+        while session is not None and session.parent is not None:
+            if session.background:
+                return True
+            session = session.parent
+        return False
 
     def has_background(self, session_id: str) -> bool:
         """Whether session ``session_id`` has a background subagent that is running or whose
@@ -785,7 +954,7 @@ class Delegation:
     async def _task_cancel_tool(self, *, ctx: ToolContext, agent_id: str) -> str:
         handle = self._background_handle(TASK_CANCEL_TOOL_NAME, agent_id, _session_of(ctx))
         if not handle.running:
-            return f"Subagent {agent_id} is not running (status: {_status_of(handle)})."
+            return f"Subagent {agent_id} is not running (status: {handle.status})."
         assert handle.task is not None
         handle.task.cancel()
         await asyncio.wait([handle.task])
@@ -837,12 +1006,13 @@ class Delegation:
             handle.delivered = _was_delivered(parent, record.session_id)
             self.handles[record.session_id] = handle
             self._any_background = True
-            if record.status in ("completed", "error", "cancelled"):
+            if record.status in _ENDED:
                 handle.result = _spawn_from_record(handle, record)
                 if not handle.delivered:
                     parent.notify(_render_notification(handle, handle.result))
                     handle.delivered = True
             else:
+                self.messaging.enable_reply(session)
                 handle.task = asyncio.ensure_future(self._run_child(handle, None))
 
     # -- for the run's context (see Run) ----------------------------------------------------
@@ -918,10 +1088,7 @@ def _session_of(ctx: ToolContext) -> Session:
     return session
 
 
-def _status_of(handle: SubagentHandle) -> str:
-    if handle.running:
-        return "running"
-    return handle.result.status if handle.result is not None else "not started"
+_ENDED = frozenset({"completed", "error", "cancelled"})
 
 
 def _trailer(handle: SubagentHandle) -> str:
@@ -1041,11 +1208,49 @@ def _drop_notification(handle: SubagentHandle) -> None:
     inbox[:] = [item for item in inbox if marker not in item]
 
 
+def _fork_from(handle: SubagentHandle, call_id: str) -> None:
+    """Make the new subagent of ``handle`` a fork: its history is its parent's up to the
+    turn that made the Task call ``call_id``, under its parent's system prompt, so that its
+    first request begins exactly as its parent's last one did (a provider's prompt cache
+    serves that part; with the same tools and model, all of it)."""
+    from subagents.messages import AssistantMessage
+
+    parent, session = handle.parent, handle.session
+    messages = parent.messages
+    upto = len(messages)
+    for at in range(len(messages) - 1, -1, -1):
+        message = messages[at]
+        if isinstance(message, AssistantMessage) and any(
+            call.id == call_id for call in message.tool_calls
+        ):
+            upto = at
+            break
+    session.messages = list(messages[:upto])
+    session.system_prompt = parent.system_prompt
+    handle.fork_opening = True
+
+
+def _fork_opening(handle: SubagentHandle, prompt: str) -> str:
+    """A fork's first message: it is a fork now, working as its agent type, on ``prompt``."""
+    definition = handle.definition
+    role = definition.system_prompt.strip()
+    return (
+        "You are now a fork of the agent whose conversation is above: you know what it "
+        f"knew. You work as the '{definition.name}' agent"
+        + (f", whose instructions are:\n{role}\n\n" if role else ".\n\n")
+        + f"Do only this, then answer with what you found or did:\n{prompt}"
+    )
+
+
 def _opening(handle: SubagentHandle, prompt: str) -> str:
     """The subagent's first message: ``prompt``, which agents it is asked to start
     (:func:`subagents.runtime.mentions.subagent_opening`), and on the compact profile the
-    user's own words (:func:`subagents.runtime.requests.with_users_words`)."""
+    user's own words (:func:`subagents.runtime.requests.with_users_words`); a fork's says it
+    is one (:func:`_fork_opening`)."""
     session = handle.session
+    if handle.fork_opening:
+        handle.fork_opening = False
+        return _fork_opening(handle, prompt)
     names = session.agent_types()
     if names:
         from subagents.runtime.mentions import subagent_opening

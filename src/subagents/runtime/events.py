@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from subagents.tools.execution import ToolOutcome
 
 __all__ = [
+    "AgentStalled",
     "AnswerRejected",
     "Event",
     "EventBus",
@@ -148,12 +149,25 @@ class LoopNoticed:
 
 
 @dataclass(slots=True, frozen=True)
+class AgentStalled:
+    """A background subagent took no step for ``[subagents] stall_seconds``: reported
+    (``stopped`` false), then, after as long again, stopped (``stopped``)."""
+
+    agent_id: str
+    message: str
+    stopped: bool
+    kind: Literal["agent_stalled"] = "agent_stalled"
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPaused:
     """The session waits for a person (approval, AskHuman, crash recovery); the run stops
-    here until ``subagents resume`` delivers a decision."""
+    here until ``subagents resume`` delivers a decision, or (``alone``) only this session
+    waits, in the run's inbox, while the rest goes on (see :mod:`subagents.runtime.inbox`)."""
 
     agent_id: str
     question: HumanQuestion
+    alone: bool = False
     kind: Literal["session_paused"] = "session_paused"
 
 
@@ -259,6 +273,7 @@ Event = (
     | InstructionsNotice
     | TodosUpdated
     | LoopNoticed
+    | AgentStalled
     | WorkflowNodeStarted
     | WorkflowNodeFinished
     | ModelRetrying

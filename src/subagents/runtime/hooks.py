@@ -5,6 +5,10 @@
 - ``PreToolUse``: a tool is about to run; may deny the call with a reason.
 - ``PostToolUse``: a tool ran; observes the result.
 - ``Stop``: the main agent answered; may send it back to work with a reason.
+- ``Notification``: something a person may want to know of, its ``notification_type`` one
+  of :data:`NOTIFICATION_TYPES` (the matcher selects those): an agent waits for a person
+  (``agent_needs_input``), a background subagent ended (``agent_completed``,
+  ``agent_failed``). It observes; what it returns changes nothing.
 
 A hook is a Python callable (sync or async) or a shell command (:class:`CommandHook`) that gets
 the payload as JSON on stdin, following Claude Code's convention: exit code 2 blocks with
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from subagents.config import HookCommand
 
 __all__ = [
+    "NOTIFICATION_TYPES",
     "CommandHook",
     "HookCallable",
     "HookEventName",
@@ -39,6 +44,7 @@ __all__ = [
     "HookResult",
     "Hooks",
     "compile_matcher",
+    "notify",
 ]
 
 
@@ -56,6 +62,8 @@ class HookPayload:
     result: str | None = None
     stop_hook_active: bool = False
     cwd: str | None = None  # the agent's workspace (a worktree, for isolation: worktree)
+    notification_type: str | None = None  # Notification: one of NOTIFICATION_TYPES
+    message: str | None = None  # Notification: what to tell the person
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -71,6 +79,8 @@ class HookPayload:
             "prompt": self.prompt,
             "result": self.result,
             "cwd": self.cwd,
+            "notification_type": self.notification_type,
+            "message": self.message,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.event == "PostToolUse":
@@ -78,6 +88,35 @@ class HookPayload:
         if self.event in ("SubagentStop", "Stop"):
             data["stop_hook_active"] = self.stop_hook_active
         return data
+
+
+NOTIFICATION_TYPES = ("agent_needs_input", "agent_completed", "agent_failed")
+
+
+async def notify(
+    hooks: Hooks | None,
+    kind: str,
+    message: str,
+    *,
+    agent_id: str,
+    agent_type: str,
+    parent_id: str | None,
+    cwd: str | None,
+) -> None:
+    """Run the ``Notification`` hooks whose matcher takes ``kind`` (one of
+    :data:`NOTIFICATION_TYPES`)."""
+    if hooks is None or not hooks.has("Notification"):
+        return
+    payload = HookPayload(
+        "Notification",
+        agent_id,
+        agent_type,
+        parent_id,
+        cwd=cwd,
+        notification_type=kind,
+        message=message,
+    )
+    await hooks.run(payload, subject=kind)
 
 
 @dataclass(slots=True)

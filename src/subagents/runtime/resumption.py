@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from subagents.errors import StoreError
+from subagents.runtime.mail import undelivered
 from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
 from subagents.store.lease import lease_refusal
 
@@ -70,24 +71,33 @@ def decisions_for(
     if question is not None and question.kind == "budget":
         _check_larger_budget(services, task, decision)
     elif question is not None:
-        if decision is None:
+        if decision is None and not _answered(store, question):
             raise StoreError(
                 f"Task {task.id} is waiting for a person: {question.text}",
                 hint=f"resume it with 'subagents resume {task.id[:8]} --approve', "
                 "'--reject REASON' or '--modify JSON'",
             )
-        decisions = {question.wait_point: decision}
+        if decision is not None:  # else the stored answer is handed over by the run
+            decisions = {question.wait_point: decision}
     elif decision is not None:
         raise StoreError(
             f"Task {task.id} is not waiting for a decision (status {task.status}).",
             hint=f"run 'subagents resume {task.id[:8]}' without --approve/--reject/--modify",
         )
-    if task.status == "completed":
+    if task.status == "completed" and not undelivered(store, task.id):
         raise StoreError(
             f"Task {task.id} has already completed; there is nothing to resume.",
             hint=f"see it with 'subagents tasks show {task.id[:8]}', or start a new run",
         )
     return decisions
+
+
+def _answered(store: Store, question: HumanQuestion) -> bool:
+    """Whether a person stored an answer to a question of ``question``'s task that waits
+    (``subagents inbox``): the run goes on with it, and asks the rest again."""
+    from subagents.runtime.inbox import waiting_questions
+
+    return bool(waiting_questions(store, question.task_id, answered=True))
 
 
 def _check_larger_budget(

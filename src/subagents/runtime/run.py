@@ -13,6 +13,9 @@ A run is also what its sessions ask for what they cannot know alone: it is their
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -59,9 +62,12 @@ class Run:
 
     __slots__ = (
         "_budget",
+        "_handed_over",
         "_priced_models",
         "_prices",
         "_profiles",
+        "_seen_mail",
+        "_watcher",
         "builder",
         "decisions",
         "delegation",
@@ -100,6 +106,9 @@ class Run:
         self._priced_models: set[str] = set()  # models check_priced found a price for
         # what this run's calls used, by model (RunResult.usage_by_model)
         self.usage_by_model: dict[str, Usage] = {}
+        self._seen_mail: str | None = None  # the store's mail counter as this run last read it
+        self._handed_over: set[WaitPoint] = set()  # stored decisions this run handed over
+        self._watcher: asyncio.Task[None] | None = None  # see keep_watch
 
     @property
     def main(self) -> Session | None:
@@ -172,6 +181,7 @@ class Run:
         session = self.builder.rebuilt(main_record, None, recorder)
         self.delegation.main = session
         self.delegation.adopt_background(session)
+        self.take_what_people_sent()
         if ended:  # a failed run gets a fresh turn budget, and is told how it ended
             session.run_turns = 0
             session.note_failure(task.error or task.status)
@@ -194,6 +204,7 @@ class Run:
             session = self.builder.rebuilt(main_record, None, recorder)
             self.delegation.main = session
             self.delegation.adopt_background(session)
+            self.take_what_people_sent()
         if delegate_to is not None:
             try:
                 check_delegation(session, delegate_to)
@@ -240,6 +251,8 @@ class Run:
         if recorder is not None:  # renews the task's lease while it runs
             keeper = LeaseKeeper(recorder.store, recorder.task_id, self.runtime.owner)
             keeper.start()
+        if recorder is not None:  # else when a subagent goes to the background
+            self.keep_watch()
         try:
             try:
                 result = await work
@@ -258,6 +271,11 @@ class Run:
                     stopped = _unfinished(session, "cancelled", "stopped before it finished")
                 raise
         finally:
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
             self.decisions.clear()
             try:
                 await self.delegation.close()
@@ -339,8 +357,83 @@ class Run:
     async def settle_background(self, session_id: str) -> bool:
         return await self.delegation.settle_background(session_id)
 
+    def waits_alone(self, session_id: str) -> bool:
+        return self.recorder is not None and self.delegation.waits_alone(session_id)
+
+    async def wait_for_person(self, question: HumanQuestion) -> HumanDecision:
+        return await self.delegation.inbox.wait(question)
+
+    def answer(self, point: WaitPoint, decision: HumanDecision) -> bool:
+        """Hand a person's ``decision`` to the agent waiting at ``point``; when none waits
+        there yet, keep it for the call that will ask (False when nobody waits)."""
+        if self.delegation.inbox.answer(point, decision):
+            return True
+        self.decisions[point] = decision
+        return False
+
+    def take_posted_decisions(self) -> None:
+        """Hand over the decisions people stored for the task (``subagents inbox TASK KEY``)
+        to the agents that wait for them, or keep them for the calls that will ask."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        from subagents.runtime.inbox import posted_decisions
+
+        for delivered in posted_decisions(recorder.store, recorder.task_id):
+            point = delivered.wait_point
+            if point not in self._handed_over:
+                self._handed_over.add(point)
+                self.answer(point, delivered.decision)
+
+    def keep_watch(self) -> None:
+        """Start :meth:`watch`, once for the run."""
+        if self._watcher is None:
+            self._watcher = asyncio.ensure_future(self.watch())
+
+    async def watch(self) -> None:
+        """While the run goes on: deliver what people store for the task from another
+        process, messages (``subagents send``) and decisions (``subagents inbox TASK KEY``),
+        and stop background subagents that stall (``[subagents] stall_seconds``), looking
+        every :data:`~subagents.runtime.mail.POLL_SECONDS` (more often for a shorter
+        ``stall_seconds``)."""
+        from subagents.runtime.mail import POLL_SECONDS
+
+        stall = self.runtime.config.subagents.stall_seconds
+        interval = min(POLL_SECONDS, stall / 4) if stall else POLL_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if stall:
+                    self.delegation.check_stalls(time.monotonic(), stall)
+                self.take_what_people_sent()
+            except Exception:  # a store hiccup: look again next time
+                _log().warning("could not read what people sent the task", exc_info=True)
+
+    def take_what_people_sent(self) -> None:
+        """Deliver the messages and decisions stored for the task since this run last
+        looked (one read of the store's mail counter when nothing came)."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        from subagents.runtime.mail import mail_key
+
+        mark = recorder.store.get_meta(mail_key(recorder.task_id))
+        if mark is None or mark == self._seen_mail:
+            return
+        self._seen_mail = mark
+        self.delegation.messaging.deliver_stored()
+        self.take_posted_decisions()
+
+    def offers_messages(self, session_id: str) -> bool:
+        session = self.delegation.session_by_id(session_id)
+        return session is not None and self.delegation.messaging.offered_to(session)
+
     def agent_types_for(self, session_id: str) -> list[str]:
         return self.delegation.agent_types_for(session_id)
+
+
+def _log() -> logging.Logger:
+    return logging.getLogger(__name__)
 
 
 def check_delegation(session: Session, agent: str) -> None:

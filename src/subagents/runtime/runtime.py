@@ -394,6 +394,41 @@ class Runtime:
         run = self._last_run
         return run.delegation.cancel_background(agent_id) if run is not None else None
 
+    def send_message(self, to: str, text: str) -> str:
+        """A person's message to the agent ``to`` (its agent_id or type, or ``main``) of the
+        run started last, while it runs: stored first, then read at that agent's next step
+        (a finished subagent runs again on it, in the background). Returns the agent_id it
+        went to; raises ToolError when ``to`` names no agent of the run."""
+        from subagents.errors import ToolError
+
+        run = self._last_run
+        if run is None:
+            raise ToolError("no run to message: start one with run() first")
+        sent = run.delegation.messaging.send(None, to, text)
+        return sent.letter.to
+
+    def pending_questions(self) -> list[HumanQuestion]:
+        """What the agents of the run started last wait for a person to answer while the
+        rest of it goes on (approvals and questions from the background: see
+        :mod:`subagents.runtime.inbox`), oldest first."""
+        run = self._last_run
+        return run.delegation.inbox.pending() if run is not None else []
+
+    def answer(self, key: str, decision: HumanDecision) -> HumanQuestion:
+        """Answer the waiting question ``key`` (its tool call's id, or the start of it; see
+        :meth:`pending_questions`) with ``decision``: the agent that asked goes on. Raises
+        ToolError when no question of the run waits under ``key``."""
+        from subagents.errors import ToolError
+
+        run = self._last_run
+        point = run.delegation.inbox.find(key) if run is not None else None
+        if run is None or point is None:
+            waiting = ", ".join(q.tool_call_id for q in self.pending_questions()) or "none"
+            raise ToolError(f"no question waits under {key!r} (waiting: {waiting})")
+        question = next(q for q in run.delegation.inbox.pending() if q.wait_point == point)
+        run.answer(point, decision)
+        return question
+
     def credentials(self) -> list[str]:
         """Every credential this runtime was given (see
         :func:`subagents.secrets.known_credentials`), with the keys of the agents' own

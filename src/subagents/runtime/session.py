@@ -45,7 +45,7 @@ from subagents.models.base import ModelSettings
 from subagents.runtime import events as ev
 from subagents.runtime.answer_check import CUT_OFF_MARK
 from subagents.runtime.budget import BUDGET_KEY, Budget, Limits
-from subagents.runtime.hooks import Hooks
+from subagents.runtime.hooks import Hooks, notify
 from subagents.runtime.loop_guard import (
     DEFAULT_MAX_REPEATED_FAILURES,
     LoopFinding,
@@ -53,7 +53,13 @@ from subagents.runtime.loop_guard import (
     loop_trace,
     resume_note,
 )
-from subagents.runtime.pause import DeliveredDecision, HumanQuestion, RunPaused, WaitPoint
+from subagents.runtime.pause import (
+    DeliveredDecision,
+    HumanDecision,
+    HumanQuestion,
+    RunPaused,
+    WaitPoint,
+)
 from subagents.runtime.requests import own_words
 from subagents.runtime.result import RunResult, RunStatus
 from subagents.runtime.snapshot import snapshot_of
@@ -154,6 +160,16 @@ class Session:
     approved_again: set[tuple[str, str]] = field(default_factory=set)
     _request: str = ""  # what run() was last asked, in the asker's words (see `request`)
     _inbox: list[str] = field(default_factory=list)
+    # set when something reaches the inbox: a parent waiting for its background work wakes
+    _arrived: asyncio.Event | None = None
+    # when it last began a turn or got its model's answer (time.monotonic), for ListAgents
+    last_active: float = field(default_factory=time.monotonic)
+    # a message reached it (runtime/messaging.py): it is offered SendMessage to answer
+    corresponded: bool = False
+    # what it waits for a person to answer, alone (runtime/inbox.py)
+    waiting_for: HumanQuestion | None = None
+    # it waits for its background subagents (nothing of its own to do until one ends)
+    waiting_on_children: bool = False
     _menu: ToolMenu | None = None  # the tool specs offered, built at the first request
     # trace records not yet committed: the steps' and those others add (add_trace)
     _traces: list[RecordFields] = field(default_factory=list)
@@ -184,6 +200,31 @@ class Session:
     def notify(self, text: str) -> None:
         """Queue a message that reaches the model at the start of its next turn."""
         self._inbox.append(text)
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def forget_menu(self) -> None:
+        """Its tools changed: the next turn builds its menu again."""
+        self._menu = None
+
+    def holds(self, mark: str) -> bool:
+        """Whether ``mark`` is in a message of its history or waiting in its inbox."""
+        return any(mark in item for item in self._inbox) or any(
+            isinstance(m, UserMessage) and mark in m.content for m in self.messages
+        )
+
+    def take_inbox(self) -> list[str]:
+        """What waits in the inbox, taken out of it."""
+        pending, self._inbox[:] = list(self._inbox), []
+        return pending
+
+    async def inbox_filled(self) -> None:
+        """Wait until something is in the inbox."""
+        while not self._inbox:
+            if self._arrived is None:
+                self._arrived = asyncio.Event()
+            self._arrived.clear()
+            await self._arrived.wait()
 
     def add_trace(self, trace: RecordFields) -> None:
         """Record ``trace`` with the session's next step."""
@@ -263,6 +304,7 @@ class Session:
                 self._check_budget()
                 self.run_turns += 1
                 self.turns += 1
+                self.last_active = time.monotonic()
                 self._deliver_inbox()
                 if recorder is not None and self._unstored_messages_at_risk():
                     await self._commit_in_group(recorder, "before_model", ())
@@ -276,6 +318,7 @@ class Session:
                 )
                 answered = await self._in_time(model_step(self, step), "a model call")
                 response, calls = answered.response, answered.calls
+                self.last_active = time.monotonic()
                 if answered.traces:
                     self._traces.extend(answered.traces)
                 self.usage.add(response.usage)
@@ -321,13 +364,16 @@ class Session:
             )
         except RunPaused as pause:
             self.status = "awaiting_human"
+            asker = pause.question.session_id == self.agent_id
             if recorder is not None:
                 traces = self._take_traces()
-                if pause.question.session_id == self.agent_id:  # where it waits: traced once
+                if asker:  # where it waits: traced once
                     traces.append(recorder.wait_trace(self, pause.question))
                 self._commit(recorder, "awaiting_human", traces, question=pause.question)
             if events.active:
                 events.emit(ev.SessionPaused(self.agent_id, pause.question))
+            if asker and pause.question.kind != "budget":
+                await asyncio.shield(self.notify_person("agent_needs_input", pause.question.text))
             raise
         except _TimeLimitPassed as passed:
             return await self._finish(
@@ -480,13 +526,19 @@ class Session:
             await self._run_tool_calls(pending, recovering=True)
             return await self._stop_for_loop(started) if self._loop_stop is not None else None
         if not last.tool_calls:
+            # a message came for it, or a background subagent's result it has not seen: it
+            # goes on with that instead of finishing again
+            context = self.context
+            if self._inbox or (
+                context is not None and await context.settle_background(self.agent_id)
+            ):
+                return None
             return await self._finish("completed", last.content, started)
         return None
 
     def _deliver_inbox(self) -> None:
         if self._inbox:
-            pending, self._inbox[:] = list(self._inbox), []
-            self.messages.append(UserMessage("\n\n".join(pending)))
+            self.messages.append(UserMessage("\n\n".join(self.take_inbox())))
 
     def _offered(self) -> Sequence[ToolSpec]:
         """The tool specs this turn offers the model (see :mod:`subagents.runtime.tool_menu`)."""
@@ -502,8 +554,11 @@ class Session:
         if not menu.varies:
             return menu.everything
         context = self.context
+        if context is None:
+            return menu.quiet
         return menu.for_turn(
-            background=context is not None and context.has_background(self.agent_id)
+            background=context.has_background(self.agent_id),
+            mail=context.offers_messages(self.agent_id),
         )
 
     def description_profile(self) -> DescriptionProfile:
@@ -787,6 +842,41 @@ class Session:
                 text=f"The run reached its budget: {budget.report()} spent. Resume it "
                 "with a larger budget to go on.",
             )
+        )
+
+    async def wait_for_person(self, question: HumanQuestion) -> HumanDecision:
+        """Wait, alone, for a person's answer to ``question`` while the rest of the run goes
+        on (see :mod:`subagents.runtime.inbox`): the question is stored first, in an
+        ``awaiting_human`` checkpoint, so that ``subagents inbox`` lists it and a restart
+        asks it again."""
+        context = self.context
+        assert context is not None  # only a session of a run waits alone
+        self.status = "awaiting_human"
+        recorder = self.recorder
+        if recorder is not None:
+            traces = [*self._take_traces(), recorder.wait_trace(self, question)]
+            self._commit(recorder, "awaiting_human", traces, question=question)
+        if self.events.active:
+            self.events.emit(ev.SessionPaused(self.agent_id, question, alone=True))
+        self.waiting_for = question
+        try:
+            await self.notify_person("agent_needs_input", question.text)
+            return await context.wait_for_person(question)
+        finally:
+            self.waiting_for = None
+            self.status = "active"
+            self.last_active = time.monotonic()
+
+    async def notify_person(self, kind: str, message: str) -> None:
+        """Run the ``Notification`` hooks for ``kind`` (see :mod:`subagents.runtime.hooks`)."""
+        await notify(
+            self.hooks,
+            kind,
+            message,
+            agent_id=self.agent_id,
+            agent_type=self.agent_type,
+            parent_id=self.parent.agent_id if self.parent is not None else None,
+            cwd=str(self.workspace),
         )
 
     def ask(

@@ -494,6 +494,22 @@ class _CallStep:
             self._write_ledger(recorder.ledger_entry(session.agent_id, call, tool, outcome))
 
     async def settle(self) -> ToolOutcome:
+        try:
+            return await self._settle()
+        except RunPaused as pause:
+            # an agent in the background waits for the person alone (runtime/inbox.py)
+            session, question = self.session, pause.question
+            context = session.context
+            mine = question.session_id == session.agent_id and question.tool_call_id == (
+                self.call.id
+            )
+            if not mine or context is None or not context.waits_alone(session.agent_id):
+                raise
+            decision = await session.wait_for_person(question)
+            self.delivered = DeliveredDecision(question.wait_point, decision, self.call.name)
+            return await self.apply_decision(session.tools.get(self.call.name), decision)
+
+    async def _settle(self) -> ToolOutcome:
         session, call, recovering = self.session, self.call, self.recovering
         tool = session.tools.get(call.name)
         # a call the model sends again after a person approved it (never the stored one a

@@ -55,6 +55,11 @@ class TaskInput(BaseModel):
         description="Only to continue an earlier subagent with its history: its agent_id "
         "(give its subagent_type too); leave out to start a new one",
     )
+    fork: bool = Field(
+        default=False,
+        description="Start the agent with a copy of your conversation so far, so that it "
+        "knows all you know; the prompt then only says what it should do",
+    )
     max_budget_tokens: int | None = Field(
         default=None,
         ge=1,

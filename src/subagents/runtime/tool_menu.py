@@ -6,6 +6,8 @@ of it the model is *shown*, because small models choose worse from long menus:
 - ``TaskOutput`` and ``TaskCancel`` are offered only while the session has a background
   subagent that is running or whose result it has not seen; a call to them at any other time
   is answered with a tool error saying so (see :mod:`subagents.runtime.delegation`).
+- ``SendMessage`` and ``ListAgents`` are offered only while the session has someone to
+  message: a background subagent of its own that runs, or an agent that messaged it.
 - ``AskHuman`` is offered only when someone can answer (:func:`someone_can_answer`).
 - The description profile (``[providers.NAME] tool_descriptions``) is ``"full"`` or
   ``"compact"``: each tool's short description (its own ``compact_description``, else the
@@ -31,7 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from subagents.tools.names import TASK_CANCEL_TOOL_NAME, TASK_OUTPUT_TOOL_NAME
+from subagents.tools.names import (
+    MESSAGE_TOOL_NAMES,
+    TASK_CANCEL_TOOL_NAME,
+    TASK_OUTPUT_TOOL_NAME,
+)
 
 if TYPE_CHECKING:
     from subagents.models.base import ToolSpec
@@ -58,6 +64,9 @@ DescriptionProfile = Literal["full", "compact"]
 
 # Offered only while the session has a background subagent running or unread.
 BACKGROUND_TOOL_NAMES = frozenset({TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME})
+# The tools offered at times: the background tools, and SendMessage / ListAgents while the
+# session has someone to message (runtime/messaging.py).
+_AT_TIMES = BACKGROUND_TOOL_NAMES | frozenset(MESSAGE_TOOL_NAMES)
 
 LEFT_OUT_OF_SMALL_MENUS = frozenset(
     {"MultiEdit", "LS", "TodoWrite", "WebFetch", "WebSearch", "NotebookEdit"}
@@ -75,10 +84,13 @@ _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s|$)")
 
 @dataclass(slots=True, frozen=True)
 class ToolMenu:
-    """A session's tool specs: ``everything``, and ``quiet`` (without the background tools)."""
+    """A session's tool specs: ``everything``; ``quiet``, without the tools offered only at
+    times (the background tools, the message tools); and the two menus between."""
 
     everything: tuple[ToolSpec, ...]
     quiet: tuple[ToolSpec, ...]
+    with_mail: tuple[ToolSpec, ...] = ()  # quiet and the message tools
+    with_background: tuple[ToolSpec, ...] = ()  # quiet and the background tools
 
     @classmethod
     def of(
@@ -102,21 +114,25 @@ class ToolMenu:
             )
         else:
             specs = tuple(tool.spec for tool in tools)
-        quiet = tuple(spec for spec in specs if spec.name not in BACKGROUND_TOOL_NAMES)
+        quiet = tuple(spec for spec in specs if spec.name not in _AT_TIMES)
         if len(quiet) == len(specs):
             return cls(specs, specs)
-        # the background tools go last, so that the quiet menu is a prefix of the full one
-        # and a provider's prompt cache survives them coming and going
+        # the tools offered at times go last, mail before background, so that the quiet menu
+        # is a prefix of the others and a provider's prompt cache survives them coming and
+        # going
+        mail = tuple(spec for spec in specs if spec.name in MESSAGE_TOOL_NAMES)
         late = tuple(spec for spec in specs if spec.name in BACKGROUND_TOOL_NAMES)
-        return cls(quiet + late, quiet)
+        return cls(quiet + mail + late, quiet, quiet + mail, quiet + late)
 
     @property
     def varies(self) -> bool:
-        """Whether the background tools are in it, so that the turn decides."""
+        """Whether tools offered at times are in it, so that the turn decides."""
         return self.quiet is not self.everything
 
-    def for_turn(self, *, background: bool) -> tuple[ToolSpec, ...]:
-        return self.everything if background else self.quiet
+    def for_turn(self, *, background: bool, mail: bool = False) -> tuple[ToolSpec, ...]:
+        if background:
+            return self.everything if mail else self.with_background
+        return self.with_mail if mail else self.quiet
 
 
 def description_profile(

@@ -11,7 +11,10 @@ __all__ = [
     "BUILTIN_TOOL_NAMES",
     "CLAUDE_CODE_ONLY_TOOL_NAMES",
     "DELEGATION_TOOL_NAMES",
+    "LIST_AGENTS_TOOL_NAME",
+    "MESSAGE_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
+    "SEND_MESSAGE_TOOL_NAME",
     "SKILL_TOOL_NAME",
     "TASK_CANCEL_TOOL_NAME",
     "TASK_OUTPUT_TOOL_NAME",
@@ -43,6 +46,10 @@ DELEGATION_TOOL_NAMES: tuple[str, ...] = (
     TASK_OUTPUT_TOOL_NAME,
     TASK_CANCEL_TOOL_NAME,
 )
+# Messages between the agents of a task (runtime/messaging.py).
+SEND_MESSAGE_TOOL_NAME = "SendMessage"
+LIST_AGENTS_TOOL_NAME = "ListAgents"
+MESSAGE_TOOL_NAMES: tuple[str, ...] = (SEND_MESSAGE_TOOL_NAME, LIST_AGENTS_TOOL_NAME)
 ASK_HUMAN_TOOL_NAME = "AskHuman"  # pauses a durable run for a person
 SKILL_TOOL_NAME = "Skill"  # loads a skill; present when skills are found (subagents.skills)
 
@@ -75,7 +82,7 @@ def classify_tool_name(name: str) -> ToolNameKind:
     """
     if name in BUILTIN_TOOL_NAMES or name == SKILL_TOOL_NAME:
         return "builtin"
-    if name in (TASK_TOOL_NAME, "Agent"):  # Claude Code's name for the delegation tool
+    if name in (TASK_TOOL_NAME, "Agent", *MESSAGE_TOOL_NAMES):  # "Agent": Claude Code's Task
         return "task"
     if _MCP_NAME.match(name):
         return "mcp"

@@ -311,6 +311,8 @@ class BlockTree:
             self._session_started(event)
         elif isinstance(event, ev.TurnStarted):
             block = self._block(event.agent_id)
+            if block.status == "paused":  # a person answered what it waited for alone
+                block.status = "active"
             block.turns = max(block.turns, event.turn)
             block.streaming = ""
             self._streams.pop(event.agent_id, None)

@@ -440,6 +440,8 @@ class ApprovalQueue:
         self._open.append(pending)
         if blocks is not None:
             blocks.approval_asked(request.agent_id)
+        if self._showing():
+            self._app.bell()  # the person may be looking elsewhere: an agent needs them
         self._show_next()
         try:
             return await pending.answer

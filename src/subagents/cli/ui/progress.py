@@ -345,14 +345,28 @@ class ProgressPrinter:
         elif isinstance(event, ev.InstructionsNotice):
             console.print(f"[yellow]Project instructions:[/] {shown(redact.text(event.message))}")
         elif isinstance(event, ev.SessionPaused):
+            question = event.question
+            how = ""
+            if event.alone:  # the rest of the run goes on: say how to answer it
+                how = (
+                    f" (the others go on; answer with: subagents inbox "
+                    f"{question.task_id[:8]} {question.tool_call_id} --approve, or --reject REASON)"
+                )
             console.print(
                 f"[yellow]{self._label(event.agent_id)} waits for a person:[/] "
-                f"{shown(redact.text(event.question.text))}"
+                f"{shown(redact.text(question.text))}{quote_markup(how)}"
             )
         elif isinstance(event, ev.LoopNoticed):
             verdict = (
                 "[red]stopped, it loops:[/]" if event.stopped else "[yellow]repeats itself:[/]"
             )
+            console.print(
+                f"[cyan]{self._label(event.agent_id)}[/] {verdict} "
+                f"{shown(redact.text(event.message))}",
+                highlight=False,
+            )
+        elif isinstance(event, ev.AgentStalled):
+            verdict = "[red]stalled, stopped:[/]" if event.stopped else "[yellow]stalled:[/]"
             console.print(
                 f"[cyan]{self._label(event.agent_id)}[/] {verdict} "
                 f"{shown(redact.text(event.message))}",
