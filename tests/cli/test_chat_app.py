@@ -28,6 +28,7 @@ from subagents.cli.ui.chat_app import ChatApp, TurnView, rich_color
 from subagents.cli.ui.chat_view import MAX_DIFF_LINES, Transcript, diff_lines, render_transcript
 from subagents.cli.ui.live import ApprovalScreen, BlockView
 from subagents.definitions.model import AgentDefinition
+from subagents.errors import SubagentsError
 from subagents.messages import (
     AssistantMessage,
     ToolCall,
@@ -797,3 +798,23 @@ def test_with_no_color_the_chat_in_a_real_terminal_uses_no_hue(
         tmux("send-keys", "-t", name, "C-q")
     finally:
         tmux("kill-server")
+
+
+async def test_a_message_to_an_agent_of_the_conversation_continues_it(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    session, model = make_session(tmp_path, store)
+    first = await session.send("the team, please")
+    assert first.status == "completed"
+    lister_id = next(s.session_id for s in store.sessions(TASK_ID) if s.agent_name == "lister")
+
+    checked = session.prompt_for(f"@{lister_id[:8]} also count the files")
+    result = await session.send(checked)
+
+    assert result.status == "completed"
+    (asked,) = [s for s in store.sessions(TASK_ID) if s.agent_name == "lister"]
+    stored = [m["content"] for m in store.messages(asked.session_id) if m["role"] == "user"]
+    assert any("also count the files" in text and 'from="a person"' in text for text in stored)
+    assert "task-notification" in " ".join(prompts(model.requests[-1]))  # its parent heard
+    with pytest.raises(SubagentsError, match="Say what to tell agent"):
+        session.prompt_for(f"@{lister_id[:8]}")
