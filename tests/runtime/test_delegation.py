@@ -183,6 +183,7 @@ async def test_task_tool_description_lists_active_agents(tmp_path: Path) -> None
         "run_in_background",
         "resume",
         "fork",
+        "output_schema",
     }
 
 

@@ -383,3 +383,44 @@ async def test_the_watchdog_reports_then_stops_a_stalled_background_child(tmp_pa
     assert result.status == "completed"
     assert "status cancelled" in result.output and "stopped by the watchdog" in result.output
     assert [event.stopped for event in seen] == [False, True]  # reported, then stopped
+
+
+async def test_a_message_to_a_nested_agent_of_a_finished_task_reaches_the_main_agent(
+    tmp_path: Path,
+) -> None:
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1]
+        if isinstance(last, UserMessage) and "task-notification" in last.content:
+            return text_response("again: " + last.content)
+        return task("helper") if not results(request) else text_response("first answer")
+
+    def helper_turn(request: ModelRequest) -> ModelResponse:
+        return task("nested") if not results(request) else text_response("helper answer")
+
+    def nested_turn(request: ModelRequest) -> ModelResponse:
+        told = any(
+            isinstance(m, UserMessage) and "look deeper" in m.content for m in request.messages
+        )
+        return text_response("nested looked deeper" if told else "nested answer")
+
+    with open_store(tmp_path / "state.db") as store:
+        rt = runtime(
+            tmp_path,
+            FunctionModel(main_turn),
+            agent("helper"),
+            agent("nested"),
+            agent_models={
+                "helper": FunctionModel(helper_turn),
+                "nested": FunctionModel(nested_turn),
+            },
+            store=store,
+        )
+        first = await rt.run("go")
+        assert first.output == "first answer" and first.task_id is not None
+
+        rt.send_message("nested", "look deeper")  # the run has ended: kept for the resume
+        again = await rt.resume(first.task_id)
+
+    # its parent (helper) has ended: the main agent hears of it instead, and answers anew
+    assert again.status == "completed"
+    assert again.output.startswith("again:") and "nested looked deeper" in again.output

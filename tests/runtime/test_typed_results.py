@@ -136,3 +136,42 @@ def test_an_answer_nested_too_deeply_is_refused_not_a_crash() -> None:
     deep: Callable[[int], str] = lambda n: "[" * n + "]" * n  # noqa: E731
     value, problem = typed_answer(SCHEMA, deep(100_000))
     assert value is None and problem is not None
+
+
+async def test_a_task_call_gives_its_own_schema_kept_across_a_rebuild(tmp_path: Path) -> None:
+    from subagents.store.sqlite import open_store
+
+    calls: list[dict[str, object]] = []
+
+    def asking_parent(request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if len(results) == 0:
+            task = {"description": "d", "prompt": "p", "subagent_type": "plain", "output_schema": 7}
+            return tool_call_response("Task", task)
+        if len(results) == 1:
+            task = {"description": "d", "prompt": "count bugs", "subagent_type": "plain"}
+            calls.append(task)
+            return tool_call_response("Task", {**task, "output_schema": SCHEMA})
+        return text_response(" | ".join(result.content for result in results))
+
+    child, seen = scripted("Two bugs.", '{"bugs": 2, "files": ["a.py"]}')
+    plain = AgentDefinition(name="plain", description="Reviews.", system_prompt="You review.")
+    with open_store(tmp_path / "state.db") as store:
+        runtime = Runtime(
+            cwd=tmp_path,
+            agents=[plain],
+            model=FunctionModel(asking_parent),
+            agent_models={"plain": child},
+            store=store,
+            permission_mode="bypassPermissions",
+        )
+        result = await runtime.run("go")
+        assert result.task_id is not None
+        (session,) = [s for s in store.sessions(result.task_id) if s.agent_name == "plain"]
+        checkpoint = store.latest_checkpoint(result.task_id, session.session_id)
+    refused, answered = result.output.split(" | ")
+    assert "output_schema" in refused  # a schema that is no schema is refused, saying why
+    assert answered.startswith('{"bugs":2,"files":["a.py"]}')
+    assert "JSON Schema" in seen[0].messages[0].content  # its opening asks for the JSON
+    assert "does not match" in seen[1].messages[-1].content  # asked again once
+    assert checkpoint is not None and checkpoint.state["output_schema"] == SCHEMA

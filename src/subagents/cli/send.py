@@ -73,6 +73,13 @@ def send_command(
                 "agent's next step."
             )
             return
+        if record.status == "awaiting_human":
+            err.print(
+                f"Sent to {quote_markup(who)}. Task {record.id[:8]} waits for a person; the "
+                f"agent reads it once the task goes on: subagents resume {record.id[:8]} "
+                "(or answer what waits: subagents inbox)"
+            )
+            return
         err.print(f"Sent to {quote_markup(who)}; task {record.id[:8]} continues here.")
     from subagents.cli.resume import resume_command
 

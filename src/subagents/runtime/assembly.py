@@ -422,6 +422,9 @@ class SessionBuilder:
             session.own_budget.charge(spec.agent_type, session.usage, cost)
         if parent is not None and definition is not None:  # a fresh allowance once resumed
             session.time_limit = _time_limit(definition)
+        schema = state.get("output_schema")
+        if isinstance(schema, dict):  # its Task call's outputSchema
+            hold_to_schema(session, schema)
         session.turns = int(state.get("turns", record.turns))
         session.run_turns = int(state.get("run_turns", 0))
         session.tool_call_count = int(state.get("tool_calls", record.tool_calls))
@@ -660,6 +663,14 @@ def _checkpoints_written(recorder: Recorder, session_id: str, state: dict[str, A
 def own_limits(definition: AgentDefinition) -> Limits:
     """The budget an agent file gives each of its subagent sessions."""
     return Limits(definition.max_budget_tokens, usd(definition.max_budget_usd))
+
+
+def hold_to_schema(session: Session, schema: dict[str, Any]) -> None:
+    """Hold ``session``'s final answer to ``schema``, given by its Task call (over its agent
+    file's ``outputSchema``): checked, and on schema-constrained turns decoded under it."""
+    session.output_schema = session.call_schema = schema
+    reply = json.dumps(schema, sort_keys=True)
+    session.settings = replace(session.settings, reply_schema=reply)
 
 
 def _time_limit(definition: AgentDefinition) -> tuple[float, int] | None:

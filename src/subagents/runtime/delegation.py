@@ -13,13 +13,13 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from subagents._preview import shorten
 from subagents.errors import SubagentsError, ToolError, WorktreeError
 from subagents.messages import ToolResultMessage, UserMessage
 from subagents.runtime import events as ev
-from subagents.runtime.assembly import SessionBuilder
+from subagents.runtime.assembly import SessionBuilder, hold_to_schema
 from subagents.runtime.hooks import HookPayload, Hooks
 from subagents.runtime.inbox import Inbox
 from subagents.runtime.messaging import Messaging
@@ -39,6 +39,7 @@ from subagents.runtime.task_tools import (
     task_schema,
     task_tool_description,
 )
+from subagents.runtime.typed_result import schema_prompt
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
@@ -258,8 +259,11 @@ class Delegation:
         resume: str | None = None,
         max_budget_tokens: int | None = None,
         fork: bool = False,
+        output_schema: dict[str, Any] | None = None,
     ) -> str:
         parent = _session_of(ctx)
+        if output_schema is not None:
+            self._check_call_schema(subagent_type, output_schema)
         # a call that started its subagent before the process stopped continues it, as it was
         # accepted then; any other call is checked first
         rebound = None if resume else self._rebind(parent, ctx.tool_call_id, description)
@@ -281,6 +285,9 @@ class Delegation:
             if rebound is None and handle.definition.isolation == "worktree":
                 await self._isolate_new(handle)
         child_prompt = None if rebound is not None else prompt
+        if child_prompt is not None and output_schema is not None:
+            hold_to_schema(handle.session, output_schema)
+            child_prompt += schema_prompt(output_schema)
         if run_in_background:
             handle.background = True
             self._any_background = True
@@ -305,6 +312,17 @@ class Delegation:
             handle.in_foreground = False
         handle.delivered = True
         return _render_for_parent(handle, spawn)
+
+    def _check_call_schema(self, subagent_type: str, schema: dict[str, Any]) -> None:
+        """A Task call's ``output_schema``: a valid JSON Schema, for an agent whose file sets
+        none (its own would contradict it)."""
+        _check_call_schema(schema)
+        definition = self.runtime.definition_named(subagent_type.strip())
+        if definition is not None and definition.output_schema is not None:
+            raise ToolError(
+                f"the '{definition.name}' agent's file sets its outputSchema already: leave "
+                "`output_schema` out of the Task call (its answer is that JSON)"
+            )
 
     def _start_handle(
         self,
@@ -705,9 +723,20 @@ class Delegation:
                 ev.SubagentFinished(session.agent_id, parent.agent_id, spawn, session.usage)
             )
         if handle.background and not handle.delivered:
-            parent.notify(_render_notification(handle, spawn))
+            self.listener_of(handle).notify(_render_notification(handle, spawn))
             handle.delivered = True
         return spawn
+
+    def listener_of(self, handle: SubagentHandle) -> Session:
+        """Who hears of the end of ``handle``'s background run: its parent, or, when that
+        one has ended (a person messaged an agent below it), the nearest one above still at
+        work (the main session, at the least)."""
+        parent = handle.parent
+        above = self.handles.get(parent.agent_id)
+        while above is not None and not above.running:
+            parent = above.parent
+            above = self.handles.get(parent.agent_id)
+        return parent
 
     def _run_with_hooks(self, handle: SubagentHandle, prompt: str) -> Awaitable[RunResult]:
         """The subagent run on ``prompt`` between its SubagentStart and SubagentStop hooks
@@ -813,10 +842,10 @@ class Delegation:
         waiting = [
             h.task
             for h in self.handles.values()
-            if h.parent.agent_id == session_id
-            and h.background
+            if h.background
             and not h.delivered
             and h.task is not None
+            and self.listener_of(h).agent_id == session_id
         ]
         if not waiting:
             return False
@@ -1206,6 +1235,30 @@ def _drop_notification(handle: SubagentHandle) -> None:
     marker = f"agent_id: {handle.session.agent_id} "
     inbox = handle.parent._inbox
     inbox[:] = [item for item in inbox if marker not in item]
+
+
+_MAX_CALL_SCHEMA_CHARS = 20_000
+
+
+def _check_call_schema(schema: dict[str, Any]) -> None:
+    """Refuse, saying why, an ``output_schema`` that is no JSON Schema or is too large."""
+    import json
+
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if len(json.dumps(schema, default=str)) > _MAX_CALL_SCHEMA_CHARS:
+        raise ToolError(
+            f"`output_schema` is larger than {_MAX_CALL_SCHEMA_CHARS} characters: give a "
+            "smaller schema, or none"
+        )
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        raise ToolError(
+            f"`output_schema` is not a valid JSON Schema: {error.message}; fix it or leave it "
+            "out"
+        ) from None
 
 
 def _fork_from(handle: SubagentHandle, call_id: str) -> None:

@@ -25,7 +25,7 @@ from subagents.runtime.mail import (
     pending,
     post,
     redacted,
-    stored_letters,
+    undelivered,
 )
 from subagents.runtime.task_tools import input_schema_of
 from subagents.tools.base import Tool, ToolContext
@@ -169,6 +169,21 @@ class Messaging:
                 self._handled.add(letter.id)
         return self.deliver(letter, session, handle)
 
+    def post_for_later(self, to: str, text: str) -> str:
+        """Store a person's message to the agent ``to`` of this run, which has ended: a
+        resume of its task delivers it. Returns the agent_id it goes to."""
+        session, _ = self._recipient(None, to)
+        recorder = self._recorder()
+        assert recorder is not None
+        letter = Letter(letter_id(PERSON), PERSON, PERSON, session.agent_id, text)
+        post(
+            recorder.store,
+            recorder.task_id,
+            redacted(letter, recorder.redactor),
+            session.agent_type,
+        )
+        return session.agent_id
+
     def deliver(self, letter: Letter, session: Session, handle: SubagentHandle | None) -> Sent:
         """Put ``letter`` where ``session`` reads it, once."""
         self._handled.add(letter.id)
@@ -279,15 +294,14 @@ class Messaging:
         if recorder is None:
             return 0
         count = 0
-        for letter in stored_letters(recorder.store, recorder.task_id):
+        for letter in undelivered(recorder.store, recorder.task_id):
             if letter.id in self._handled:
                 continue
+            self._handled.add(letter.id)
             session, handle = self._stored_recipient(letter.to)
-            if session is None or not pending([letter], session.agent_id, session.messages):
-                self._handled.add(letter.id)
-                continue
-            self.deliver(letter, session, handle)
-            count += 1
+            if session is not None and pending([letter], session.agent_id, session.messages):
+                self.deliver(letter, session, handle)
+                count += 1
         return count
 
     def _stored_recipient(self, agent_id: str) -> tuple[Session | None, SubagentHandle | None]:

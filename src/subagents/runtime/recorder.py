@@ -290,6 +290,8 @@ class Recorder:
             state["todos"] = value(todos_to_state(snapshot.todos))
         if snapshot.own_budget:
             state["own_budget"] = snapshot.own_budget
+        if snapshot.call_schema is not None:
+            state["output_schema"] = snapshot.call_schema
         if snapshot.approved_again:
             state["approved_again"] = value([list(key) for key in snapshot.approved_again])
         if decisions:

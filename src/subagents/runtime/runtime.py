@@ -396,16 +396,25 @@ class Runtime:
 
     def send_message(self, to: str, text: str) -> str:
         """A person's message to the agent ``to`` (its agent_id or type, or ``main``) of the
-        run started last, while it runs: stored first, then read at that agent's next step
-        (a finished subagent runs again on it, in the background). Returns the agent_id it
-        went to; raises ToolError when ``to`` names no agent of the run."""
+        run started last: stored first, then read at that agent's next step (a finished
+        subagent runs again on it, in the background). Once that run has ended the message
+        waits in the store for :meth:`resume`. Returns the agent_id it went to; raises
+        ToolError when ``to`` names no agent of the run."""
         from subagents.errors import ToolError
 
         run = self._last_run
         if run is None:
             raise ToolError("no run to message: start one with run() first")
-        sent = run.delegation.messaging.send(None, to, text)
-        return sent.letter.to
+        messaging = run.delegation.messaging
+        if run.result is None:  # it runs
+            return messaging.send(None, to, text).letter.to
+        recorder = run.recorder
+        if recorder is None:
+            raise ToolError(
+                "the run has ended and has no store to keep the message for a resume: "
+                "message its agents while it runs, or give the runtime a store"
+            )
+        return messaging.post_for_later(to, text)
 
     def pending_questions(self) -> list[HumanQuestion]:
         """What the agents of the run started last wait for a person to answer while the

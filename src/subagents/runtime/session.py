@@ -181,6 +181,7 @@ class Session:
     _answer_now: bool = False  # the loop guard asks the next turn to answer without tools
     # outputSchema of its agent: the JSON Schema its final answer must match
     output_schema: dict[str, Any] | None = None
+    call_schema: dict[str, Any] | None = None  # the one its Task call gave, if it was that
     _typed_retried: bool = False  # its answer did not match once: the next one is final
 
     @property

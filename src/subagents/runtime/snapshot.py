@@ -104,6 +104,8 @@ class SessionSnapshot:
     facts: SessionFacts | None
     own_budget: dict[str, object] | None = None
     """A subagent's own budget limits (``Limits.to_state``), kept for its rebuild."""
+    call_schema: dict[str, Any] | None = None
+    """The outputSchema its Task call gave it (not its file's), kept for its rebuild."""
     schema_version: int = SNAPSHOT_VERSION
 
     @property
@@ -173,6 +175,7 @@ def snapshot_of(session: Session, position: str, upto: int | None = None) -> Ses
         approved_again=tuple(sorted(session.approved_again)) if session.approved_again else (),
         facts=facts,
         own_budget=session.own_budget.limits.to_state() if session.own_budget else None,
+        call_schema=session.call_schema,
     )
 
 

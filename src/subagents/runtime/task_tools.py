@@ -55,6 +55,11 @@ class TaskInput(BaseModel):
         description="Only to continue an earlier subagent with its history: its agent_id "
         "(give its subagent_type too); leave out to start a new one",
     )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="Optional: a JSON Schema the agent's final answer must match; you then "
+        "get that JSON",
+    )
     fork: bool = Field(
         default=False,
         description="Start the agent with a copy of your conversation so far, so that it "
