@@ -1256,8 +1256,7 @@ def _check_call_schema(schema: dict[str, Any]) -> None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
         raise ToolError(
-            f"`output_schema` is not a valid JSON Schema: {error.message}; fix it or leave it "
-            "out"
+            f"`output_schema` is not a valid JSON Schema: {error.message}; fix it or leave it out"
         ) from None
 
 
