@@ -576,3 +576,29 @@ async def test_without_ask_approval_the_runtime_decides_as_before(tmp_path: Path
     assert not (tmp_path / "a.txt").exists()
     (denied,) = tool_results_of(writer)
     assert "nobody is there to give it" in denied
+
+
+async def test_l_answers_the_next_request_first_in_any_order(tmp_path: Path) -> None:
+    runtime, _writer = writer_runtime(tmp_path, "a.txt", "b.txt")
+    app = RunApp(runtime, "Write both.")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app._approvals) == 2, "two approval requests")
+        first = await approval_screen(app, pilot)
+        later = first.request.arguments["file_path"]
+        await pilot.press("l")  # this one later: the other is shown
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first,
+            "the next request",
+        )
+        second = await approval_screen(app, pilot)
+        assert second.request.arguments["file_path"] != later
+        await pilot.press("y")  # approved first, though asked second
+        await wait_for(pilot, lambda: len(app._approvals) == 1, "one request left")
+        last = await approval_screen(app, pilot)
+        assert last.request.arguments["file_path"] == later
+        await pilot.press("n", "enter")
+        await wait_until_done(app, pilot)
+        await pilot.press("q")
+    written = {name for name in ("a.txt", "b.txt") if (tmp_path / name).exists()}
+    assert written == {"a.txt", "b.txt"} - {later}

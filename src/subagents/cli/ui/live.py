@@ -270,12 +270,14 @@ class ApprovalScreen(ModalScreen[None]):
         Binding("y", "approve", "Approve"),
         Binding("n", "reject", "Reject"),
         Binding("e", "modify", "Modify"),
+        Binding("l", "later", "Later"),
         Binding("q", "app.quit", "Quit"),
         Binding("ctrl+s", "apply", "Apply", show=False),
         Binding("escape", "back", "Back", show=False),
     ]
     _HINTS: ClassVar[dict[ApprovalMode, str]] = {
-        "choose": "y approve · n reject · e modify the arguments · q quit the run",
+        "choose": "y approve · n reject · e modify the arguments · l later (the next one "
+        "first, when more wait) · q quit the run",
         "reject": "Type why, then Enter to reject (empty: the user declined) · escape back",
         "modify": "Edit the arguments (JSON), then ctrl+s to approve with them · escape back",
     }
@@ -287,10 +289,12 @@ class ApprovalScreen(ModalScreen[None]):
         *,
         waiting: int = 0,
         redactor: Redactor | None = None,
+        on_later: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.request = request
         self.on_answer = on_answer
+        self.on_later = on_later
         self.mode: ApprovalMode = "choose"
         self.waiting = waiting
         self.redactor = redactor if redactor is not None else Redactor()
@@ -329,10 +333,13 @@ class ApprovalScreen(ModalScreen[None]):
         self.waiting = waiting
         if self.is_mounted:
             self.query_one("#approval-title", Static).update(self._title())
+            self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("approve", "reject", "modify"):
             return self.mode == "choose"
+        if action == "later":
+            return self.mode == "choose" and self.waiting > 0 and self.on_later is not None
         if action == "apply":
             return self.mode == "modify"
         if action == "back":
@@ -341,6 +348,11 @@ class ApprovalScreen(ModalScreen[None]):
 
     def action_approve(self) -> None:
         self.on_answer(ApprovalDecision(approved=True))
+
+    def action_later(self) -> None:
+        """Answer the next request first: this one waits behind the others."""
+        if self.on_later is not None:
+            self.on_later()
 
     def action_reject(self) -> None:
         self._switch("reject")
@@ -481,9 +493,20 @@ class ApprovalQueue:
                 lambda decision: self._settle(pending, decision),
                 waiting=len(self._open) - 1,
                 redactor=self._redactor,
+                on_later=lambda: self._later(pending),
             )
             self._screen = screen
             self._app.push_screen(screen)
+
+    def _later(self, pending: _PendingApproval) -> None:
+        """``pending`` goes behind the others; the next one is shown (any order: the agents
+        that asked wait each alone, the others go on)."""
+        if pending not in self._open or len(self._open) < 2:
+            return
+        self._open.remove(pending)
+        self._open.append(pending)
+        self.close_screen()
+        self._show_next()
 
     def _settle(self, pending: _PendingApproval, decision: ApprovalDecision | None) -> None:
         """Give ``pending`` its answer (``None``: it was withdrawn) and show the next one."""
