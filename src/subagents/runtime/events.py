@@ -41,6 +41,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnStarted",
+    "WorkflowMapProgress",
     "WorkflowNodeFinished",
     "WorkflowNodeStarted",
 ]
@@ -232,6 +233,23 @@ class WorkflowNodeFinished:
 
 
 @dataclass(slots=True, frozen=True)
+class WorkflowMapProgress:
+    """Where a map node's items stand: sent when one ends (and when the map starts)."""
+
+    agent_id: str
+    node: str
+    total: int
+    done: int
+    failed: int
+    running: int
+    kind: Literal["workflow_map_progress"] = "workflow_map_progress"
+
+    @property
+    def queued(self) -> int:
+        return self.total - self.done - self.failed - self.running
+
+
+@dataclass(slots=True, frozen=True)
 class ModelRetrying:
     """The session's model call failed and is tried again in ``delay_s`` seconds (the
     provider's ``Retry-After`` when it sent one): attempt ``attempt`` of ``max_attempts``,
@@ -276,6 +294,7 @@ Event = (
     | AgentStalled
     | WorkflowNodeStarted
     | WorkflowNodeFinished
+    | WorkflowMapProgress
     | ModelRetrying
     | AnswerRejected
 )

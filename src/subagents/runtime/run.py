@@ -220,16 +220,29 @@ class Run:
     def _restore_budget(self, task: TaskRecord, sessions: Sequence[SessionRecord]) -> None:
         self._budget = restored_budget(task, sessions, self.runtime)
 
-    async def step(self, recorder: Recorder, agent: str, prompt: str, agent_id: str) -> RunResult:
+    async def step(
+        self,
+        recorder: Recorder,
+        agent: str,
+        prompt: str,
+        agent_id: str,
+        *,
+        schema: dict[str, Any] | None = None,
+    ) -> RunResult:
         """Run ``agent`` on ``prompt`` as one step of the task ``recorder`` writes, in the
-        session ``agent_id`` (a workflow's agent node). A session of that id already in the
-        store (a crash, a pause) is rebuilt and continued, not started again. The task stays
-        the caller's: it is neither finished nor released here."""
+        session ``agent_id`` (a workflow's agent node, or one item of a map node, whose
+        ``schema`` its answer must match). A session of that id already in the store (a crash,
+        a pause) is rebuilt and continued, not started again. The task stays the caller's: it
+        is neither finished nor released here."""
         self.recorder = recorder
         record = recorder.find_session(agent_id)
         if record is None:
             session = self.builder.main(agent, agent_id=agent_id, node=True)
             session.recorder = recorder
+            if schema is not None:
+                from subagents.runtime.assembly import hold_to_schema
+
+                hold_to_schema(session, schema)
             work = session.run(prompt)
         else:
             session = self.builder.rebuilt(record, None, recorder, agent=agent)

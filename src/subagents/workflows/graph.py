@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "END",
@@ -40,6 +40,7 @@ __all__ = [
     "Edge",
     "HumanNode",
     "JoinNode",
+    "MapNode",
     "Node",
     "ToolNode",
     "Workflow",
@@ -87,6 +88,52 @@ class ToolNode(BaseModel):
     description: str = ""
 
 
+class MapNode(BaseModel):
+    """Run a body once for each item of the list in the state field ``over``: an agent
+    (``agent``, ``prompt``) or a tool (``tool``, ``arguments``), whose templates see the item
+    as ``as`` (default ``item``) and its place in the list as ``index``. At most
+    ``max_concurrent`` items run at once, and each is durable on its own: a resumed map runs
+    only the items not finished (a tool item whose call was in flight follows
+    ``[subagents] interrupted_tool_calls``). The results go to ``output`` in the list's order;
+    with ``outputSchema`` each must be JSON matching it (an agent is held to it as by its
+    file's ``outputSchema``). ``on_item_error``: ``fail`` stops the workflow (once the items
+    in flight end), ``skip`` leaves the item out, ``collect`` keeps ``{"error": ...}`` in its
+    place."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: Literal["map"] = "map"
+    over: str
+    as_: str = Field(default="item", alias="as", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    agent: str | None = None
+    prompt: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    max_concurrent: int = Field(default=4, ge=1, le=1000)
+    output: str | None = None
+    output_schema: dict[str, Any] | None = Field(default=None, alias="outputSchema")
+    on_item_error: Literal["fail", "skip", "collect"] = "fail"
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _one_body(self) -> MapNode:
+        if (self.agent is None) == (self.tool is None):
+            raise ValueError(
+                "a map node runs an agent or a tool for each item: give `agent` (with "
+                "`prompt`) or `tool` (with `arguments`), not both and not neither"
+            )
+        if self.output_schema is not None:
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(self.output_schema)
+            except SchemaError as error:
+                message = f"outputSchema is not a valid JSON Schema: {error.message}"
+                raise ValueError(message) from None
+        return self
+
+
 class ConditionNode(BaseModel):
     """Evaluate ``expression`` over the state; its result becomes ``routing_key``, on which
     the node's outgoing edges route."""
@@ -121,7 +168,8 @@ class JoinNode(BaseModel):
 
 
 Node = Annotated[
-    AgentNode | ToolNode | ConditionNode | HumanNode | JoinNode, Field(discriminator="type")
+    AgentNode | ToolNode | MapNode | ConditionNode | HumanNode | JoinNode,
+    Field(discriminator="type"),
 ]
 
 

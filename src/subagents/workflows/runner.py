@@ -40,7 +40,11 @@ from subagents.errors import (
 )
 from subagents.messages import ToolCall, Usage
 from subagents.runtime.budget import Budget, budget_setting, restored_budget, run_limits
-from subagents.runtime.events import WorkflowNodeFinished, WorkflowNodeStarted
+from subagents.runtime.events import (
+    WorkflowMapProgress,
+    WorkflowNodeFinished,
+    WorkflowNodeStarted,
+)
 from subagents.runtime.pause import DeliveredDecision, HumanDecision, HumanQuestion, WaitPoint
 from subagents.runtime.result import RunResult
 from subagents.runtime.steps import error_outcome
@@ -57,6 +61,7 @@ from subagents.workflows.graph import (
     ConditionNode,
     HumanNode,
     JoinNode,
+    MapNode,
     ToolNode,
     Workflow,
 )
@@ -237,6 +242,33 @@ class _Progress:
         )
 
 
+@dataclass(slots=True)
+class _Tally:
+    """A map node's items: how many ended well, failed, run now."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+
+
+class _ItemFailed(Exception):
+    """One item of a map node failed (its tool failed, its agent did not complete, its
+    result did not match the outputSchema): ``on_item_error`` says what follows."""
+
+
+def _typed_item(node: MapNode, content: str) -> Any:
+    """A tool item's result: as it is, or read as JSON held to the node's outputSchema."""
+    if node.output_schema is None:
+        return content
+    from subagents.runtime.typed_result import typed_answer
+
+    typed, problem = typed_answer(node.output_schema, content)
+    if typed is None:
+        raise _ItemFailed(f"its result does not match the outputSchema: {problem}")
+    return json.loads(typed)
+
+
 class _Paused(BaseException):
     """A node waits for a person (raised inside the engine, never out of it; a
     BaseException, like RunPaused, so that no tool layer turns it into a failure)."""
@@ -295,8 +327,10 @@ def workflow_task(
     from subagents.store.records import TaskRecord, new_id
 
     state = _initial_state(input)
-    text = state.extra.get("input")
+    text = state.extra.get("input") if not isinstance(input, Mapping) else None
     prompt = text if isinstance(text, str) else json.dumps(state.as_dict(), default=str)
+    if not isinstance(text, str):
+        text = None
     first = prompt.strip().splitlines()[0] if prompt.strip() else ""
     return TaskRecord(
         id=task_id or new_id(),
@@ -308,7 +342,9 @@ def workflow_task(
         settings={
             "permission_mode": runtime.permissions.mode,
             "headless": runtime.permissions.headless,
-            "workflow": _stored_definition(workflow),
+            # a mapping's input is kept as the prompt, JSON: a resume before the first
+            # checkpoint starts from those fields again, not from their text
+            "workflow": {**_stored_definition(workflow), "state_input": text is None},
             **budget_setting(run_limits(runtime)),
         },
     )
@@ -353,7 +389,7 @@ async def resume_workflow(
     session_id = workflow_session_id(task.id)
     latest = store.latest_checkpoint(task.id, session_id)
     if latest is None:  # stopped before its first node finished: start over, same ids
-        state = _initial_state(task.prompt)
+        state = _initial_state(_stored_input(task))
         progress = _Progress(main=_Lane("", workflow.entry_point, state))
     else:
         try:
@@ -370,6 +406,19 @@ async def resume_workflow(
     recorder.resume_task()
     engine = _Engine(runtime, workflow, recorder, progress, decisions)
     return await engine.drive()
+
+
+def _stored_input(task: TaskRecord) -> str | Mapping[str, Any]:
+    """The input a workflow task started with: its text, or the state fields it was given."""
+    stored = task.settings.get("workflow")
+    if isinstance(stored, Mapping) and stored.get("state_input"):
+        try:
+            fields = json.loads(task.prompt)
+        except (json.JSONDecodeError, RecursionError):
+            fields = None
+        if isinstance(fields, dict):
+            return fields
+    return task.prompt
 
 
 def _stored_definition(workflow: Workflow) -> dict[str, Any]:
@@ -560,6 +609,8 @@ class _Engine:
             return await self._agent(node, name, key, state)
         if isinstance(node, ToolNode):
             return await self._tool(node, name, key, state), None
+        if isinstance(node, MapNode):
+            return await self._map(node, name, key, state), None
         if isinstance(node, ConditionNode):
             value = self._evaluate(node.expression, state, f"node {name!r}")
             return StateUpdate(fields={"routing_key": route_key(value)}), None
@@ -571,26 +622,12 @@ class _Engine:
     async def _agent(
         self, node: AgentNode, name: str, key: str, state: WorkflowState
     ) -> tuple[StateUpdate, str | None]:
-        from subagents.runtime.run import Run
 
         prompt = self._render(node.prompt, state, f"node {name!r} prompt") if node.prompt else ""
         if not prompt.strip():
             prompt = _default_prompt(state)
         session_id = node_session_id(self.task_id, key)
-        run = Run(self.runtime, decisions=self._decisions_under(session_id), budget=self.budget)
-        try:
-            if self.recorder is not None:
-                result = await run.step(self.recorder, node.agent, prompt, session_id)
-            else:
-                session = run.builder.main(node.agent, agent_id=session_id, node=True)
-                result = await run._drive(session, session.run(prompt), owns_task=False)
-        except SubagentsError as error:  # no such agent, no model: a person must act
-            raise _Stopped("failed", f"node {name!r}: {error}") from None
-        finally:
-            for model, used in run.usage_by_model.items():
-                self.usage_by_model.setdefault(model, Usage()).add(used)
-        if result.status == "awaiting_human" and result.question is not None:
-            raise _Paused(result.question)
+        result = await self._run_agent(node.agent, prompt, session_id, name)
         if result.status != "completed":
             raise _Stopped(
                 "failed",
@@ -603,6 +640,146 @@ class _Engine:
             fields[node.output] = result.output
         return StateUpdate([message], fields), session_id
 
+    async def _run_agent(
+        self,
+        agent: str,
+        prompt: str,
+        session_id: str,
+        name: str,
+        schema: dict[str, Any] | None = None,
+    ) -> RunResult:
+        """``agent`` run on ``prompt`` in the session ``session_id`` of the task (continued,
+        not started again, when the store has it), held to ``schema`` when one is given; a
+        pause inside it pauses the workflow."""
+        from subagents.runtime.assembly import hold_to_schema
+        from subagents.runtime.run import Run
+        from subagents.runtime.typed_result import schema_prompt
+
+        if schema is not None:
+            prompt += schema_prompt(schema)
+        run = Run(self.runtime, decisions=self._decisions_under(session_id), budget=self.budget)
+        try:
+            if self.recorder is not None:
+                result = await run.step(self.recorder, agent, prompt, session_id, schema=schema)
+            else:
+                session = run.builder.main(agent, agent_id=session_id, node=True)
+                if schema is not None:
+                    hold_to_schema(session, schema)
+                result = await run._drive(session, session.run(prompt), owns_task=False)
+        except SubagentsError as error:  # no such agent, no model: a person must act
+            raise _Stopped("failed", f"node {name!r}: {error}") from None
+        finally:
+            for model, used in run.usage_by_model.items():
+                self.usage_by_model.setdefault(model, Usage()).add(used)
+        if result.status == "awaiting_human" and result.question is not None:
+            raise _Paused(result.question)
+        return result
+
+    async def _map(self, node: MapNode, name: str, key: str, state: WorkflowState) -> StateUpdate:
+        """Run ``node``'s body for each item of its list, ``max_concurrent`` at a time, each
+        durable on its own (a tool item by its ledger entry, an agent item by its session), so
+        that a resumed map runs only what had not finished."""
+        view = state.as_dict()
+        items = view.get(node.over)
+        if not isinstance(items, list):
+            raise _Stopped(
+                "failed",
+                f"node {name!r}: the state field {node.over!r} holds "
+                f"{type(items).__name__ if items is not None else 'nothing'}, not a list to map "
+                "over; set it (the workflow's input, or an earlier node's output)",
+            )
+        tool = self._tool_named(node.tool, name) if node.tool is not None else None
+        tally = _Tally(len(items))
+        results: list[Any] = [None] * len(items)
+        failed: dict[int, str] = {}
+        halted: list[BaseException] = []
+        gate = asyncio.Semaphore(node.max_concurrent)
+        self._map_progress(name, tally)
+
+        async def one(index: int, item: Any) -> None:
+            async with gate:
+                if halted:  # a failure or a pause stopped the map: this one never starts
+                    return
+                tally.running += 1
+                data = {**view, node.as_: item, "index": index}
+                item_key = f"{key}/{index}"
+                try:
+                    if tool is not None:
+                        results[index] = await self._map_tool(node, tool, item_key, data, name)
+                    else:
+                        results[index] = await self._map_agent(node, item_key, data, name)
+                    tally.done += 1
+                except _ItemFailed as failure:
+                    tally.failed += 1
+                    failed[index] = str(failure)
+                    if node.on_item_error == "fail":
+                        halted.append(
+                            _Stopped("failed", f"node {name!r}: item {index} failed: {failure}")
+                        )
+                except (_Paused, _Stopped) as stop:  # the items in flight end first
+                    halted.append(stop)
+                finally:
+                    tally.running -= 1
+                    self._map_progress(name, tally)
+
+        await asyncio.gather(*(one(index, item) for index, item in enumerate(items)))
+        if halted:
+            raise halted[0]
+        output = [
+            {"error": failed[index]} if index in failed else value
+            for index, value in enumerate(results)
+            if index not in failed or node.on_item_error == "collect"
+        ]
+        summary = f"{tally.done} of {len(items)} items done" + (
+            f", {len(failed)} failed ({node.on_item_error})" if failed else ""
+        )
+        body = node.tool or node.agent
+        message = WorkflowMessage("tool" if tool else "assistant", summary, node=name, name=body)
+        return StateUpdate([message], {node.output: output} if node.output else {})
+
+    async def _map_tool(
+        self, node: MapNode, tool: Tool, key: str, data: Mapping[str, Any], name: str
+    ) -> Any:
+        arguments = self._render_value_in(node.arguments, data, f"node {name!r} arguments")
+        content, is_error = await self._call(tool, key, arguments, name)
+        if is_error:
+            raise _ItemFailed(f"{tool.name} failed: {content}")
+        return _typed_item(node, content)
+
+    async def _map_agent(
+        self, node: MapNode, key: str, data: Mapping[str, Any], name: str
+    ) -> Any:
+        assert node.agent is not None
+        item = data[node.as_]
+        template = node.prompt or "{{ " + node.as_ + " }}"
+        prompt = self._render_in(template, data, f"node {name!r} prompt")
+        if not prompt.strip():
+            prompt = item if isinstance(item, str) else json.dumps(item)
+        session_id = node_session_id(self.task_id, key)
+        result = await self._run_agent(node.agent, prompt, session_id, name, node.output_schema)
+        if result.status != "completed":
+            raise _ItemFailed(
+                f"agent {node.agent!r} ended with {result.status}: "
+                f"{result.error or 'no error given'}"
+            )
+        if node.output_schema is not None:
+            return json.loads(result.output)  # held to the schema: compact JSON
+        return result.output
+
+    def _map_progress(self, name: str, tally: _Tally) -> None:
+        events = self.runtime.events
+        if events.active:
+            events.emit(
+                WorkflowMapProgress(
+                    self.session_id,
+                    name,
+                    tally.total,
+                    tally.done,
+                    tally.failed,
+                    tally.running,
+                )
+            )
+
     def _decisions_under(self, session_id: str) -> dict[WaitPoint, HumanDecision]:
         """The decisions that wait points of the session ``session_id`` (or below) await."""
         return {
@@ -614,6 +791,19 @@ class _Engine:
     async def _tool(self, node: ToolNode, name: str, key: str, state: WorkflowState) -> StateUpdate:
         tool = self._tool_named(node.tool, name)
         arguments = self._render_value(node.arguments, state, f"node {name!r} arguments")
+        content, is_error = await self._call(tool, key, arguments, name)
+        if is_error:
+            raise _Stopped("failed", f"node {name!r}: tool {tool.name} failed: {content}")
+        message = WorkflowMessage("tool", content, node=name, name=tool.name)
+        fields = {node.output: content} if node.output else {}
+        return StateUpdate([message], fields)
+
+    async def _call(
+        self, tool: Tool, key: str, arguments: dict[str, Any], name: str
+    ) -> tuple[str, bool]:
+        """``tool`` called with ``arguments`` as the call ``key`` of node ``name``, under the
+        ledger's rules: (its result, whether it is an error). A call the ledger says finished
+        is not run again."""
         call = ToolCall(key, tool.name, arguments)
         content: str | None = None
         is_error = False
@@ -645,11 +835,7 @@ class _Engine:
             content, is_error = outcome.message.content, outcome.message.is_error
             if recorder is not None:
                 recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool, outcome))
-        if is_error:
-            raise _Stopped("failed", f"node {name!r}: tool {tool.name} failed: {content}")
-        message = WorkflowMessage("tool", content, node=name, name=tool.name)
-        fields = {node.output: content} if node.output else {}
-        return StateUpdate([message], fields)
+        return content, is_error
 
     def _settled_or_ask(
         self, recorder: Recorder, tool: Tool, name: str, call: ToolCall
@@ -831,18 +1017,24 @@ class _Engine:
             raise _Stopped("failed", f"{where}: {error}") from None
 
     def _render(self, template: str, state: WorkflowState, where: str) -> str:
+        return self._render_in(template, state.as_dict(), where)
+
+    def _render_in(self, template: str, data: Mapping[str, Any], where: str) -> str:
         try:
-            return render_template(template, state.as_dict())
+            return render_template(template, data)
         except WorkflowConditionError as error:
             raise _Stopped("failed", f"{where}: {error}") from None
 
     def _render_value(self, value: Any, state: WorkflowState, where: str) -> Any:
+        return self._render_value_in(value, state.as_dict(), where)
+
+    def _render_value_in(self, value: Any, data: Mapping[str, Any], where: str) -> Any:
         if isinstance(value, str):
-            return self._render(value, state, where)
+            return self._render_in(value, data, where)
         if isinstance(value, dict):
-            return {k: self._render_value(v, state, where) for k, v in value.items()}
+            return {k: self._render_value_in(v, data, where) for k, v in value.items()}
         if isinstance(value, list):
-            return [self._render_value(v, state, where) for v in value]
+            return [self._render_value_in(v, data, where) for v in value]
         return value
 
     def _registry(self) -> ToolRegistry:

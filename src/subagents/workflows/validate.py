@@ -39,6 +39,7 @@ from subagents.workflows.graph import (
     Edge,
     HumanNode,
     JoinNode,
+    MapNode,
     ToolNode,
     Workflow,
 )
@@ -190,10 +191,30 @@ class _Checker:
                 for text, location in _string_arguments(node.arguments, f"{where}.arguments"):
                     self.check_template(text, location)
                 self.check_output(node.output, where)
+            elif isinstance(node, MapNode):
+                self.check_map(node, where)
             elif isinstance(node, ConditionNode):
                 self.check_condition(node.expression, f"{where}.expression")
             elif isinstance(node, HumanNode):
                 self.check_template(node.question, f"{where}.question")
+
+    def check_map(self, node: MapNode, where: str) -> None:
+        """A map node's body, as an agent or a tool node's, and the field it maps over."""
+        if node.agent is not None:
+            self.check_agent(AgentNode(agent=node.agent), where)
+            if node.prompt is not None:
+                self.check_template(node.prompt, f"{where}.prompt")
+        if node.tool is not None:
+            self.check_tool(ToolNode(tool=node.tool), where)
+            for text, location in _string_arguments(node.arguments, f"{where}.arguments"):
+                self.check_template(text, location)
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", node.over):
+            self.error(
+                f"{where}.over",
+                f"{node.over!r} is not a state field a map can read: name a field (letters, "
+                "digits and '_') that holds a list",
+            )
+        self.check_output(node.output, where)
 
     def check_node_name(self, name: str, where: str) -> None:
         if name == END:

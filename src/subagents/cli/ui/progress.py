@@ -32,7 +32,13 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from subagents.redaction import Redactor, StreamRedactor
-    from subagents.runtime.events import Event, SessionStarted, TodosUpdated, ToolCallFinished
+    from subagents.runtime.events import (
+        Event,
+        SessionStarted,
+        TodosUpdated,
+        ToolCallFinished,
+        WorkflowMapProgress,
+    )
 
 __all__ = [
     "STILL_RUNNING_AFTER",
@@ -104,6 +110,7 @@ class ProgressPrinter:
         self._sleep = sleep
         self._roots: set[str] = set()  # sessions without a parent: the run ends with them
         self._running: dict[tuple[str, str], _RunningTool] = {}  # by (agent id, call id)
+        self._map_failed: dict[str, int] = {}  # each map node's failed items, as last shown
         self._ticker: asyncio.Task[None] | None = None
         self._held = 0
 
@@ -386,12 +393,31 @@ class ProgressPrinter:
                 f"[bold blue]◆ {quote_markup(event.node)}[/] [dim]({event.node_type}{detail})[/]",
                 highlight=False,
             )
+        elif isinstance(event, ev.WorkflowMapProgress):
+            self._map_progress(event)
         elif isinstance(event, ev.WorkflowNodeFinished):
             console.print(
                 f"[blue]  {quote_markup(event.node)} → {quote_markup(event.next)}[/] "
                 f"[dim]{event.duration_ms / 1000:.1f}s[/]",
                 highlight=False,
             )
+
+    def _map_progress(self, event: WorkflowMapProgress) -> None:
+        """A map's counts: at its start, at each tenth of its items, at a new failure and
+        at its end (a map of 1,000 items prints about ten lines, not a thousand)."""
+        ended = event.done + event.failed
+        step = max(1, event.total // 10)
+        new_failure = event.failed != self._map_failed.get(event.node, 0)
+        if ended and ended % step and ended != event.total and not new_failure:
+            return
+        from subagents.cli.answer import quote_markup
+
+        self._map_failed[event.node] = event.failed
+        self._console.print(
+            f"[blue]  {quote_markup(event.node)}: {event.done}/{event.total} done, "
+            f"{event.running} running, {event.queued} queued, {event.failed} failed[/]",
+            highlight=False,
+        )
 
     def _print_todos(self, event: TodosUpdated) -> None:
         from subagents.todos import todo_counts
