@@ -746,9 +746,7 @@ class _Engine:
             raise _ItemFailed(f"{tool.name} failed: {content}")
         return _typed_item(node, content)
 
-    async def _map_agent(
-        self, node: MapNode, key: str, data: Mapping[str, Any], name: str
-    ) -> Any:
+    async def _map_agent(self, node: MapNode, key: str, data: Mapping[str, Any], name: str) -> Any:
         assert node.agent is not None
         item = data[node.as_]
         template = node.prompt or "{{ " + node.as_ + " }}"
