@@ -99,7 +99,7 @@ async def test_every_step_of_a_real_run_round_trips(
     async def commit_in_group(env: Any, given: Any, committed: Callable[..., None]) -> None:
         taken = through_json(given.to_dict())
 
-        def noted(sequence: int) -> None:
+        def noted(sequence: int | None) -> None:
             recorded.append(("commit", taken, sequence))
             committed(sequence)
 

@@ -85,7 +85,7 @@ async def test_a_lone_writer_commits_at_once(tmp_path: Path) -> None:
     with open_store(tmp_path / "state.db") as store:
         task, (session, *_) = new_task(store)
         commits = count_commits(store)
-        stored: list[int] = []
+        stored: list[int | None] = []
         group = commit_group(store)
         for seq in range(3):  # nothing else is due on the loop: no waiting, no savepoint
             await group.commit(step(task, session, seq), stored.append)
@@ -100,7 +100,7 @@ async def test_steps_of_one_loop_turn_share_a_transaction(tmp_path: Path) -> Non
         stored: list[str] = []
         group = commit_group(store)
 
-        def note(name: str) -> Callable[[int], None]:
+        def note(name: str) -> Callable[[int | None], None]:
             return lambda sequence: stored.append(name)
 
         writes = [group.commit(step(task, s, 0), note(s.agent_name)) for s in sessions]
@@ -120,7 +120,7 @@ async def test_a_cancelled_writers_step_is_left_out_and_a_refused_one_fails_alon
         group = commit_group(store)
         stored: list[str] = []
 
-        def note(name: str) -> Callable[[int], None]:
+        def note(name: str) -> Callable[[int | None], None]:
             return lambda sequence: stored.append(name)
 
         # four steps due in one turn: they wait for one transaction
@@ -246,7 +246,7 @@ async def test_a_step_the_trigger_refuses_inside_a_group_leaves_nothing_of_itsel
             )
         )
         assert theft.session is not None and len(theft.rows) == 1  # rides with its row
-        group, stored = commit_group(store), list[int]()
+        group, stored = commit_group(store), list[int | None]()
         going = asyncio.ensure_future(group.commit(step(task, first, 0), stored.append))
         refused = asyncio.ensure_future(group.commit(theft, stored.append))
         await going

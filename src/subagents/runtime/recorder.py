@@ -249,7 +249,7 @@ class Recorder:
         self,
         snapshot: SessionSnapshot,
         position: str,
-        committed: Callable[[int], None],
+        committed: Callable[[int | None], None],
         *,
         traces: Sequence[RecordFields] = (),
         ledger: Sequence[RecordFields] = (),
@@ -429,6 +429,13 @@ class Recorder:
         """One ledger change on its own: 'started' must be durable before the tool runs."""
         row = StepRow(entry["session_id"], ledger=dump_json([entry]))
         self.store.append(EncodedStep(self.task.id, None, None, (row,)))
+
+    def write_ledger_in_group(self, entry: RecordFields) -> Awaitable[None]:
+        """:meth:`write_ledger`, in one transaction with what other writers commit in the same
+        turn of the event loop (the items of a workflow's map node starting together)."""
+        row = StepRow(entry["session_id"], ledger=dump_json([entry]))
+        step = EncodedStep(self.task.id, None, None, (row,))
+        return commit_group(self.store).commit(step, _no_checkpoint)
 
     # -- trace records -----------------------------------------------------------------------
 
@@ -631,6 +638,10 @@ class Recorder:
                 hint=UPGRADE_ADVICE,
             )
         return dict(checkpoint.state)
+
+
+def _no_checkpoint(sequence: int | None) -> None:
+    """A ledger entry written in a group: no checkpoint to number."""
 
 
 def _model_message(response: ModelResponse) -> str:

@@ -737,7 +737,7 @@ def commit_step(recorder: Recorder, step: CommitStepInput) -> int:
 
 
 def commit_step_in_group(
-    recorder: Recorder, step: CommitStepInput, committed: Callable[[int], None]
+    recorder: Recorder, step: CommitStepInput, committed: Callable[[int | None], None]
 ) -> Awaitable[None]:
     """:func:`commit_step`, in one transaction with the steps other sessions commit in the
     same turn of the event loop; ``committed`` gets the checkpoint's sequence once it is

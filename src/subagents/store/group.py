@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CommitGroup", "commit_group"]
 
-Committed = Callable[[int], None]
+Committed = Callable[[int | None], None]
+"""Told the checkpoint sequence of a step once it is written (None: a step with no
+checkpoint, such as a ledger entry of a workflow's tool call)."""
 
 
 @runtime_checkable
@@ -82,7 +84,7 @@ class CommitGroup:
         if loop is not self._loop:  # a store used by another loop (a new asyncio.run)
             self._loop, self._pending = loop, []
         if not self._pending and not others_ready(loop):  # None: cannot tell, commit now
-            committed(_sequence(self.store.append(write)))
+            committed(self.store.append(write))
             return
         future: asyncio.Future[None] = loop.create_future()
         if not self._pending:
@@ -114,7 +116,7 @@ class CommitGroup:
             return [appended(store, write, tx) for write in writes]
 
     @staticmethod
-    def _settle(pending: _Pending, outcome: int | BaseException) -> None:
+    def _settle(pending: _Pending, outcome: int | BaseException | None) -> None:
         if isinstance(outcome, BaseException):
             if not pending.future.done():
                 pending.future.set_exception(outcome)
@@ -124,11 +126,7 @@ class CommitGroup:
             pending.future.set_result(None)
 
 
-def _sequence(stored: int | None) -> int:
-    assert stored is not None, "a step of the loop always has a checkpoint"
-    return stored
-
-
-def _outcome(outcome: int | Exception | None) -> int | Exception:
-    """A step's outcome as its writer hears it: its checkpoint's sequence, or its error."""
-    return outcome if isinstance(outcome, Exception) else _sequence(outcome)
+def _outcome(outcome: int | Exception | None) -> int | Exception | None:
+    """A step's outcome as its writer hears it: its checkpoint's sequence (None for a step
+    without one), or its error."""
+    return outcome

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.services import Services
-    from subagents.store.records import TaskRecord
+    from subagents.store.records import TaskRecord, ToolLedgerEntry
     from subagents.tools.base import Tool, ToolRegistry
     from subagents.tools.permissions import ApprovalDecision, ApprovalRequest, PermissionPolicy
 
@@ -495,6 +495,7 @@ class _Engine:
         self.traces: list[TraceRecord] = []
         self._tools: dict[str, Tool] | None = None
         self.usage_by_model: dict[str, Usage] = {}  # the agent nodes' calls
+        self._ledger_read: Mapping[str, ToolLedgerEntry] | None = None  # see _ledger
         # one budget for every agent node (see subagents.runtime.budget)
         self.budget = (
             restored_budget(recorder.task, recorder.store.sessions(recorder.task_id), runtime)
@@ -827,13 +828,24 @@ class _Engine:
                     )
                 if verdict.arguments is not None:
                     call = ToolCall(key, tool.name, dict(verdict.arguments))
-            if recorder is not None:
-                recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool))
+            if recorder is not None:  # committed with other items starting now, if any
+                await recorder.write_ledger_in_group(
+                    recorder.ledger_entry(self.session_id, call, tool)
+                )
             outcome = await execute_tool_call(call, self._registry(), ctx)
             content, is_error = outcome.message.content, outcome.message.is_error
             if recorder is not None:
-                recorder.write_ledger(recorder.ledger_entry(self.session_id, call, tool, outcome))
+                entry = recorder.ledger_entry(self.session_id, call, tool, outcome)
+                await recorder.write_ledger_in_group(entry)
         return content, is_error
+
+    def _ledger(self, recorder: Recorder) -> Mapping[str, ToolLedgerEntry]:
+        """The workflow session's ledger as the store had it when the run began: what an
+        earlier process left (a call of this run is met once; a map of 1,000 items read it
+        whole 1,000 times)."""
+        if self._ledger_read is None:
+            self._ledger_read = recorder.ledger_by_call(self.session_id)
+        return self._ledger_read
 
     def _settled_or_ask(
         self, recorder: Recorder, tool: Tool, name: str, call: ToolCall
@@ -841,7 +853,7 @@ class _Engine:
         """A tool node met again, settled by its ledger entry as a session's call is (see
         :mod:`subagents.runtime.tool_call`): its result when it finished, ``None`` to run it;
         one that started and never finished (a crash) follows ``interrupted_tool_calls``."""
-        entry = recorder.ledger_by_call(self.session_id).get(call.id)
+        entry = self._ledger(recorder).get(call.id)
         policy = self.runtime.config.subagents.interrupted_tool_calls
         recovery = after_crash(entry, tool, policy)
         if recovery == "run":
