@@ -80,8 +80,12 @@ async def one_run(kind: str, items: int, folder: Path) -> tuple[float, int]:
         wall = time.perf_counter() - started
         assert result.status == "completed", result.error
         await runtime.aclose()
-    stored = sum(p.stat().st_size for p in folder.glob("state.db*"))
-    return wall, stored
+    return wall, store_bytes(folder)
+
+
+def store_bytes(folder: Path) -> int:
+    """The database and its write-ahead log."""
+    return sum(p.stat().st_size for p in folder.glob("state.db*"))
 
 
 async def measure(kind: str, items: int, iters: int) -> dict[str, float]:
