@@ -474,7 +474,7 @@ async def test_a_subagent_allowed_to_delegate_gets_the_same_small_menu(tmp_path:
         ]
     )
     await runtime(tmp_path, main, lead, NOTES_READER, agent_models={"lead": child}).run("go")
-    assert offered(child.requests[0]) == {"Read", "Task"}
+    assert offered(child.requests[0]) == {"Read", "Task", "TaskBatch"}  # TaskBatch comes with Task
 
 
 # -- the menu: AskHuman ----------------------------------------------------------------------------
@@ -545,7 +545,7 @@ async def test_the_compact_profile_shortens_descriptions_and_hides_optional_para
     # the main agent lists no tools: the small menu leaves out what others do better
     kept = [s.name for s in full_specs if s.name not in LEFT_OUT_OF_SMALL_MENUS]
     assert [s.name for s in compact_specs] == kept
-    assert {"MultiEdit", "LS", "TodoWrite"} <= offered(full.requests[0]) - set(kept)
+    assert {"MultiEdit", "LS", "TodoWrite", "TaskBatch"} <= offered(full.requests[0]) - set(kept)
     grep_full, grep_compact = (
         spec_named(full.requests[0], "Grep"),
         spec_named(compact.requests[0], "Grep"),

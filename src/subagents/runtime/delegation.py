@@ -28,6 +28,15 @@ from subagents.runtime.recorder import child_session_id
 from subagents.runtime.requests import reminder, users_words, with_users_words
 from subagents.runtime.result import RunResult, SpawnResult
 from subagents.runtime.session import Session
+from subagents.runtime.task_batch import (
+    TASK_BATCH_DESCRIPTION,
+    BatchItem,
+    TaskBatchInput,
+    item_prompt,
+    results_file,
+    summary,
+    write_results,
+)
 from subagents.runtime.task_tools import (
     NONE_AVAILABLE,
     TASK_BACKGROUND_PARAMETERS,
@@ -43,6 +52,7 @@ from subagents.runtime.typed_result import schema_prompt
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import (
     DELEGATION_TOOL_NAMES,
+    TASK_BATCH_TOOL_NAME,
     TASK_CANCEL_TOOL_NAME,
     TASK_OUTPUT_TOOL_NAME,
     TASK_TOOL_NAME,
@@ -172,6 +182,16 @@ class Delegation:
                     input_model=TaskCancelInput,
                     takes_context=True,
                     read_only=True,
+                ),
+                Tool(
+                    name=TASK_BATCH_TOOL_NAME,
+                    description=TASK_BATCH_DESCRIPTION,
+                    parameters=input_schema_of(TaskBatchInput),
+                    function=self._task_batch_tool,
+                    input_model=TaskBatchInput,
+                    takes_context=True,
+                    timeout_seconds=None,  # its items end by their own turns and timeouts
+                    read_only=True,  # as Task: the items run under their own permissions
                 ),
             )
         return self._tools
@@ -323,6 +343,53 @@ class Delegation:
                 f"the '{definition.name}' agent's file sets its outputSchema already: leave "
                 "`output_schema` out of the Task call (its answer is that JSON)"
             )
+
+    async def _task_batch_tool(
+        self,
+        *,
+        ctx: ToolContext,
+        description: str,
+        subagent_type: str,
+        prompt: str,
+        items: list[Any],
+        output_schema: dict[str, Any] | None = None,
+        max_concurrent: int | None = None,
+    ) -> str:
+        parent = _session_of(ctx)
+        self._check_task_call(parent, description, prompt, subagent_type, None)
+        if output_schema is not None:
+            self._check_call_schema(subagent_type, output_schema)
+        most = self.runtime.config.subagents.max_concurrent
+        gate = asyncio.Semaphore(min(max_concurrent or most, most))
+
+        async def one(index: int, item: Any) -> BatchItem:
+            call_id = f"{ctx.tool_call_id}#{index}"
+            async with gate:
+                # an item started before the process stopped continues, a finished one is
+                # found finished: never run again
+                handle = self._rebind(parent, call_id, description)
+                opening = None
+                if handle is None:
+                    label = f"{description} [{index}]"
+                    handle = self._start_handle(parent, subagent_type, label, None, call_id)
+                    if handle.definition.isolation == "worktree":
+                        await self._isolate_new(handle)
+                    opening = item_prompt(prompt, item, index)
+                    if output_schema is not None:
+                        hold_to_schema(handle.session, output_schema)
+                        opening += schema_prompt(output_schema)
+                handle.in_foreground = True
+                try:
+                    spawn = await self._run_child(handle, opening)
+                finally:
+                    handle.in_foreground = False
+                handle.delivered = True
+                return BatchItem(index, item, spawn)
+
+        done = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
+        path = results_file(parent.workspace, ctx.tool_call_id)
+        write_results(path, done)
+        return summary(done, str(path.relative_to(parent.workspace)))
 
     def _start_handle(
         self,

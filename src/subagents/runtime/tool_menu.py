@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from subagents.tools.names import (
     MESSAGE_TOOL_NAMES,
+    TASK_BATCH_TOOL_NAME,
     TASK_CANCEL_TOOL_NAME,
     TASK_OUTPUT_TOOL_NAME,
 )
@@ -69,11 +70,12 @@ BACKGROUND_TOOL_NAMES = frozenset({TASK_OUTPUT_TOOL_NAME, TASK_CANCEL_TOOL_NAME}
 _AT_TIMES = BACKGROUND_TOOL_NAMES | frozenset(MESSAGE_TOOL_NAMES)
 
 LEFT_OUT_OF_SMALL_MENUS = frozenset(
-    {"MultiEdit", "LS", "TodoWrite", "WebFetch", "WebSearch", "NotebookEdit"}
+    {"MultiEdit", "LS", "TodoWrite", "WebFetch", "WebSearch", "NotebookEdit", "TaskBatch"}
 )
 """Tools the compact profile does not show an agent that does not list its tools: Edit does
-what MultiEdit does, Glob what LS does; a to-do list and the web are seldom what a small
-model's task needs. (Each stays callable.)"""
+what MultiEdit does, Glob what LS does, Task what TaskBatch does; a to-do list and the web are
+seldom what a small model's task needs. (Each stays callable.) An agent file that lists its
+tools is shown them, but TaskBatch, which comes with Task unasked."""
 
 COMPACT_DESCRIPTION_LIMIT = 240
 """The longest short description the compact profile shows (longer ones end with "...")."""
@@ -110,7 +112,8 @@ class ToolMenu:
             specs = tuple(
                 compact_spec(tool, background=background, at_once=at_once)
                 for tool in tools
-                if chosen or tool.name not in LEFT_OUT_OF_SMALL_MENUS
+                if (chosen and tool.name != TASK_BATCH_TOOL_NAME)
+                or tool.name not in LEFT_OUT_OF_SMALL_MENUS
             )
         else:
             specs = tuple(tool.spec for tool in tools)

@@ -16,6 +16,7 @@ __all__ = [
     "READ_ONLY_TOOL_NAMES",
     "SEND_MESSAGE_TOOL_NAME",
     "SKILL_TOOL_NAME",
+    "TASK_BATCH_TOOL_NAME",
     "TASK_CANCEL_TOOL_NAME",
     "TASK_OUTPUT_TOOL_NAME",
     "TASK_TOOL_NAME",
@@ -40,11 +41,13 @@ READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("Read", "Glob", "Grep", "LS")
 TASK_TOOL_NAME = "Task"
 TASK_OUTPUT_TOOL_NAME = "TaskOutput"
 TASK_CANCEL_TOOL_NAME = "TaskCancel"
+TASK_BATCH_TOOL_NAME = "TaskBatch"
 # The tools that start or steer subagents; they come and go together.
 DELEGATION_TOOL_NAMES: tuple[str, ...] = (
     TASK_TOOL_NAME,
     TASK_OUTPUT_TOOL_NAME,
     TASK_CANCEL_TOOL_NAME,
+    TASK_BATCH_TOOL_NAME,
 )
 # Messages between the agents of a task (runtime/messaging.py).
 SEND_MESSAGE_TOOL_NAME = "SendMessage"
