@@ -202,6 +202,10 @@ def test_a_40_item_map_killed_mid_way_resumes_without_redoing_finished_items(
             if entry.status == "completed"
         ]
 
+    (mid_way,) = show(project, env, task.id)["maps"]  # where the items stand after the kill
+    assert mid_way["total"] == 40 and mid_way["done"] == len(finished)
+    assert mid_way["queued"] + mid_way["running"] == 40 - len(finished) > 0
+
     resumed = subprocess.run(
         [str(SUBAGENTS), "resume", task.id, "--json"],
         cwd=project,
@@ -222,3 +226,19 @@ def test_a_40_item_map_killed_mid_way_resumes_without_redoing_finished_items(
     assert checkpoint is not None
     results = checkpoint.state["workflow"]["main"]["state"]["results"]
     assert len(results) == 40 and all(isinstance(value, str) for value in results)
+    (ended,) = show(project, env, task.id)["maps"]
+    assert ended["done"] == 40 and [item["index"] for item in ended["items"]] == list(range(40))
+
+
+def show(project: Path, env: dict[str, str], task_id: str) -> dict[str, Any]:
+    shown = subprocess.run(
+        [str(SUBAGENTS), "tasks", "show", task_id, "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    value: dict[str, Any] = json.loads(shown.stdout)
+    return value

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from subagents.redaction import Redactor
     from subagents.store.base import Store, UnreadableTask
     from subagents.store.records import CheckpointRecord, SessionRecord, TaskRecord
+    from subagents.workflows.map_items import MapStatus
 
     RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -212,6 +213,7 @@ def show_command(
             sessions = opened.sessions(record.id)
             last = opened.latest_checkpoint(record.id)
             waiting = _waiting_checkpoints(opened, record.id, sessions)
+            maps = _map_statuses(opened, record)
     from subagents.secrets import workspace_redactor
 
     redactor = workspace_redactor(cwd)
@@ -232,10 +234,37 @@ def show_command(
                 "last_checkpoint": last.model_dump(mode="json") if last else None,
                 "awaiting_human": bool(waiting) or record.status == "awaiting_human",
                 "questions": [checkpoint.model_dump(mode="json") for checkpoint in waiting],
+                "maps": [redactor.value(status.to_dict()) for status in maps],
             }
         )
         return
     _print_task(record, sessions, last, waiting, usage)
+    _print_maps(maps, redactor)
+
+
+def _map_statuses(store: Store, record: TaskRecord) -> list[MapStatus]:
+    """A workflow task's map nodes and their items (none for another task)."""
+    if "workflow" not in record.settings:
+        return []
+    from subagents.workflows.map_items import map_statuses
+
+    return map_statuses(store, record)
+
+
+_MAP_LINES = 20  # items listed by the text view of a map (all of them with --json)
+
+
+def _print_maps(maps: list[MapStatus], redactor: Redactor) -> None:
+    """Each map node's counts, and the items that are not done (the first 20)."""
+    for status in maps:
+        typer.echo(f"\nMap {status.key}: {len(status.items)} items: {status.counts()}")
+        open_items = [item for item in status.items if item.status != "done"]
+        for item in open_items[:_MAP_LINES]:
+            shown = plain.clean(redactor.text(f"{item.item}"))[:60]
+            preview = plain.clean(redactor.text(item.preview))
+            typer.echo(f"  [{item.index}] {item.status:<7} {shown}  {preview}".rstrip())
+        if len(open_items) > _MAP_LINES:
+            typer.echo(f"  ... and {len(open_items) - _MAP_LINES} more (--json lists every item)")
 
 
 def _usage(sessions: list[SessionRecord], cwd: Path | None) -> UsageReport:

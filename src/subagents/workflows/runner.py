@@ -85,6 +85,7 @@ __all__ = [
     "node_session_id",
     "resume_workflow",
     "run_workflow",
+    "stored_input",
     "workflow_session_id",
     "workflow_task",
 ]
@@ -389,7 +390,7 @@ async def resume_workflow(
     session_id = workflow_session_id(task.id)
     latest = store.latest_checkpoint(task.id, session_id)
     if latest is None:  # stopped before its first node finished: start over, same ids
-        state = _initial_state(_stored_input(task))
+        state = _initial_state(stored_input(task))
         progress = _Progress(main=_Lane("", workflow.entry_point, state))
     else:
         try:
@@ -408,7 +409,7 @@ async def resume_workflow(
     return await engine.drive()
 
 
-def _stored_input(task: TaskRecord) -> str | Mapping[str, Any]:
+def stored_input(task: TaskRecord) -> str | Mapping[str, Any]:
     """The input a workflow task started with: its text, or the state fields it was given."""
     stored = task.settings.get("workflow")
     if isinstance(stored, Mapping) and stored.get("state_input"):
