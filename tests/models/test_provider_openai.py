@@ -195,6 +195,28 @@ async def test_streamed_text_yields_deltas_then_the_whole_response(
     assert body["stream_options"] == {"include_usage": True}
 
 
+async def test_a_stream_without_usage_is_counted_by_an_estimate_said_as_one(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    # llama-cpp-python's server streams no usage, whatever stream_options asks
+    answer = "word " * 40
+    server.reply_stream(
+        [chunk({"role": "assistant", "content": answer}), chunk(finish_reason="stop")]
+    )
+    events = await _collect(model.stream(_request()))
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    response = final.response
+    assert response.usage_estimated and response.usage.requests == 1
+    assert response.usage.output_tokens == len(answer) // 4  # four characters a token
+    assert response.usage.input_tokens > 0  # never counted as free: a budget sees it
+    server.reply_stream(
+        [chunk({"content": "hi"}), chunk(finish_reason="stop"), chunk(usage_body=usage())]
+    )
+    reported = (await _collect(model.stream(_request())))[-1]
+    assert isinstance(reported, ResponseCompleted) and not reported.response.usage_estimated
+
+
 async def test_streamed_tool_calls_are_assembled_by_index(
     server: FakeOpenAIServer, model: OpenAIChatModel
 ) -> None:

@@ -93,6 +93,11 @@ class ModelResponse:
     """The model that answered, as the provider names it (e.g. a dated version)."""
     finish_reason: str = ""
     """Why it stopped, in the provider's own words (``stop_reason`` is ours)."""
+    usage_estimated: bool = False
+    """The server reported no token counts (llama-cpp-python's server does not in a stream):
+    ``usage`` is an estimate from the request's and the answer's length (see
+    :func:`subagents.models.openai.estimated_usage`), so that budgets and figures still count
+    the call."""
 
 
 @dataclass(slots=True, frozen=True)

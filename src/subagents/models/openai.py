@@ -8,6 +8,7 @@ retries and the SDK's errors are :mod:`subagents.models.sdk`'s.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ __all__ = [
     "OLLAMA_DEFAULT_BASE_URL",
     "REASONING_EFFORTS",
     "OpenAIChatModel",
+    "estimated_usage",
     "to_openai_messages",
     "to_openai_tools",
 ]
@@ -438,13 +440,13 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             return self._stream(
                 lambda: self._create(params, options, stream=True),
                 _ChunkAssembler,
-                lambda response: _read_schema_turn(response, request),
+                lambda response: _read_schema_turn(estimated_usage(response, params), request),
                 raw_text=False,
             )
         return self._stream(
             lambda: self._create(params, options, stream=True),
             _ChunkAssembler,
-            lambda response: self._read_text_calls(response, request),
+            lambda response: self._read_text_calls(estimated_usage(response, params), request),
         )
 
     def _read_text_calls(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
@@ -466,6 +468,29 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
             )
             failure = replace(failure, hint=hint)
         return failure
+
+
+_CHARS_PER_TOKEN = 4  # a common rule of thumb for English text and code
+
+
+def estimated_usage(response: ModelResponse, params: Mapping[str, Any]) -> ModelResponse:
+    """``response``, with token counts estimated from lengths when the server reported none
+    (marked ``usage_estimated``): a stream from llama-cpp-python's server carries no usage,
+    and a call counted as free would never reach a token budget."""
+    usage = response.usage
+    if usage.input_tokens or usage.output_tokens:
+        return response
+    asked = json.dumps([params.get("messages"), params.get("tools")], default=str)
+    answered = len(response.text) + sum(
+        len(call.name) + len(json.dumps(call.arguments, default=str))
+        for call in response.tool_calls
+    )
+    estimate = Usage(
+        input_tokens=-(-len(asked) // _CHARS_PER_TOKEN),
+        output_tokens=-(-answered // _CHARS_PER_TOKEN),
+        requests=usage.requests or 1,
+    )
+    return replace(response, usage=estimate, usage_estimated=True)
 
 
 def _read_schema_turn(response: ModelResponse, request: ModelRequest) -> ModelResponse:

@@ -481,6 +481,7 @@ class Recorder:
                 {"cache_write_tokens": usage.cache_write_tokens} if usage.cache_write_tokens else {}
             ),
             "stop_reason": response.stop_reason,
+            **({"usage_estimated": True} if response.usage_estimated else {}),
             **_provider_facts(response),
             **_text_calls_note(response),
         }
