@@ -602,3 +602,47 @@ async def test_l_answers_the_next_request_first_in_any_order(tmp_path: Path) -> 
         await pilot.press("q")
     written = {name for name in ("a.txt", "b.txt") if (tmp_path / name).exists()}
     assert written == {"a.txt", "b.txt"} - {later}
+
+
+async def test_the_status_line_counts_a_maps_items(tmp_path: Path) -> None:
+    from subagents.tools.decorator import tool
+    from subagents.workflows.graph import Workflow
+
+    @tool(read_only=True, run_in_thread=False)
+    def listing() -> str:
+        """The files to look at, as a JSON list."""
+        return json.dumps(["a.py", "b.py", "c.py"])
+
+    @tool(read_only=True, run_in_thread=False)
+    def size(name: str) -> str:
+        """The size of a file."""
+        return str(len(name))
+
+    workflow = Workflow.model_validate(
+        {
+            "name": "sizes",
+            "entry_point": "list",
+            "nodes": {
+                "list": {"type": "tool", "tool": "listing", "output": "files"},
+                "each": {"type": "map", "over": "files", "tool": "size",
+                         "arguments": {"name": "{{ item }}"}, "output": "sizes"},
+            },
+            "edges": [{"from": "list", "to": "each"}],
+        }
+    )  # fmt: skip
+    runtime = Runtime(
+        cwd=tmp_path,
+        tools=[listing, size],
+        model=FunctionModel(lambda request: text_response("unused")),
+        permission_mode="bypassPermissions",
+        events=EventBus(),
+    )
+    app = RunApp(runtime, "go", workflow=workflow)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_done(app, pilot)
+        line = str(app._status.render())
+        await pilot.press("q")
+    assert "path: list → each" in line
+    assert "each: 3/3 done, 0 running, 0 queued, 0 failed" in line
+    assert app.result is not None and app.result.workflow is not None
+    assert app.result.workflow.state.extra["sizes"] == ["4", "4", "4"]

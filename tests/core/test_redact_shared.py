@@ -94,7 +94,7 @@ REMEMBERING = redactor()
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(value=values)
 def test_the_fast_path_stores_what_the_walk_stores(value: Any) -> None:
     expected = stored(redactor().value(value))

@@ -142,7 +142,7 @@ simple_lines = st.lists(
 
 
 @given(lines=simple_lines, blank=st.sampled_from(["", "\n\n", "\n  \n", "\n\t\n", "\n\x0c\n"]))
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 def test_fast_reader_agrees_with_yaml(lines: list[tuple[str, str, str, str]], blank: str) -> None:
     text = "\n".join(f"{k}{sep}{v}{trail}" for k, sep, v, trail in lines) + blank
     fast = _fast_read(text)

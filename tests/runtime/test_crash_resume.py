@@ -24,7 +24,7 @@ pytestmark = (
 
 SCENARIO = TESTS / "scenarios" / "crash_run.py"
 EXPECTED_LINES = ["main-1", "worker-1", "nested-1", "nested-2", "worker-2"]
-TRIALS = 30
+TRIALS = 20
 
 
 def scenario(
@@ -188,7 +188,7 @@ def _lines(workspace: Path) -> list[str]:
 
 
 PARALLEL_LINES = ["main-1", *(f"{n}-{i}" for n in ("alpha", "beta", "gamma") for i in (1, 2))]
-PARALLEL_TRIALS = 12
+PARALLEL_TRIALS = 8
 
 
 def test_parallel_subagents_committed_in_groups_survive_sigkill_exactly_once(

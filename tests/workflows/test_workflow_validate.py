@@ -734,7 +734,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     workflows(),
     st.none() | st.just(AGENTS),

@@ -89,7 +89,8 @@ class ToolNode(BaseModel):
 
 
 class MapNode(BaseModel):
-    """Run a body once for each item of the list in the state field ``over``: an agent
+    """Run a body once for each item of the list in the state field ``over`` (or of the JSON
+    list its text holds, as a tool node's output does): an agent
     (``agent``, ``prompt``) or a tool (``tool``, ``arguments``), whose templates see the item
     as ``as`` (default ``item``) and its place in the list as ``index``. At most
     ``max_concurrent`` items run at once, and each is durable on its own: a resumed map runs

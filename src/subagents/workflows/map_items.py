@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.workflows.graph import MapNode
 from subagents.workflows.runner import (
     definition_of,
+    list_to_map,
     node_session_id,
     stored_input,
     workflow_session_id,
@@ -110,7 +111,7 @@ def map_statuses(store: Store, task: TaskRecord) -> list[MapStatus]:
     found = []
     for name, key in executions:
         node = maps[name]
-        items = state.get(node.over)
+        items = list_to_map(state.get(node.over))
         if not isinstance(items, list):
             continue
         found.append(

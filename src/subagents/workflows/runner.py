@@ -82,6 +82,7 @@ __all__ = [
     "WorkflowOutcome",
     "check_workflow",
     "definition_of",
+    "list_to_map",
     "node_session_id",
     "resume_workflow",
     "run_workflow",
@@ -256,6 +257,18 @@ class _Tally:
 class _ItemFailed(Exception):
     """One item of a map node failed (its tool failed, its agent did not complete, its
     result did not match the outputSchema): ``on_item_error`` says what follows."""
+
+
+def list_to_map(value: Any) -> Any:
+    """A map's list: the field's value, or the list its text holds as JSON (a tool node's
+    output is text)."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        return parsed if isinstance(parsed, list) else value
+    return value
 
 
 def _typed_item(node: MapNode, content: str) -> Any:
@@ -682,7 +695,7 @@ class _Engine:
         durable on its own (a tool item by its ledger entry, an agent item by its session), so
         that a resumed map runs only what had not finished."""
         view = state.as_dict()
-        items = view.get(node.over)
+        items = list_to_map(view.get(node.over))
         if not isinstance(items, list):
             raise _Stopped(
                 "failed",

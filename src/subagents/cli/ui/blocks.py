@@ -183,6 +183,8 @@ class BlockTree:
         self.errors: list[str] = []
         self.workflow_path: list[str] = []
         """A workflow run's nodes, in the order they started."""
+        self.map_counts: ev.WorkflowMapProgress | None = None
+        """Where the items of the map node running now stand."""
         self.version = 0
         self.structure_version = 0
         self._prompt = prompt
@@ -343,6 +345,10 @@ class BlockTree:
             self._touch(block)
         elif isinstance(event, ev.WorkflowNodeStarted):
             self.workflow_path.append(event.node)
+            self.map_counts = None
+            self.version += 1
+        elif isinstance(event, ev.WorkflowMapProgress):
+            self.map_counts = event
             self.version += 1
         elif isinstance(event, ev.SessionPaused):
             block = self._block(event.agent_id)

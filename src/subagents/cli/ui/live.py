@@ -702,6 +702,12 @@ class RunApp(App[None]):
         line = f"{state} · {len(tree)} agents ({counts})"
         if tree.workflow_path:
             line += f" · path: {' → '.join(tree.workflow_path)}"
+        items = tree.map_counts
+        if items is not None:
+            line += (
+                f" · {items.node}: {items.done}/{items.total} done, {items.running} running, "
+                f"{items.queued} queued, {items.failed} failed"
+            )
         if tree.errors:
             line += f" · ⚠ {len(tree.errors)} UI errors, last: {tree.errors[-1]}"
         self._status.update(Text(line, no_wrap=True, overflow="ellipsis"))
