@@ -242,3 +242,36 @@ def show(project: Path, env: dict[str, str], task_id: str) -> dict[str, Any]:
     )
     value: dict[str, Any] = json.loads(shown.stdout)
     return value
+
+
+async def test_the_runs_budget_covers_the_whole_map(tmp_path: Path) -> None:
+    from subagents.messages import Usage
+
+    asked: list[str] = []
+
+    def worker(request: ModelRequest) -> ModelResponse:
+        asked.append(str(request.messages[0].content))
+        return ModelResponse(text="done", usage=Usage(input_tokens=90, output_tokens=10))
+
+    with open_store(tmp_path / "state.db") as store:
+
+        def build(budget: int) -> Runtime:
+            return Runtime(
+                cwd=tmp_path,
+                agents=[AgentDefinition(name="w", description="Works.", system_prompt="Work.")],
+                agent_models={"w": FunctionModel(worker)},
+                permission_mode="bypassPermissions",
+                store=store,
+                max_budget_tokens=budget,
+            )
+
+        workflow = map_workflow(agent="w", prompt="item {{ item }}", max_concurrent=1)
+        paused = await build(250).run_workflow(workflow, {"items": list(range(6))})
+        # 100 tokens an item: the third item's call is the last the budget has room for
+        assert paused.status == "awaiting_human" and paused.question is not None
+        assert paused.question.kind == "budget" and len(asked) == 3
+        assert paused.task_id is not None
+        done = await build(1000).resume(paused.task_id)  # with a larger budget
+
+    assert done.status == "completed", done.error
+    assert sorted(asked) == sorted(f"item {n}" for n in range(6))  # none twice
