@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
-from fakes.openai_server import FakeOpenAIServer, chunk, usage
+from fakes.http_server import PlannedReply
+from fakes.openai_server import FakeOpenAIServer, chunk, completion, usage
 from fakes.sleep import RecordingSleep
 from subagents.errors import ModelError, ModelRetriesExhaustedError
 from subagents.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage
@@ -215,6 +218,28 @@ async def test_a_stream_without_usage_is_counted_by_an_estimate_said_as_one(
     )
     reported = (await _collect(model.stream(_request())))[-1]
     assert isinstance(reported, ResponseCompleted) and not reported.response.usage_estimated
+
+
+async def test_a_traced_run_says_its_token_counts_are_estimates(
+    server: FakeOpenAIServer, model: OpenAIChatModel, tmp_path: Path
+) -> None:
+    from subagents.cli.trace import render_tree
+    from subagents.runtime.runtime import Runtime
+    from subagents.store.sqlite import open_store
+    from subagents.tracing.view import build_trace
+
+    answer = "The files are a.py, b.py and c.py; each holds one class."
+    body = completion(answer)
+    del body["usage"]  # a server that reports no counts at all
+    server.plan(PlannedReply(json_body=body))
+    with open_store(tmp_path / "state.db") as store:
+        result = await Runtime(cwd=tmp_path, model=model, store=store).run("hi")
+        assert result.task_id is not None
+        trace = build_trace(store, result.task_id)
+    assert trace.usage_estimated and trace.output_tokens == -(-len(answer) // 4)
+    console = Console(width=200, record=True)
+    console.print(render_tree(trace))
+    assert "out tokens (estimated)" in console.export_text()
 
 
 async def test_streamed_tool_calls_are_assembled_by_index(

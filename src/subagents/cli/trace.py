@@ -137,7 +137,7 @@ def render_tree(
     task = trace.task
     label = (
         f"[bold]Task {task.id[:8]}[/] {_status(task.status)}  {format_duration(trace.duration_ms)}"
-        f"  {_tokens(trace.input_tokens, trace.output_tokens)}"
+        f"  {_tokens(trace.input_tokens, trace.output_tokens, trace.usage_estimated)}"
     )
     if trace.cache_hit_rate is not None:
         label += f"  cache hit rate {trace.cache_hit_rate:.0%}"
@@ -188,7 +188,8 @@ def _add_session(
     label = (
         f"{at_node}[bold]{quoted(session.agent)}[/] [dim]{session.session_id[:8]}[/] "
         f"{quoted(session.model)} {_status(session.status)}  "
-        f"{session.turns} turns  {_tokens(session.input_tokens, session.output_tokens)}"
+        f"{session.turns} turns  "
+        f"{_tokens(session.input_tokens, session.output_tokens, session.usage_estimated)}"
         f"{_cached(session.cache_read_tokens)}  {format_duration(session.duration_ms)}"
     )
     if session.description:
@@ -211,7 +212,12 @@ def _add_session(
         node.add(
             f"[dim]{len(calls)} model call{'s' if len(calls) != 1 else ''}  "
             f"{format_duration(spent)}  "
-            f"{_tokens(sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls))}[/]"
+            + _tokens(
+                sum(c.input_tokens for c in calls),
+                sum(c.output_tokens for c in calls),
+                session.usage_estimated,
+            )
+            + "[/]"
         )
     waiting = {child.session_id: child for child in session.children}
     for call in session.tool_calls:
@@ -270,7 +276,11 @@ def format_duration(milliseconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
-def _tokens(input_tokens: int, output_tokens: int) -> str:
+def _tokens(input_tokens: int, output_tokens: int, estimated: bool = False) -> str:
+    """``12 in / 3 out tokens``; ``~12 in / ~3 out tokens (estimated)`` where a server
+    reported no counts and they were estimated from lengths."""
+    if estimated:
+        return f"~{input_tokens} in / ~{output_tokens} out tokens (estimated)"
     return f"{input_tokens} in / {output_tokens} out tokens"
 
 

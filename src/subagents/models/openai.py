@@ -409,7 +409,8 @@ class OpenAIChatModel(SDKModel["AsyncOpenAI"]):
 
         async def attempt() -> ModelResponse:
             completion = await self._create(params, options)
-            return self._read_text_calls(_response_from_completion(completion, self.name), request)
+            response = estimated_usage(_response_from_completion(completion, self.name), params)
+            return self._read_text_calls(response, request)
 
         return await self._request(attempt)
 
@@ -475,8 +476,9 @@ _CHARS_PER_TOKEN = 4  # a common rule of thumb for English text and code
 
 def estimated_usage(response: ModelResponse, params: Mapping[str, Any]) -> ModelResponse:
     """``response``, with token counts estimated from lengths when the server reported none
-    (marked ``usage_estimated``): a stream from llama-cpp-python's server carries no usage,
-    and a call counted as free would never reach a token budget."""
+    (marked ``usage_estimated``): a stream from llama-cpp-python's server carries no usage
+    (nor do some servers' answers at all), and a call counted as free would never reach a
+    token budget."""
     usage = response.usage
     if usage.input_tokens or usage.output_tokens:
         return response

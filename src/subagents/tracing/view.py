@@ -99,6 +99,8 @@ class ModelCallTrace:
     """In the provider's own words ("" for records older than it, or no provider's)."""
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    usage_estimated: bool = False
+    """The server reported no token counts: these are estimated from lengths."""
 
     @property
     def usage(self) -> Usage:
@@ -156,6 +158,11 @@ class SessionTrace:
         )
 
     @property
+    def usage_estimated(self) -> bool:
+        """Whether some of its token counts are estimates (a server that reported none)."""
+        return any(call.usage_estimated for call in self.model_calls)
+
+    @property
     def duration_ms(self) -> float:
         return _milliseconds(self.finished_at - self.started_at)
 
@@ -197,6 +204,10 @@ class TaskTrace:
     @property
     def cache_read_tokens(self) -> int:
         return sum(session.cache_read_tokens for session in self.sessions())
+
+    @property
+    def usage_estimated(self) -> bool:
+        return any(session.usage_estimated for session in self.sessions())
 
     @property
     def cache_write_tokens(self) -> int:
@@ -424,6 +435,7 @@ def _model_call(record: TraceRecord, redact: Redactor) -> ModelCallTrace:
         output_tokens=_count(data.get("output_tokens")),
         cache_read_tokens=_count(data.get("cache_read_tokens")),
         cache_write_tokens=_count(data.get("cache_write_tokens")),
+        usage_estimated=data.get("usage_estimated") is True,
         stop_reason=str(stop_reason) if stop_reason is not None else None,
         message=redact.text(record.message),
         status=record.status,
