@@ -424,3 +424,50 @@ async def test_a_message_to_a_nested_agent_of_a_finished_task_reaches_the_main_a
     # its parent (helper) has ended: the main agent hears of it instead, and answers anew
     assert again.status == "completed"
     assert again.output.startswith("again:") and "nested looked deeper" in again.output
+
+
+async def test_after_a_restart_a_parent_finds_and_messages_its_earlier_subagent(
+    tmp_path: Path,
+) -> None:
+    listings: list[str] = []
+
+    def main_turn(request: ModelRequest) -> ModelResponse:
+        users = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        done = results(request)
+        last = request.messages[-1]
+        if len(users) == 1:  # the first conversation: one helper, in the foreground
+            return task("helper") if not done else text_response("first")
+        if isinstance(last, UserMessage) and "task-notification" in last.content:
+            return text_response("heard: " + last.content)
+        if len(done) == 1:
+            return tool_call_response("ListAgents", {})
+        if len(done) == 2:
+            listings.append(done[-1].content)
+            return send("helper", "check the tests too")
+        return text_response("waiting")
+
+    def helper_turn(request: ModelRequest) -> ModelResponse:
+        told = any(
+            isinstance(m, UserMessage) and "tests too" in m.content for m in request.messages
+        )
+        return text_response("tests checked" if told else "code checked")
+
+    with open_store(tmp_path / "state.db") as store:
+
+        def build() -> Runtime:
+            return runtime(
+                tmp_path,
+                FunctionModel(main_turn),
+                agent("helper"),
+                agent_models={"helper": FunctionModel(helper_turn)},
+                store=store,
+            )
+
+        first = await build().run("review")
+        assert first.output == "first" and first.task_id is not None
+        # another process: the helper is only in the store now
+        again = await build().continue_task(first.task_id, "and the tests?")
+
+    (listing,) = listings
+    assert "helper, completed (before the last restart)" in listing
+    assert again.status == "completed" and "tests checked" in again.output

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from subagents.runtime.delegation import Delegation, SubagentHandle
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.session import Session
+    from subagents.store.records import SessionRecord
 
 __all__ = ["ListAgentsInput", "Messaging", "SendMessageInput", "Sent"]
 
@@ -237,6 +238,13 @@ class Messaging:
         ]
         if by_type:
             return by_type[-1]  # the newest of that type
+        stored = self._stored_below(sender)  # started before a restart, not met since
+        chosen = [r for r in stored if r.session_id == wanted] or [
+            r for r in stored if normalise_name(r.agent_name) == normalise_name(wanted)
+        ]
+        rebuilt = self.delegation.handle_of_stored(chosen[-1].session_id) if chosen else None
+        if rebuilt is not None:
+            return rebuilt.session, rebuilt
         if self.delegation.session_by_id(wanted) is not None:
             raise ToolError(
                 f"you may not message agent {wanted}: only your parent and the subagents you "
@@ -279,10 +287,33 @@ class Messaging:
                 f"- {session.agent_id}: {session.agent_type}, {handle.status} ({mode}), "
                 f'last active {ago}; task: "{task}"'
             )
+        for record in self._stored_below(viewer):
+            task = " ".join(record.task_description.split())[:80]
+            lines.append(
+                f"- {record.session_id}: {record.agent_name}, {record.status} (before the last "
+                f'restart); task: "{task}"'
+            )
         if not lines:
             return "You have no agents to message: no parent, and no subagents started yet."
         head = 'Agents you can message (SendMessage to= their agent_id, or "parent"):'
         return "\n".join([head, *lines])
+
+    def _stored_below(self, sender: Session | None) -> list[SessionRecord]:
+        """The subagents below ``sender`` (a person: every one) that the store holds and this
+        process has not met: started before a restart. Oldest first."""
+        recorder = self._recorder()
+        if recorder is None:
+            return []
+        records = recorder.store.sessions(recorder.task_id)
+        parents = {record.session_id: record.parent_session_id for record in records}
+        known = set(self.delegation.handles)
+        found = []
+        for record in sorted(records, key=lambda r: r.created_at):
+            if record.parent_session_id is None or record.session_id in known:
+                continue
+            if sender is None or _descends(record.session_id, sender.agent_id, parents):
+                found.append(record)
+        return found
 
     # -- mail stored by others, or before a restart ----------------------------------------------
 
@@ -310,6 +341,17 @@ class Messaging:
             return main, None
         handle = self.delegation.handle_of_stored(agent_id)
         return (handle.session, handle) if handle is not None else (None, None)
+
+
+def _descends(session_id: str, ancestor_id: str, parents: dict[str, str | None]) -> bool:
+    """Whether the stored session ``session_id`` is below ``ancestor_id``."""
+    above = parents.get(session_id)
+    seen = 0
+    while above is not None and seen < len(parents):  # a damaged store could hold a cycle
+        if above == ancestor_id:
+            return True
+        above, seen = parents.get(above), seen + 1
+    return False
 
 
 def _below(session: Session, ancestor: Session) -> bool:
