@@ -87,6 +87,16 @@ def background_task(call_id: str = "call_task") -> Turn:
     return Turn(calls=[(call_id, "Task", arguments)])
 
 
+def main_turn(body: dict[str, Any]) -> Turn:
+    """The main agent: starts the worker in the background, waits, then passes its word on."""
+    notified = [t for t in texts(body) if "task-notification" in t]
+    if notified:
+        return Turn(text="The worker says: " + notified[-1])
+    if tool_results(body) == 0:
+        return background_task()
+    return Turn(text="The worker is counting.")
+
+
 def test_a_person_steers_a_running_background_agent_from_another_terminal(
     routed: tuple[Project, RoutedServer],
 ) -> None:
@@ -104,12 +114,7 @@ def test_a_person_steers_a_running_background_agent_from_another_terminal(
             # the running process reads the store's mail once a second: look again
             pace.wait(0.1)
             return Turn(calls=[(f"call_ls_{tool_results(body)}", "LS", {})])
-        notified = [t for t in texts(body) if "task-notification" in t]
-        if notified:
-            return Turn(text="The worker says: " + notified[-1])
-        if tool_results(body) == 0:
-            return background_task()
-        return Turn(text="The worker is counting.")
+        return main_turn(body)
 
     server.responder = respond
     running = subprocess.Popen(
@@ -185,12 +190,7 @@ def test_a_background_approval_waits_in_the_inbox_and_is_answered_there(
                 arguments = {"file_path": "count.txt", "content": "12\n"}
                 return Turn(calls=[("call_write", "Write", arguments)])
             return Turn(text="wrote count.txt")
-        notified = [t for t in texts(body) if "task-notification" in t]
-        if notified:
-            return Turn(text="The worker says: " + notified[-1])
-        if tool_results(body) == 0:
-            return background_task()
-        return Turn(text="The worker is counting.")
+        return main_turn(body)
 
     server.responder = respond
     paused = project.run("count the files with the worker, write the count")

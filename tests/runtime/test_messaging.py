@@ -55,6 +55,12 @@ def runtime(tmp_path: Path, main: Any, *agents: AgentDefinition, **kwargs: Any) 
     return Runtime(cwd=tmp_path, agents=agents, model=main, **kwargs)
 
 
+def team(tmp_path: Path, main_turn: Any, name: str, child_turn: Any, **kwargs: Any) -> Runtime:
+    """A main agent and one subagent type ``name``, each on its own scripted model."""
+    models = {name: FunctionModel(child_turn)}
+    return runtime(tmp_path, FunctionModel(main_turn), agent(name), agent_models=models, **kwargs)
+
+
 def results(request: ModelRequest) -> list[ToolResultMessage]:
     return [m for m in request.messages if isinstance(m, ToolResultMessage)]
 
@@ -138,12 +144,7 @@ async def test_a_finished_subagent_continues_on_a_message(tmp_path: Path) -> Non
             return text_response("final: " + last.content)
         return text_response("waiting")
 
-    rt = runtime(
-        tmp_path,
-        FunctionModel(main_turn),
-        agent("helper"),
-        agent_models={"helper": FunctionModel(child_turn)},
-    )
+    rt = team(tmp_path, main_turn, "helper", child_turn)
     result = await rt.run("go")
 
     assert result.status == "completed"
@@ -177,12 +178,7 @@ async def test_a_background_child_asks_its_parent_and_gets_the_answer(tmp_path: 
             return text_response("done")
         return text_response("waiting")
 
-    rt = runtime(
-        tmp_path,
-        FunctionModel(main_turn),
-        agent("worker"),
-        agent_models={"worker": FunctionModel(child_turn)},
-    )
+    rt = team(tmp_path, main_turn, "worker", child_turn)
     result = await rt.run("go")
 
     assert result.status == "completed" and result.output == "done"
@@ -258,13 +254,7 @@ async def test_messages_are_stored_before_delivery_and_kept_once(tmp_path: Path)
         return text_response("ok")
 
     with open_store(tmp_path / "state.db") as store:
-        rt = runtime(
-            tmp_path,
-            FunctionModel(main_turn),
-            agent("worker"),
-            agent_models={"worker": FunctionModel(child_turn)},
-            store=store,
-        )
+        rt = team(tmp_path, main_turn, "worker", child_turn, store=store)
         result = await rt.run("go")
         assert result.task_id is not None
         (letter,) = stored_letters(store, result.task_id)
@@ -336,12 +326,7 @@ async def test_the_21st_background_child_queues_and_says_so(tmp_path: Path) -> N
             release.set()
         return text_response("all done")
 
-    rt = runtime(
-        tmp_path,
-        FunctionModel(main_turn),
-        agent("worker"),
-        agent_models={"worker": FunctionModel(child_turn)},
-    )
+    rt = team(tmp_path, main_turn, "worker", child_turn)
     result = await rt.run("go")
 
     assert result.status == "completed"
@@ -371,13 +356,7 @@ async def test_the_watchdog_reports_then_stops_a_stalled_background_child(tmp_pa
             return text_response("heard: " + last.content)
         return text_response("waiting")
 
-    rt = runtime(
-        tmp_path,
-        FunctionModel(main_turn),
-        agent("worker"),
-        agent_models={"worker": FunctionModel(hung_child)},
-        events=bus,
-    )
+    rt = team(tmp_path, main_turn, "worker", hung_child, events=bus)
     result = await rt.run("go")
 
     assert result.status == "completed"
@@ -455,13 +434,7 @@ async def test_after_a_restart_a_parent_finds_and_messages_its_earlier_subagent(
     with open_store(tmp_path / "state.db") as store:
 
         def build() -> Runtime:
-            return runtime(
-                tmp_path,
-                FunctionModel(main_turn),
-                agent("helper"),
-                agent_models={"helper": FunctionModel(helper_turn)},
-                store=store,
-            )
+            return team(tmp_path, main_turn, "helper", helper_turn, store=store)
 
         first = await build().run("review")
         assert first.output == "first" and first.task_id is not None

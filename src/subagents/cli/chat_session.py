@@ -170,14 +170,11 @@ class ChatSession:
         """``@agent-id MESSAGE``: the message is stored for that agent of the task, which
         then goes on: the agent reads it at its next step (a finished one runs again on it)
         and its parent hears of what it does."""
-        from subagents.runtime.mail import PERSON, Letter, letter_id, post, redacted
+        from subagents.runtime.mail import post_from_person
 
         assert self.task_id is not None
-        session = self.store.get_session(agent_id)
-        letter = Letter(letter_id(PERSON), PERSON, PERSON, agent_id, text)
-        post(
-            self.store, self.task_id, redacted(letter, self.runtime.redactor()), session.agent_name
-        )
+        name = self.store.get_session(agent_id).agent_name
+        post_from_person(self.store, self.task_id, agent_id, name, text, self.runtime.redactor())
         return self._ended(await self.runtime.resume(self.task_id))
 
     def _exists(self, task_id: str) -> bool:

@@ -41,7 +41,7 @@ def send_command(
     """
     from subagents.cli.answer import quote_markup
     from subagents.errors import StoreError, SubagentsError
-    from subagents.runtime.mail import PERSON, Letter, letter_id, post, recipient, redacted
+    from subagents.runtime.mail import post_from_person, recipient
     from subagents.secrets import workspace_redactor
     from subagents.store.open import open_store
     from subagents.store.records import utc_now
@@ -60,8 +60,8 @@ def send_command(
         with contextlib.closing(open_store(path.location)) as database:
             record = database.get_task(task)
             to = recipient(database.sessions(record.id), agent)
-            letter = Letter(letter_id(PERSON), PERSON, PERSON, to.session_id, message)
-            post(database, record.id, redacted(letter, workspace_redactor(cwd)), to.agent_name)
+            redactor = workspace_redactor(cwd)
+            post_from_person(database, record.id, to.session_id, to.agent_name, message, redactor)
             lease = database.task_lease(record.id)
             running = lease is not None and lease.is_live(utc_now())
         who = f"{to.agent_name} ({to.session_id[:8]})"

@@ -325,13 +325,18 @@ class Delegation:
         # a cancelled call (the run stopped, the tool's timeout) cancels it where it waits,
         # and it has ended, its SpawnResult recorded, by the time the call gives up.
         handle.background = False
+        return _render_for_parent(handle, await self._run_in_foreground(handle, child_prompt))
+
+    async def _run_in_foreground(self, handle: SubagentHandle, prompt: str | None) -> SpawnResult:
+        """Run ``handle``'s subagent in the calling tool's own task (see :meth:`_run_child`)
+        until it ends; its caller gets the result, so no notification follows."""
         handle.in_foreground = True
         try:
-            spawn = await self._run_child(handle, child_prompt)
+            spawn = await self._run_child(handle, prompt)
         finally:
             handle.in_foreground = False
         handle.delivered = True
-        return _render_for_parent(handle, spawn)
+        return spawn
 
     def _check_call_schema(self, subagent_type: str, schema: dict[str, Any]) -> None:
         """A Task call's ``output_schema``: a valid JSON Schema, for an agent whose file sets
@@ -378,13 +383,7 @@ class Delegation:
                     if output_schema is not None:
                         hold_to_schema(handle.session, output_schema)
                         opening += schema_prompt(output_schema)
-                handle.in_foreground = True
-                try:
-                    spawn = await self._run_child(handle, opening)
-                finally:
-                    handle.in_foreground = False
-                handle.delivered = True
-                return BatchItem(index, item, spawn)
+                return BatchItem(index, item, await self._run_in_foreground(handle, opening))
 
         done = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
         path = results_file(parent.workspace, ctx.tool_call_id)

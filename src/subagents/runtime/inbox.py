@@ -22,12 +22,16 @@ from subagents.runtime.mail import mail_key
 from subagents.runtime.pause import DeliveredDecision
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
     from subagents.store.base import Store
+    from subagents.store.records import TraceRecord
 
 __all__ = [
     "DECISION_POSTED_STEP",
     "Inbox",
+    "decisions_in",
     "post_decision",
     "posted_decisions",
     "waiting_questions",
@@ -115,8 +119,14 @@ def post_decision(store: Store, delivered: DeliveredDecision) -> None:
 def posted_decisions(store: Store, task_id: str) -> list[DeliveredDecision]:
     """The decisions people stored for ``task_id``, oldest first (a later one for the same
     wait point replaces an earlier one)."""
+    return decisions_in(store.traces(task_id))
+
+
+def decisions_in(traces: Iterable[TraceRecord]) -> list[DeliveredDecision]:
+    """The decisions people stored, among a task's trace records (see
+    :func:`posted_decisions`)."""
     found: dict[WaitPoint, DeliveredDecision] = {}
-    for trace in store.traces(task_id):
+    for trace in traces:
         if trace.step_name == DECISION_POSTED_STEP and trace.kind == "wait":
             try:
                 delivered = DeliveredDecision.from_dict(trace.data)

@@ -4,7 +4,7 @@
 A message is stored before it is delivered: a trace record of its recipient's session
 (``message_sent``), written on its own. It is delivered as a user message at the recipient's
 next step, marked with its id; it is *delivered* exactly when the recipient's history holds
-that mark. So after a crash the store tells which messages still wait (:func:`pending`), and
+that mark. So after a crash the store tells which messages still wait (:func:`undelivered`), and
 a message sent again (a tool call run again after a restart) is not delivered twice.
 
 A process running a task learns of a message another process stored (a person's ``subagents
@@ -15,29 +15,27 @@ every :data:`POLL_SECONDS`: one row, not the task's traces.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-
-from subagents.messages import UserMessage
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from subagents.messages import Message
     from subagents.redaction import Redactor
     from subagents.store.base import Store
-    from subagents.store.records import SessionRecord
+    from subagents.store.records import SessionRecord, TraceRecord
 
 __all__ = [
     "MESSAGE_SENT_STEP",
     "PERSON",
     "POLL_SECONDS",
     "Letter",
-    "delivered",
     "letter_id",
+    "letters_in",
     "mail_key",
-    "pending",
+    "not_in_store",
     "post",
+    "post_from_person",
     "recipient",
     "redacted",
     "stored_letters",
@@ -120,23 +118,28 @@ def post(store: Store, task_id: str, letter: Letter, recipient_name: str) -> Non
 def redacted(letter: Letter, redactor: Redactor) -> Letter:
     """``letter`` with the secrets of its text replaced, as it may be stored."""
     text = redactor.text(letter.text)
-    return letter if text == letter.text else Letter(**{**_fields(letter), "text": text})
+    return letter if text == letter.text else replace(letter, text=text)
 
 
-def _fields(letter: Letter) -> dict[str, str]:
-    return {
-        "id": letter.id,
-        "sender": letter.sender,
-        "sender_name": letter.sender_name,
-        "to": letter.to,
-        "text": letter.text,
-    }
+def post_from_person(
+    store: Store, task_id: str, to: str, to_name: str, text: str, redactor: Redactor
+) -> Letter:
+    """Store a person's message ``text`` to the session ``to`` (its agent ``to_name``) of
+    ``task_id``, redacted (see :func:`post`); the letter as stored."""
+    letter = redacted(Letter(letter_id(PERSON), PERSON, PERSON, to, text), redactor)
+    post(store, task_id, letter, to_name)
+    return letter
 
 
 def stored_letters(store: Store, task_id: str) -> list[Letter]:
     """Every message stored for ``task_id``, oldest first, each once."""
+    return letters_in(store.traces(task_id))
+
+
+def letters_in(traces: Iterable[TraceRecord]) -> list[Letter]:
+    """The messages among a task's trace records, oldest first, each once."""
     letters: dict[str, Letter] = {}
-    for trace in store.traces(task_id):
+    for trace in traces:
         if trace.step_name != MESSAGE_SENT_STEP or trace.kind != "session":
             continue
         data = trace.data
@@ -150,17 +153,6 @@ def stored_letters(store: Store, task_id: str) -> list[Letter]:
         if letter.id and letter.to:
             letters.setdefault(letter.id, letter)
     return list(letters.values())
-
-
-def delivered(letter: Letter, messages: Sequence[Message]) -> bool:
-    """Whether ``messages`` (the recipient's history) hold ``letter``."""
-    mark = letter.mark
-    return any(isinstance(m, UserMessage) and mark in m.content for m in messages)
-
-
-def pending(letters: Iterable[Letter], to: str, messages: Sequence[Message]) -> list[Letter]:
-    """The ``letters`` to session ``to`` that its history does not hold yet."""
-    return [letter for letter in letters if letter.to == to and not delivered(letter, messages)]
 
 
 def recipient(sessions: Sequence[SessionRecord], to: str) -> SessionRecord:
@@ -196,9 +188,20 @@ def undelivered(store: Store, task_id: str) -> list[Letter]:
     hold yet (one look at the store's mail counter when none was ever sent)."""
     if store.get_meta(mail_key(task_id)) is None:
         return []
+    return not_in_store(store, stored_letters(store, task_id))
+
+
+def not_in_store(store: Store, letters: Iterable[Letter]) -> list[Letter]:
+    """The ``letters`` their recipient's stored history does not hold (each recipient's
+    history read once)."""
+    histories: dict[str, str] = {}
     waiting = []
-    for letter in stored_letters(store, task_id):
-        held = store.messages(letter.to)
-        if not any(letter.mark in str(message.get("content", "")) for message in held):
+    for letter in letters:
+        held = histories.get(letter.to)
+        if held is None:
+            held = histories[letter.to] = "\n".join(
+                str(message.get("content", "")) for message in store.messages(letter.to)
+            )
+        if letter.mark not in held:
             waiting.append(letter)
     return waiting

@@ -22,17 +22,16 @@ from subagents.runtime.mail import (
     PERSON,
     Letter,
     letter_id,
-    pending,
     post,
+    post_from_person,
     redacted,
-    undelivered,
 )
 from subagents.runtime.task_tools import input_schema_of
 from subagents.tools.base import Tool, ToolContext
 from subagents.tools.names import LIST_AGENTS_TOOL_NAME, SEND_MESSAGE_TOOL_NAME
 
 if TYPE_CHECKING:
-    import logging
+    from collections.abc import Iterable
 
     from subagents.runtime.delegation import Delegation, SubagentHandle
     from subagents.runtime.recorder import Recorder
@@ -176,12 +175,9 @@ class Messaging:
         session, _ = self._recipient(None, to)
         recorder = self._recorder()
         assert recorder is not None
-        letter = Letter(letter_id(PERSON), PERSON, PERSON, session.agent_id, text)
-        post(
-            recorder.store,
-            recorder.task_id,
-            redacted(letter, recorder.redactor),
-            session.agent_type,
+        store, task_id = recorder.store, recorder.task_id
+        post_from_person(
+            store, task_id, session.agent_id, session.agent_type, text, recorder.redactor
         )
         return session.agent_id
 
@@ -317,23 +313,18 @@ class Messaging:
 
     # -- mail stored by others, or before a restart ----------------------------------------------
 
-    def deliver_stored(self) -> int:
-        """Deliver what the store holds for this run's task and no recipient has read yet (a
-        restart came between sending and delivering, or a person sent it from another
-        process): how many were delivered."""
-        recorder = self._recorder()
-        if recorder is None:
-            return 0
-        count = 0
-        for letter in undelivered(recorder.store, recorder.task_id):
+    def deliver_stored(self, letters: Iterable[Letter]) -> None:
+        """Deliver ``letters``, stored for this run's task and not in their recipients' stored
+        histories (a restart came between sending and delivering, or a person sent them from
+        another process), to the recipients that have not read them yet."""
+        for letter in letters:
             if letter.id in self._handled:
                 continue
-            self._handled.add(letter.id)
             session, handle = self._stored_recipient(letter.to)
-            if session is not None and pending([letter], session.agent_id, session.messages):
+            if session is None:
+                self._handled.add(letter.id)
+            else:
                 self.deliver(letter, session, handle)
-                count += 1
-        return count
 
     def _stored_recipient(self, agent_id: str) -> tuple[Session | None, SubagentHandle | None]:
         main = self.delegation.main
@@ -370,9 +361,3 @@ def _session_of(ctx: ToolContext) -> Session:
     if not isinstance(session, Session):
         raise ToolError("SendMessage and ListAgents only work inside a subagents session")
     return session
-
-
-def _log() -> logging.Logger:
-    import logging
-
-    return logging.getLogger(__name__)

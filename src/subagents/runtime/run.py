@@ -45,7 +45,12 @@ from subagents.tools.names import TASK_TOOL_NAME
 
 if TYPE_CHECKING:
     from subagents.models.prices import ModelPrice
-    from subagents.runtime.pause import HumanDecision, HumanQuestion, WaitPoint
+    from subagents.runtime.pause import (
+        DeliveredDecision,
+        HumanDecision,
+        HumanQuestion,
+        WaitPoint,
+    )
     from subagents.runtime.permissions import RuleArguments
     from subagents.runtime.recorder import Recorder
     from subagents.runtime.services import Services
@@ -384,15 +389,10 @@ class Run:
         self.decisions[point] = decision
         return False
 
-    def take_posted_decisions(self) -> None:
+    def take_posted_decisions(self, decisions: Sequence[DeliveredDecision]) -> None:
         """Hand over the decisions people stored for the task (``subagents inbox TASK KEY``)
         to the agents that wait for them, or keep them for the calls that will ask."""
-        recorder = self.recorder
-        if recorder is None:
-            return
-        from subagents.runtime.inbox import posted_decisions
-
-        for delivered in posted_decisions(recorder.store, recorder.task_id):
+        for delivered in decisions:
             point = delivered.wait_point
             if point not in self._handed_over:
                 self._handed_over.add(point)
@@ -428,14 +428,17 @@ class Run:
         recorder = self.recorder
         if recorder is None:
             return
-        from subagents.runtime.mail import mail_key
+        from subagents.runtime.inbox import decisions_in
+        from subagents.runtime.mail import letters_in, mail_key, not_in_store
 
-        mark = recorder.store.get_meta(mail_key(recorder.task_id))
+        store = recorder.store
+        mark = store.get_meta(mail_key(recorder.task_id))
         if mark is None or mark == self._seen_mail:
             return
         self._seen_mail = mark
-        self.delegation.messaging.deliver_stored()
-        self.take_posted_decisions()
+        traces = store.traces(recorder.task_id)  # read once for the messages and decisions
+        self.delegation.messaging.deliver_stored(not_in_store(store, letters_in(traces)))
+        self.take_posted_decisions(decisions_in(traces))
 
     def offers_messages(self, session_id: str) -> bool:
         session = self.delegation.session_by_id(session_id)
