@@ -58,6 +58,9 @@ def routed(tmp_path: Path, isolated_home: Path) -> Iterator[tuple[Project, Route
         agents = project.root / ".claude" / "agents"
         agents.mkdir(parents=True)
         (agents / "worker.md").write_text(WORKER)
+        config = project.root / ".subagents" / "config.toml"
+        # the steered worker looks again each turn until the mail comes: room on a busy machine
+        config.write_text(config.read_text() + "\n[subagents]\nmax_turns = 500\n")
         yield project, running
 
 
